@@ -1,0 +1,374 @@
+//! The lab: Debian's stock kernel under QEMU, running a command of ours
+//! against the real IPVS.
+//!
+//! This machine's kernel has no IPVS and cannot load modules, so every test
+//! that touches the kernel runs in a guest. The guest sees the host's root
+//! filesystem read-only (over 9p, under a tmpfs overlay) and the repository
+//! read-write at its own path, so binaries built here run there unchanged and
+//! whatever the command writes under the repository comes back.
+
+mod kernel;
+mod prerequisites;
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+pub use kernel::Kernel;
+
+/// The guest's first process; see the script for what it does.
+const INIT_SCRIPT: &str = include_str!("init.sh");
+
+/// Modules the guest needs before it can see the host: virtio transport, the
+/// serial ports for output, 9p for the filesystems, overlayfs.
+const BOOT_MODULES: &[&str] = &[
+    "virtio_pci",
+    "virtio_console",
+    "9pnet_virtio",
+    "9p",
+    "overlay",
+];
+
+/// Environment variables passed from the host into the command.
+const PASSED_ENVIRONMENT: &[&str] = &["RUST_BACKTRACE", "RUST_LOG", "CI", "NO_COLOR", "TERM"];
+
+/// How a lab run is set up.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long the guest may take to reach the command.
+    pub boot_timeout: Duration,
+    /// How long the command may run.
+    pub timeout: Duration,
+    pub memory_megabytes: u32,
+    pub cpus: u32,
+    /// Keep the run folder (console log, command script) after success.
+    pub keep: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            boot_timeout: Duration::from_secs(120),
+            timeout: Duration::from_secs(3600),
+            memory_megabytes: 2048,
+            cpus: 2,
+            keep: false,
+        }
+    }
+}
+
+/// A ready lab: prerequisites installed, kernel unpacked.
+pub struct Lab {
+    repository: PathBuf,
+    kernel: Kernel,
+    options: Options,
+}
+
+impl Lab {
+    /// Installs what is missing and fetches the kernel if it is not cached.
+    pub fn prepare(repository: &Path, options: Options) -> Result<Lab> {
+        prerequisites::ensure()?;
+        let kernel = Kernel::ensure(&cache_directory()?)?;
+        Ok(Lab {
+            repository: repository.to_path_buf(),
+            kernel,
+            options,
+        })
+    }
+
+    /// Runs `command` as root in a fresh guest, from the repository root,
+    /// streaming its output; returns its exit status.
+    pub fn run(&self, command: &[String]) -> Result<i32> {
+        if command.is_empty() {
+            bail!("no command given to run in the lab");
+        }
+        let run = RunFolder::create(&self.repository)?;
+        self.write_initramfs(&run.path.join("initramfs.cpio"))?;
+        fs::write(
+            run.path.join("command"),
+            command_script(&self.repository, command),
+        )?;
+        let stdout_fifo = run.fifo("stdout")?;
+        let stderr_fifo = run.fifo("stderr")?;
+
+        // The readers open the FIFOs before QEMU does, or QEMU would block.
+        let stdout_copy = forward(stdout_fifo.clone(), io::stdout);
+        let stderr_copy = forward(stderr_fifo.clone(), io::stderr);
+
+        let console = run.path.join("console.log");
+        let mut qemu = self.spawn_qemu(&run.path, &console, &stdout_fifo, &stderr_fifo)?;
+        let outcome = self.supervise(&mut qemu, &console);
+        if outcome.is_err() {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            // Unblock readers that may still wait for QEMU to open the FIFOs.
+            let _ = fs::OpenOptions::new().write(true).open(&stdout_fifo);
+            let _ = fs::OpenOptions::new().write(true).open(&stderr_fifo);
+        }
+        let _ = stdout_copy.join();
+        let _ = stderr_copy.join();
+        outcome?;
+
+        let status_file = run.path.join("status");
+        let status = match fs::read_to_string(&status_file) {
+            Ok(text) => text
+                .trim()
+                .parse::<i32>()
+                .with_context(|| format!("{} holds {text:?}", status_file.display()))?,
+            Err(_) => bail!(
+                "the guest stopped before the command finished\n{}",
+                console_tail(&console)
+            ),
+        };
+        if !self.options.keep {
+            let _ = fs::remove_dir_all(&run.path);
+        }
+        Ok(status)
+    }
+
+    fn spawn_qemu(
+        &self,
+        run: &Path,
+        console: &Path,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Result<Child> {
+        let append = format!(
+            "console=ttyS0 panic=-1 loglevel=4 mitigations=off rdinit=/init \
+             fulcrum.run={} fulcrum.repo={} fulcrum.modules={}",
+            run.display(),
+            self.repository.display(),
+            self.kernel.modules.display()
+        );
+        let mut qemu = Command::new("qemu-system-x86_64");
+        qemu.args([
+            "-nodefaults",
+            "-no-user-config",
+            "-no-reboot",
+            "-display",
+            "none",
+        ])
+        // -enable-kvm hangs on these machines: software emulation only.
+        .args(["-accel", "tcg,thread=multi", "-cpu", "max"])
+        .args(["-smp", &self.options.cpus.to_string()])
+        .args(["-m", &self.options.memory_megabytes.to_string()])
+        .arg("-kernel")
+        .arg(&self.kernel.image)
+        .arg("-initrd")
+        .arg(run.join("initramfs.cpio"))
+        .args(["-append", &append])
+        .args([
+            "-chardev",
+            &format!("file,id=console,path={}", console.display()),
+        ])
+        .args(["-serial", "chardev:console"])
+        .args([
+            "-virtfs",
+            "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        ])
+        .args([
+            "-virtfs",
+            &format!(
+                "local,path={},mount_tag=repo,security_model=none,multidevs=remap",
+                self.repository.display()
+            ),
+        ])
+        .args(["-device", "virtio-serial-pci"])
+        .args([
+            "-chardev",
+            &format!("file,id=stdout,path={}", stdout.display()),
+        ])
+        .args([
+            "-device",
+            "virtserialport,chardev=stdout,name=fulcrum.stdout",
+        ])
+        .args([
+            "-chardev",
+            &format!("file,id=stderr,path={}", stderr.display()),
+        ])
+        .args([
+            "-device",
+            "virtserialport,chardev=stderr,name=fulcrum.stderr",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        qemu.spawn().context("cannot start qemu-system-x86_64")
+    }
+
+    /// Waits for QEMU to exit, enforcing the boot and command timeouts.
+    fn supervise(&self, qemu: &mut Child, console: &Path) -> Result<()> {
+        let started = Instant::now();
+        let mut running_since: Option<Instant> = None;
+        loop {
+            if let Some(status) = qemu.try_wait()? {
+                if !status.success() {
+                    let mut message = String::new();
+                    if let Some(mut stderr) = qemu.stderr.take() {
+                        let _ = stderr.read_to_string(&mut message);
+                    }
+                    bail!(
+                        "qemu exited with {status}: {}\n{}",
+                        message.trim(),
+                        console_tail(console)
+                    );
+                }
+                return Ok(());
+            }
+            match running_since {
+                None => {
+                    let log = fs::read_to_string(console).unwrap_or_default();
+                    if log.contains("fulcrum-lab: running command") {
+                        running_since = Some(Instant::now());
+                    } else if started.elapsed() > self.options.boot_timeout {
+                        bail!(
+                            "the guest did not boot within {} s\n{}",
+                            self.options.boot_timeout.as_secs(),
+                            console_tail(console)
+                        );
+                    }
+                }
+                Some(since) if since.elapsed() > self.options.timeout => bail!(
+                    "the command did not finish within {} s\n{}",
+                    self.options.timeout.as_secs(),
+                    console_tail(console)
+                ),
+                Some(_) => {}
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn write_initramfs(&self, path: &Path) -> Result<()> {
+        let staging = path.with_extension("d");
+        fs::create_dir_all(staging.join("bin"))?;
+        fs::create_dir_all(staging.join("modules"))?;
+        fs::copy("/bin/busybox", staging.join("bin/busybox"))
+            .context("cannot copy /bin/busybox (package busybox-static)")?;
+        let init = staging.join("init");
+        fs::write(&init, INIT_SCRIPT)?;
+        set_executable(&init)?;
+        let mut order = String::new();
+        for module in self.kernel.module_closure(BOOT_MODULES)? {
+            let name = module.file_name().expect("module paths have file names");
+            fs::copy(&module, staging.join("modules").join(name))
+                .with_context(|| format!("cannot copy {}", module.display()))?;
+            writeln!(order, "{}", name.to_string_lossy())?;
+        }
+        fs::write(staging.join("modules/order"), order)?;
+        let archive = fs::File::create(path)?;
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg("find . | LC_ALL=C sort | cpio --quiet -o -H newc")
+            .current_dir(&staging)
+            .stdout(archive)
+            .status()
+            .context("cannot run cpio")?;
+        if !status.success() {
+            bail!("cpio failed to build the initramfs ({status})");
+        }
+        fs::remove_dir_all(&staging)?;
+        Ok(())
+    }
+}
+
+/// Where the kernel is cached between runs: it is the same for every clone.
+fn cache_directory() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("FULCRUM_LAB_CACHE") {
+        return Ok(PathBuf::from(path));
+    }
+    let home = std::env::var_os("HOME").context("HOME is not set; set FULCRUM_LAB_CACHE")?;
+    Ok(PathBuf::from(home).join(".cache/fulcrum/lab"))
+}
+
+/// The script the guest runs: the command, quoted, from the repository root.
+fn command_script(repository: &Path, command: &[String]) -> String {
+    let mut script = String::from("set -e\n");
+    writeln!(script, "cd {}", shell_quote(&repository.to_string_lossy())).unwrap();
+    script.push_str(
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n",
+    );
+    script.push_str("export FULCRUM_LAB=1\n");
+    for name in PASSED_ENVIRONMENT {
+        if let Ok(value) = std::env::var(name) {
+            writeln!(script, "export {name}={}", shell_quote(&value)).unwrap();
+        }
+    }
+    let words: Vec<String> = command.iter().map(|word| shell_quote(word)).collect();
+    writeln!(script, "set +e\n{}", words.join(" ")).unwrap();
+    script
+}
+
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn console_tail(console: &Path) -> String {
+    let log = fs::read_to_string(console).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(30)..];
+    format!(
+        "last lines of the guest console ({}):\n{}",
+        console.display(),
+        tail.join("\n")
+    )
+}
+
+fn forward<W: Write + 'static>(fifo: PathBuf, output: fn() -> W) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        if let Ok(mut reader) = fs::File::open(&fifo) {
+            let mut writer = output();
+            let mut buffer = [0u8; 8192];
+            while let Ok(count) = reader.read(&mut buffer) {
+                if count == 0 || writer.write_all(&buffer[..count]).is_err() {
+                    break;
+                }
+                let _ = writer.flush();
+            }
+        }
+    })
+}
+
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// A folder under target/lab for one run, inside the repository so the
+/// guest can write its status there.
+struct RunFolder {
+    path: PathBuf,
+}
+
+impl RunFolder {
+    fn create(repository: &Path) -> Result<RunFolder> {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let path = repository
+            .join("target/lab/runs")
+            .join(format!("{stamp}-{}", std::process::id()));
+        fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(RunFolder { path })
+    }
+
+    fn fifo(&self, name: &str) -> Result<PathBuf> {
+        let path = self.path.join(name);
+        let status = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .context("cannot run mkfifo")?;
+        if !status.success() {
+            bail!("mkfifo {} failed", path.display());
+        }
+        Ok(path)
+    }
+}

@@ -1,0 +1,99 @@
+//! Developer tasks for Fulcrum: `cargo xtask <task>`.
+//!
+//! - `lab -- CMD...`: run CMD as root in a guest with Debian's kernel (real IPVS).
+//! - `test`: every check and test, lab tests included (what CI runs).
+//! - `demo`: the main job, in the lab, for a person to watch.
+
+mod lab;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Fulcrum's developer tasks")]
+struct Arguments {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Boot Debian's kernel under QEMU and run a command in it, as root, from
+    /// the repository root; exits with the command's status.
+    Lab {
+        #[command(flatten)]
+        options: LabArguments,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct LabArguments {
+    /// Seconds the command may run before the guest is stopped.
+    #[arg(long, default_value_t = 3600)]
+    timeout: u64,
+    /// Seconds the guest may take to boot.
+    #[arg(long, default_value_t = 120)]
+    boot_timeout: u64,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 2048)]
+    memory: u32,
+    /// Guest CPUs.
+    #[arg(long, default_value_t = 2)]
+    cpus: u32,
+    /// Keep the run folder under target/lab/runs (console log, scripts).
+    #[arg(long)]
+    keep: bool,
+}
+
+impl LabArguments {
+    fn options(&self) -> lab::Options {
+        lab::Options {
+            boot_timeout: Duration::from_secs(self.boot_timeout),
+            timeout: Duration::from_secs(self.timeout),
+            memory_megabytes: self.memory,
+            cpus: self.cpus,
+            keep: self.keep,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let arguments = Arguments::parse();
+    match run(arguments.task) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(task: Task) -> Result<ExitCode> {
+    let repository = repository_root();
+    match task {
+        Task::Lab { options, command } => {
+            let lab = lab::Lab::prepare(&repository, options.options())?;
+            let status = lab.run(&command)?;
+            Ok(exit_code(status))
+        }
+    }
+}
+
+fn exit_code(status: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
+
+/// The workspace root: xtask lives one level below it.
+fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
+}
