@@ -1,1 +1,19 @@
-//! placeholder
+//! `labkit`: what tests need inside the lab's guest kernel.
+//!
+//! Network namespaces (compatible with `ip netns`), topologies of clients,
+//! directors and real servers joined by veth pairs and bridges, and a small
+//! HTTP responder per real server that answers with its own name. Everything
+//! that can run as a thread does: under emulation each process costs 0.1 to
+//! 0.3 s.
+
+pub mod http;
+mod namespace;
+pub mod topology;
+
+pub use namespace::{Namespace, run_ip};
+pub use topology::{Host, NatTopology};
+
+/// Whether this process runs inside the lab's guest (`cargo xtask lab`).
+pub fn in_lab() -> bool {
+    std::env::var_os("FULCRUM_LAB").is_some()
+}

@@ -4,6 +4,7 @@
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
 
+mod capture;
 mod lab;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,12 @@ enum Task {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Capture the IPVS netlink traffic of reference ipvsadm commands in the
+    /// lab, into ipvs/tests/captured/ (the library's round-trip fixtures).
+    Capture,
+    /// In the guest: the capture itself.
+    #[command(hide = true)]
+    GuestCapture { output: PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -83,7 +90,29 @@ fn run(task: Task) -> Result<ExitCode> {
             let status = lab.run(&command)?;
             Ok(exit_code(status))
         }
+        Task::Capture => {
+            let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
+            let output = repository.join("ipvs/tests/captured");
+            let status = lab.run(&guest_command(&[
+                "guest-capture",
+                &output.to_string_lossy(),
+            ])?)?;
+            Ok(exit_code(status))
+        }
+        Task::GuestCapture { output } => {
+            capture::run_in_guest(&output)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// This very binary, with `arguments`, as a command for the guest: xtask's
+/// guest-side tasks are hidden subcommands of itself.
+fn guest_command(arguments: &[&str]) -> Result<Vec<String>> {
+    let executable = std::env::current_exe()?;
+    let mut command = vec![executable.to_string_lossy().into_owned()];
+    command.extend(arguments.iter().map(|argument| argument.to_string()));
+    Ok(command)
 }
 
 fn exit_code(status: i32) -> ExitCode {

@@ -6,7 +6,8 @@
 # It mounts the host's root filesystem read-only over 9p under a tmpfs overlay,
 # mounts the repository read-write at its own path (so results and captures
 # land on the host), then runs the command that xtask wrote into the run
-# folder, with its output on two virtio serial ports, and powers off.
+# folder (stage2.sh, after switching root), with its output on two virtio
+# serial ports, and powers off.
 
 /bin/busybox mkdir -p /bin /sbin /usr/bin /usr/sbin /proc /sys /dev
 /bin/busybox --install -s
@@ -81,10 +82,8 @@ for port in /sys/class/virtio-ports/*; do
 done
 [ -n "$stdout" ] && [ -n "$stderr" ] || fail "no output ports"
 
-say "running command"
-chroot /newroot /bin/sh "$run/command" < /dev/null > "$stdout" 2> "$stderr"
-status=$?
-echo "$status" > "/newroot$run/status"
-say "command exited with status $status"
-umount "/newroot$repo"
-halt
+# PID 1 itself must change root: the kernel starts its helpers (modprobe,
+# for ip_vs schedulers and link types) in PID 1's root, which would
+# otherwise stay the initramfs, where there are no modules.
+cp /stage2.sh /newroot/run/fulcrum-lab-stage2
+exec switch_root /newroot /bin/sh /run/fulcrum-lab-stage2 "$run" "${stdout#/newroot}" "${stderr#/newroot}"

@@ -24,6 +24,8 @@ pub use kernel::Kernel;
 
 /// The guest's first process; see the script for what it does.
 const INIT_SCRIPT: &str = include_str!("init.sh");
+/// What the guest's PID 1 runs once the host's filesystem is its root.
+const STAGE2_SCRIPT: &str = include_str!("stage2.sh");
 
 /// Modules the guest needs before it can see the host: virtio transport, the
 /// serial ports for output, 9p for the filesystems, overlayfs.
@@ -254,6 +256,7 @@ impl Lab {
         let init = staging.join("init");
         fs::write(&init, INIT_SCRIPT)?;
         set_executable(&init)?;
+        fs::write(staging.join("stage2.sh"), STAGE2_SCRIPT)?;
         let mut order = String::new();
         for module in self.kernel.module_closure(BOOT_MODULES)? {
             let name = module.file_name().expect("module paths have file names");

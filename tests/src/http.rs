@@ -1,0 +1,135 @@
+//! A tiny HTTP responder that answers with its own name, and the client that
+//! asks it: enough HTTP/1.0 to see which real server answered.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::Namespace;
+
+/// A responder listening in a namespace; it stops when dropped.
+pub struct Responder {
+    name: String,
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    served: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Responder {
+    /// Listens on `address` inside `namespace` and answers every request
+    /// with `name` and a newline.
+    pub fn spawn(namespace: &Namespace, address: SocketAddr, name: &str) -> Result<Responder> {
+        // The listener is created inside the namespace and keeps belonging to
+        // it, so the serving thread itself need not be there.
+        let listener = namespace
+            .run(|| TcpListener::bind(address))?
+            .with_context(|| format!("{name} cannot listen on {address}"))?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(AtomicU64::new(0));
+        let body = format!("{name}\n");
+        let thread = {
+            let stop = stop.clone();
+            let served = served.clone();
+            thread::spawn(move || serve(listener, &body, &stop, &served))
+        };
+        Ok(Responder {
+            name: name.to_owned(),
+            address,
+            stop,
+            served,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// How many requests it has answered.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &AtomicU64) {
+    let response = format!(
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                if read_request(&mut stream).is_ok() {
+                    let _ = stream.write_all(response.as_bytes());
+                    served.fetch_add(1, Ordering::Relaxed);
+                }
+                let _ = stream.shutdown(Shutdown::Write);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// Reads up to the blank line that ends a request's head.
+fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+        let count = stream.read(&mut buffer)?;
+        if count == 0 {
+            break;
+        }
+        request.extend_from_slice(&buffer[..count]);
+    }
+    Ok(())
+}
+
+/// One `GET /` to `address` over a new connection, from inside `namespace`;
+/// returns the body.
+pub fn get(namespace: &Namespace, address: SocketAddr) -> Result<String> {
+    let mut stream = namespace
+        .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
+        .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let host = match address.ip() {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    write!(stream, "GET / HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .with_context(|| format!("no answer from {address}"))?;
+    let Some((head, body)) = response.split_once("\r\n\r\n") else {
+        bail!("a malformed answer from {address}: {response:?}");
+    };
+    if !head.starts_with("HTTP/1.0 200") {
+        bail!("{address} answered {head:?}");
+    }
+    Ok(body.trim_end().to_owned())
+}
