@@ -155,7 +155,7 @@ pub fn run_in_guest(output: &Path) -> Result<()> {
         let status = Command::new("sh").args(["-c", command]).status()?;
         let messages = tap.drain();
         if family.is_none() {
-            family = messages.iter().find_map(|message| ipvs_family_id(message));
+            family = messages.iter().find_map(ipvs_family_id);
         }
         let family = family.context("no CTRL_CMD_NEWFAMILY reply naming IPVS was captured")?;
         let kept = ipvs_exchange(&messages, family);
