@@ -33,6 +33,17 @@ impl Namespace {
     /// `lo` must be up before IPVS accepts destinations in a namespace: the
     /// kernel answers EINVAL otherwise.
     pub fn create(name: &str) -> Result<Namespace> {
+        Namespace::create_with(name, true)
+    }
+
+    /// Creates it as the kernel makes it, with `lo` never brought up: such
+    /// a namespace has no local routing table yet, and IPVS refuses
+    /// destinations with EINVAL (it cannot classify their addresses).
+    pub fn create_with_lo_down(name: &str) -> Result<Namespace> {
+        Namespace::create_with(name, false)
+    }
+
+    fn create_with(name: &str, lo_up: bool) -> Result<Namespace> {
         fs::create_dir_all(NETNS_DIRECTORY)?;
         let path = PathBuf::from(NETNS_DIRECTORY).join(name);
         if path.exists() {
@@ -47,7 +58,7 @@ impl Namespace {
                 return Err(std::io::Error::last_os_error()).context("unshare(CLONE_NEWNET)");
             }
             bind_mount("/proc/thread-self/ns/net", &target)?;
-            set_link_up("lo")
+            if lo_up { set_link_up("lo") } else { Ok(()) }
         })
         .join()
         .expect("the namespace thread does not panic")

@@ -6,6 +6,7 @@
 
 mod capture;
 mod lab;
+mod test;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,6 +33,12 @@ enum Task {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Run every check and test: format, lint, unit tests here, and the lab
+    /// tests in one guest boot. What CI runs.
+    Test,
+    /// In the guest: run lab test binaries.
+    #[command(hide = true)]
+    GuestTest { binaries: Vec<PathBuf> },
     /// Capture the IPVS netlink traffic of reference ipvsadm commands in the
     /// lab, into ipvs/tests/captured/ (the library's round-trip fixtures).
     Capture,
@@ -90,6 +97,8 @@ fn run(task: Task) -> Result<ExitCode> {
             let status = lab.run(&command)?;
             Ok(exit_code(status))
         }
+        Task::Test => test::run(&repository),
+        Task::GuestTest { binaries } => test::run_in_guest(&binaries),
         Task::Capture => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
             let output = repository.join("ipvs/tests/captured");

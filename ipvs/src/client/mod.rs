@@ -1,0 +1,377 @@
+//! A client of the kernel's IPVS: one socket, the family resolved once,
+//! requests pipelined.
+//!
+//! Each method is one operation, answered in full. [`Client::apply`] sends
+//! many changes at once (a thousand services and their destinations take a
+//! handful of system calls instead of one round trip each) and says which
+//! ones the kernel refused and why.
+//!
+//! Sockets belong to the network namespace they were opened in: a client
+//! connected from a thread inside a namespace programs that namespace's IPVS.
+
+mod error;
+mod transport;
+
+use std::fmt;
+use std::net::SocketAddr;
+
+pub use error::{Errno, Error};
+
+use crate::request::{self, Request, RequestKind};
+use crate::{
+    Destination, Info, IpvsMessage, RequestError, Service, ServiceKey, SyncDaemon, SyncState,
+    Timeouts, kernel_error_message,
+};
+use transport::Transport;
+
+/// A connection to IPVS in the caller's network namespace.
+pub struct Client {
+    transport: Transport,
+}
+
+/// One change to IPVS, for [`Client::apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operation {
+    CreateService(Service),
+    /// Replace a service's scheduler, flags, persistence and netmask.
+    UpdateService(Service),
+    DeleteService(ServiceKey),
+    CreateDestination(ServiceKey, Destination),
+    UpdateDestination(ServiceKey, Destination),
+    DeleteDestination(ServiceKey, SocketAddr),
+    StartDaemon(SyncDaemon),
+    StopDaemon(SyncState),
+    SetTimeouts(Timeouts),
+    ZeroAll,
+    ZeroService(ServiceKey),
+    Flush,
+}
+
+impl Operation {
+    /// The request for it, refused here if the kernel would refuse it with
+    /// a bare EINVAL.
+    pub fn request(&self) -> Result<Request, RequestError> {
+        Ok(match self {
+            Operation::CreateService(service) => request::new_service(service)?,
+            Operation::UpdateService(service) => request::set_service(service)?,
+            Operation::DeleteService(key) => request::delete_service(key),
+            Operation::CreateDestination(key, destination) => {
+                request::new_destination(key, destination)?
+            }
+            Operation::UpdateDestination(key, destination) => {
+                request::set_destination(key, destination)?
+            }
+            Operation::DeleteDestination(key, address) => {
+                request::delete_destination(key, *address)
+            }
+            Operation::StartDaemon(daemon) => request::new_daemon(daemon)?,
+            Operation::StopDaemon(state) => request::delete_daemon(*state),
+            Operation::SetTimeouts(timeouts) => request::set_config(timeouts),
+            Operation::ZeroAll => request::zero_all(),
+            Operation::ZeroService(key) => request::zero_service(key),
+            Operation::Flush => request::flush(),
+        })
+    }
+}
+
+/// Says what the operation does to which object: "create service TCP
+/// 10.0.0.1:80", "delete destination 10.0.2.11:80 of service FWM 42".
+impl fmt::Display for Operation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operation::CreateService(service) => {
+                write!(formatter, "create service {}", service.key)
+            }
+            Operation::UpdateService(service) => {
+                write!(formatter, "update service {}", service.key)
+            }
+            Operation::DeleteService(key) => write!(formatter, "delete service {key}"),
+            Operation::CreateDestination(key, destination) => write!(
+                formatter,
+                "create destination {} of service {key}",
+                destination.socket_address()
+            ),
+            Operation::UpdateDestination(key, destination) => write!(
+                formatter,
+                "update destination {} of service {key}",
+                destination.socket_address()
+            ),
+            Operation::DeleteDestination(key, address) => {
+                write!(formatter, "delete destination {address} of service {key}")
+            }
+            Operation::StartDaemon(daemon) => write!(
+                formatter,
+                "start the {} sync daemon on {}",
+                daemon.state, daemon.interface
+            ),
+            Operation::StopDaemon(state) => write!(formatter, "stop the {state} sync daemon"),
+            Operation::SetTimeouts(_) => formatter.write_str("set the timeouts"),
+            Operation::ZeroAll => formatter.write_str("zero all counters"),
+            Operation::ZeroService(key) => write!(formatter, "zero the counters of service {key}"),
+            Operation::Flush => formatter.write_str("flush all services"),
+        }
+    }
+}
+
+/// Some operations of a batch failed; the others were applied.
+#[derive(Debug, thiserror::Error)]
+#[error("{} of {total} operations failed; the first: {}", failures.len(), failures[0].1)]
+pub struct BatchError {
+    /// Each failed operation's index in the batch, and why it failed.
+    pub failures: Vec<(usize, Error)>,
+    pub total: usize,
+}
+
+impl Client {
+    /// Opens a generic netlink socket in the caller's network namespace and
+    /// resolves the IPVS family. [`Error::Unavailable`] when the kernel has
+    /// no IPVS (the ip_vs module is not loaded).
+    pub fn connect() -> Result<Client, Error> {
+        Ok(Client {
+            transport: Transport::connect()?,
+        })
+    }
+
+    /// The generic netlink family id the kernel gave IPVS.
+    pub fn family_id(&self) -> u16 {
+        self.transport.family()
+    }
+
+    /// The IPVS version and connection table size.
+    pub fn info(&mut self) -> Result<Info, Error> {
+        let reply = self.get(request::get_info(), || "read IPVS info".into())?;
+        Ok(Info::from_reply(&reply)?)
+    }
+
+    /// The TCP, TCP FIN and UDP timeouts, in seconds.
+    pub fn timeouts(&mut self) -> Result<Timeouts, Error> {
+        let reply = self.get(request::get_config(), || "read the timeouts".into())?;
+        Ok(Timeouts::from_reply(&reply)?)
+    }
+
+    pub fn set_timeouts(&mut self, timeouts: &Timeouts) -> Result<(), Error> {
+        self.apply_one(Operation::SetTimeouts(*timeouts))
+    }
+
+    /// Every service, with its statistics.
+    pub fn services(&mut self) -> Result<Vec<Service>, Error> {
+        let replies = self.dump(request::dump_services(), || "list services".into())?;
+        replies
+            .iter()
+            .map(|reply| Ok(Service::from_reply(reply)?))
+            .collect()
+    }
+
+    /// One service; an error with ESRCH if there is none with that key.
+    pub fn service(&mut self, key: &ServiceKey) -> Result<Service, Error> {
+        let reply = self.get(request::get_service(key), || format!("read service {key}"))?;
+        Ok(Service::from_reply(&reply)?)
+    }
+
+    pub fn create_service(&mut self, service: &Service) -> Result<(), Error> {
+        self.apply_one(Operation::CreateService(service.clone()))
+    }
+
+    pub fn update_service(&mut self, service: &Service) -> Result<(), Error> {
+        self.apply_one(Operation::UpdateService(service.clone()))
+    }
+
+    pub fn delete_service(&mut self, key: &ServiceKey) -> Result<(), Error> {
+        self.apply_one(Operation::DeleteService(*key))
+    }
+
+    /// The destinations of a service, with counters and statistics.
+    ///
+    /// The kernel answers an empty list, not an error, for a service that
+    /// does not exist.
+    pub fn destinations(&mut self, key: &ServiceKey) -> Result<Vec<Destination>, Error> {
+        let mut lists = self.destinations_of(std::slice::from_ref(key))?;
+        Ok(lists.pop().expect("one list per service"))
+    }
+
+    /// The destinations of each of `keys`, in order, asked for in one
+    /// pipelined exchange.
+    pub fn destinations_of(&mut self, keys: &[ServiceKey]) -> Result<Vec<Vec<Destination>>, Error> {
+        let requests: Vec<Request> = keys.iter().map(request::dump_destinations).collect();
+        let outcomes = self.transport.dump(&requests)?;
+        let mut lists = Vec::with_capacity(keys.len());
+        for ((key, request), outcome) in keys.iter().zip(&requests).zip(outcomes) {
+            let replies = outcome.map_err(|errno| {
+                let operation = format!("list the destinations of service {key}");
+                kernel_error(&operation, &request.message, errno)
+            })?;
+            lists.push(
+                replies
+                    .iter()
+                    .map(Destination::from_reply)
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
+        }
+        Ok(lists)
+    }
+
+    pub fn create_destination(
+        &mut self,
+        key: &ServiceKey,
+        destination: &Destination,
+    ) -> Result<(), Error> {
+        self.apply_one(Operation::CreateDestination(*key, destination.clone()))
+    }
+
+    pub fn update_destination(
+        &mut self,
+        key: &ServiceKey,
+        destination: &Destination,
+    ) -> Result<(), Error> {
+        self.apply_one(Operation::UpdateDestination(*key, destination.clone()))
+    }
+
+    pub fn delete_destination(
+        &mut self,
+        key: &ServiceKey,
+        address: SocketAddr,
+    ) -> Result<(), Error> {
+        self.apply_one(Operation::DeleteDestination(*key, address))
+    }
+
+    /// The running sync daemons (none, one or both of master and backup).
+    pub fn daemons(&mut self) -> Result<Vec<SyncDaemon>, Error> {
+        let replies = self.dump(request::dump_daemons(), || "list sync daemons".into())?;
+        replies
+            .iter()
+            .map(|reply| Ok(SyncDaemon::from_reply(reply)?))
+            .collect()
+    }
+
+    pub fn start_daemon(&mut self, daemon: &SyncDaemon) -> Result<(), Error> {
+        self.apply_one(Operation::StartDaemon(daemon.clone()))
+    }
+
+    pub fn stop_daemon(&mut self, state: SyncState) -> Result<(), Error> {
+        self.apply_one(Operation::StopDaemon(state))
+    }
+
+    /// Zeroes the counters of every service and destination.
+    pub fn zero_all(&mut self) -> Result<(), Error> {
+        self.apply_one(Operation::ZeroAll)
+    }
+
+    /// Zeroes the counters of one service and its destinations.
+    pub fn zero_service(&mut self, key: &ServiceKey) -> Result<(), Error> {
+        self.apply_one(Operation::ZeroService(*key))
+    }
+
+    /// Deletes every service and destination.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.apply_one(Operation::Flush)
+    }
+
+    /// Applies `operations` in order, pipelined: many requests per system
+    /// call, acknowledgements collected after.
+    ///
+    /// Every operation is checked before anything is sent: if one would be
+    /// refused for its content, nothing is applied. The kernel then works
+    /// through the batch in order and goes on past a refusal, as it would
+    /// for separate calls (so a destination whose service was refused is
+    /// refused too); every refusal is reported with the operation's index.
+    pub fn apply(&mut self, operations: &[Operation]) -> Result<(), BatchError> {
+        let mut requests = Vec::with_capacity(operations.len());
+        let mut failures = Vec::new();
+        for (index, operation) in operations.iter().enumerate() {
+            match operation.request() {
+                Ok(request) => requests.push(request),
+                Err(source) => failures.push((
+                    index,
+                    Error::Invalid {
+                        operation: operation.to_string(),
+                        source,
+                    },
+                )),
+            }
+        }
+        if !failures.is_empty() {
+            return Err(BatchError {
+                failures,
+                total: operations.len(),
+            });
+        }
+        let outcomes = match self.transport.execute(&requests) {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                return Err(BatchError {
+                    failures: vec![(0, error)],
+                    total: operations.len(),
+                });
+            }
+        };
+        for (index, outcome) in outcomes.into_iter().enumerate() {
+            if let Err(errno) = outcome {
+                let operation = operations[index].to_string();
+                failures.push((
+                    index,
+                    kernel_error(&operation, &requests[index].message, errno),
+                ));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(BatchError {
+                failures,
+                total: operations.len(),
+            })
+        }
+    }
+
+    fn apply_one(&mut self, operation: Operation) -> Result<(), Error> {
+        self.apply(std::slice::from_ref(&operation))
+            .map_err(|mut batch| batch.failures.remove(0).1)
+    }
+
+    /// A request answered by one message.
+    fn get(
+        &mut self,
+        request: Request,
+        describe: impl Fn() -> String,
+    ) -> Result<IpvsMessage, Error> {
+        debug_assert_eq!(request.kind, RequestKind::Get);
+        let outcome = self.transport.execute(std::slice::from_ref(&request))?;
+        let mut replies = outcome
+            .into_iter()
+            .next()
+            .expect("one outcome per request")
+            .map_err(|errno| kernel_error(&describe(), &request.message, errno))?;
+        match replies.len() {
+            1 => Ok(replies.remove(0)),
+            count => Err(Error::Protocol(format!(
+                "{}: {count} replies, expected one",
+                describe()
+            ))),
+        }
+    }
+
+    fn dump(
+        &mut self,
+        request: Request,
+        describe: impl Fn() -> String,
+    ) -> Result<Vec<IpvsMessage>, Error> {
+        debug_assert_eq!(request.kind, RequestKind::Dump);
+        let outcome = self.transport.dump(std::slice::from_ref(&request))?;
+        outcome
+            .into_iter()
+            .next()
+            .expect("one outcome per request")
+            .map_err(|errno| kernel_error(&describe(), &request.message, errno))
+    }
+}
+
+fn kernel_error(operation: &str, request: &IpvsMessage, errno: Errno) -> Error {
+    let reason = kernel_error_message(request.command, errno.0)
+        .map(str::to_owned)
+        .unwrap_or_else(|| errno.description());
+    Error::Kernel {
+        operation: operation.to_owned(),
+        errno,
+        reason,
+    }
+}
