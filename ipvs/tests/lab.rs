@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::Once;
 
 use ipvs::{
-    Client, Destination, Errno, Error, Family, Forwarding, Netmask, Operation, Protocol, Service,
+    Client, Destination, Error, Family, Forwarding, Netmask, Operation, Protocol, Service,
     ServiceFlags, ServiceKey, SyncDaemon, SyncState, Timeouts, Tunnel, TunnelChecksum, TunnelKind,
 };
 use labkit::{Namespace, NatTopology, http};
@@ -600,12 +600,11 @@ fn a_batch_reports_each_refusal_and_applies_the_rest() {
     assert_eq!(client.services().unwrap().len(), 498);
 }
 
-/// Destination dumps of many services are pipelined; one too large for a
-/// single reply datagram makes the kernel refuse those behind it (EBUSY),
-/// which the client asks for again.
+/// Listing the destinations of many services, one of them with more than
+/// a reply datagram holds (the kernel continues such a dump as we read).
 #[test]
 #[ignore = "runs in the lab"]
-fn pipelined_dumps_survive_a_dump_larger_than_a_datagram() {
+fn dumps_larger_than_a_datagram_and_of_many_services() {
     let (_namespace, mut client) = namespace("dumps");
     let keys: Vec<ServiceKey> = (1..=20)
         .map(|index| tcp(&format!("10.2.0.{index}:80")))
@@ -638,6 +637,4 @@ fn pipelined_dumps_survive_a_dump_larger_than_a_datagram() {
         .map(|index| if index == 2 { 400 } else { index + 1 })
         .collect();
     assert_eq!(counts, expected);
-    let errno = Errno(libc::EBUSY);
-    assert_eq!(errno.to_string(), "EBUSY");
 }

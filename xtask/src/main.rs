@@ -4,7 +4,9 @@
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
 
+mod bench;
 mod capture;
+mod demo;
 mod lab;
 mod test;
 
@@ -33,6 +35,18 @@ enum Task {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// The main job in the lab, for a person to watch: a NAT virtual
+    /// service with two real servers, and the answers alternating.
+    Demo,
+    /// In the guest: the demo itself.
+    #[command(hide = true)]
+    GuestDemo,
+    /// 1,000 services x 10 destinations through the library and through
+    /// `ipvsadm -R` in one lab run: both times and the ratio.
+    Bench,
+    /// In the guest: the benchmark itself.
+    #[command(hide = true)]
+    GuestBench,
     /// Run every check and test: format, lint, unit tests here, and the lab
     /// tests in one guest boot. What CI runs.
     Test,
@@ -96,6 +110,33 @@ fn run(task: Task) -> Result<ExitCode> {
             let lab = lab::Lab::prepare(&repository, options.options())?;
             let status = lab.run(&command)?;
             Ok(exit_code(status))
+        }
+        Task::Demo => {
+            let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
+            Ok(exit_code(lab.run(&guest_command(&["guest-demo"])?)?))
+        }
+        Task::GuestDemo => {
+            demo::run_in_guest()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Bench => {
+            let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
+            // Measured in release: the library's speed, not the debug build's.
+            test::cargo_step(
+                &repository,
+                "build",
+                &["build", "--release", "--package", "xtask"],
+            )?;
+            let executable = repository.join("target/release/xtask");
+            let command = vec![
+                executable.to_string_lossy().into_owned(),
+                "guest-bench".to_owned(),
+            ];
+            Ok(exit_code(lab.run(&command)?))
+        }
+        Task::GuestBench => {
+            bench::run_in_guest()?;
+            Ok(ExitCode::SUCCESS)
         }
         Task::Test => test::run(&repository),
         Task::GuestTest { binaries } => test::run_in_guest(&binaries),

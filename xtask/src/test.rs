@@ -22,8 +22,8 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
     // Prepared first so a fresh machine installs the lab's packages before
     // anything else needs them.
     let lab = Lab::prepare(repository, Options::default())?;
-    step(repository, "format", &["fmt", "--all", "--check"])?;
-    step(
+    cargo_step(repository, "format", &["fmt", "--all", "--check"])?;
+    cargo_step(
         repository,
         "lint",
         &[
@@ -35,7 +35,7 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
             "warnings",
         ],
     )?;
-    step(
+    cargo_step(
         repository,
         "tests on this machine",
         &["test", "--workspace"],
@@ -67,7 +67,7 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn step(repository: &Path, name: &str, arguments: &[&str]) -> Result<()> {
+pub fn cargo_step(repository: &Path, name: &str, arguments: &[&str]) -> Result<()> {
     eprintln!("xtask: {name}: cargo {}", arguments.join(" "));
     let status = Command::new(cargo())
         .args(arguments)

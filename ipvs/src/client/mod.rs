@@ -185,29 +185,18 @@ impl Client {
     /// The kernel answers an empty list, not an error, for a service that
     /// does not exist.
     pub fn destinations(&mut self, key: &ServiceKey) -> Result<Vec<Destination>, Error> {
-        let mut lists = self.destinations_of(std::slice::from_ref(key))?;
-        Ok(lists.pop().expect("one list per service"))
+        let replies = self.dump(request::dump_destinations(key), || {
+            format!("list the destinations of service {key}")
+        })?;
+        Ok(replies
+            .iter()
+            .map(Destination::from_reply)
+            .collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// The destinations of each of `keys`, in order, asked for in one
-    /// pipelined exchange.
+    /// The destinations of each of `keys`, in order.
     pub fn destinations_of(&mut self, keys: &[ServiceKey]) -> Result<Vec<Vec<Destination>>, Error> {
-        let requests: Vec<Request> = keys.iter().map(request::dump_destinations).collect();
-        let outcomes = self.transport.dump(&requests)?;
-        let mut lists = Vec::with_capacity(keys.len());
-        for ((key, request), outcome) in keys.iter().zip(&requests).zip(outcomes) {
-            let replies = outcome.map_err(|errno| {
-                let operation = format!("list the destinations of service {key}");
-                kernel_error(&operation, &request.message, errno)
-            })?;
-            lists.push(
-                replies
-                    .iter()
-                    .map(Destination::from_reply)
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
-        }
-        Ok(lists)
+        keys.iter().map(|key| self.destinations(key)).collect()
     }
 
     pub fn create_destination(
@@ -356,11 +345,8 @@ impl Client {
         describe: impl Fn() -> String,
     ) -> Result<Vec<IpvsMessage>, Error> {
         debug_assert_eq!(request.kind, RequestKind::Dump);
-        let outcome = self.transport.dump(std::slice::from_ref(&request))?;
-        outcome
-            .into_iter()
-            .next()
-            .expect("one outcome per request")
+        self.transport
+            .dump(&request)?
             .map_err(|errno| kernel_error(&describe(), &request.message, errno))
     }
 }
