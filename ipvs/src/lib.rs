@@ -6,8 +6,11 @@
 //!   to one: [`IpvsMessage`] (a command and its [`IpvsAttribute`]s) with the
 //!   nested [`ServiceAttribute`], [`DestinationAttribute`],
 //!   [`DaemonAttribute`], [`StatsAttribute`] and [`Stats64Attribute`].
-//!   Parsing then emitting reproduces the bytes, so captures can be checked
-//!   exactly. `IpvsMessage` implements
+//!   Parsing then emitting reproduces the kernel's bytes, so captures can be
+//!   checked exactly (`tests/captured.rs`). The one thing not kept is
+//!   `NLA_F_NESTED`, which the kernel ignores in IPVS requests and never
+//!   sets in its replies: requests from libnl tools such as ipvsadm carry it
+//!   on their nests and re-emit without it. `IpvsMessage` implements
 //!   [`GenlFamily`](netlink_packet_generic::GenlFamily), so
 //!   `NetlinkMessage<GenlMessage<IpvsMessage>>` serialises and parses.
 //! - **A model** for users: [`Service`] identified by a [`ServiceKey`],

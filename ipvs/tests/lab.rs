@@ -8,7 +8,6 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::Command;
-use std::sync::Once;
 
 use ipvs::{
     Client, Destination, Error, Family, Forwarding, Netmask, Operation, Protocol, Service,
@@ -16,22 +15,8 @@ use ipvs::{
 };
 use labkit::{Namespace, NatTopology, http};
 
-/// Loads ip_vs once per test process, as ipvsadm does when the family is
-/// missing; namespaces created afterwards have IPVS.
-fn load_ipvs() {
-    static LOAD: Once = Once::new();
-    LOAD.call_once(|| {
-        let status = Command::new("modprobe")
-            .arg("ip_vs")
-            .status()
-            .expect("modprobe runs");
-        assert!(status.success(), "modprobe ip_vs failed");
-    });
-}
-
 /// A fresh namespace named after the test, with a client connected in it.
 fn namespace(name: &str) -> (Namespace, Client) {
-    load_ipvs();
     let namespace = Namespace::create(&format!("ipvs-{name}")).expect("namespace");
     let client = namespace
         .run(Client::connect)
@@ -70,6 +55,42 @@ fn errno_of(error: &Error) -> i32 {
         .errno()
         .map(|errno| errno.0)
         .unwrap_or_else(|| panic!("no errno in {error}"))
+}
+
+/// Runs alone before the other tests (`cargo xtask test` runs `first_*`
+/// first), while ip_vs is not loaded yet.
+#[test]
+#[ignore = "runs in the lab"]
+fn first_a_missing_ipvs_is_one_clear_error_and_connecting_loads_it() {
+    let loaded = || {
+        std::fs::read_to_string("/proc/modules")
+            .unwrap()
+            .lines()
+            .any(|line| line.starts_with("ip_vs "))
+    };
+    assert!(
+        !loaded(),
+        "ip_vs is loaded already: this test must run first, alone"
+    );
+    // The kernel asks modprobe for a missing generic netlink family: make
+    // that fail, as it does where the module is not installed.
+    let modprobe = "/proc/sys/kernel/modprobe";
+    let saved = std::fs::read_to_string(modprobe).unwrap();
+    std::fs::write(modprobe, "/bin/false").unwrap();
+    let result = Client::connect();
+    std::fs::write(modprobe, saved.trim()).unwrap();
+    let error = result.err().expect("no IPVS without the module");
+    assert!(matches!(error, Error::Unavailable), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("could not load the ip_vs module"),
+        "{error}"
+    );
+
+    // With modprobe working, asking for the family loads the module.
+    Client::connect().unwrap();
+    assert!(loaded());
 }
 
 #[test]
@@ -463,7 +484,6 @@ fn sync_daemons() {
 #[test]
 #[ignore = "runs in the lab"]
 fn statistics_after_real_traffic_then_zero_and_flush() {
-    load_ipvs();
     let topology = NatTopology::build("stats", 2).unwrap();
     let mut client = topology.director.run(Client::connect).unwrap().unwrap();
     let virtual_address = NatTopology::virtual_address(80);

@@ -16,15 +16,12 @@ use anyhow::{Context, Result, bail};
 use ipvs::{Client, Destination, Forwarding, Operation, Protocol, Service, ServiceKey};
 use labkit::Namespace;
 
-use crate::demo::load_ipvs;
-
 const SERVICES: usize = 1000;
 const DESTINATIONS: usize = 10;
 const ROUNDS: usize = 3;
 
 /// In the guest: the benchmark.
 pub fn run_in_guest() -> Result<()> {
-    load_ipvs()?;
     let (rules, operations) = workload();
     let rules_file = std::env::temp_dir().join("fulcrum-bench.rules");
     std::fs::write(&rules_file, &rules)?;

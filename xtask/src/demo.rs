@@ -15,7 +15,6 @@ const REQUESTS: usize = 8;
 
 /// In the guest: the demo itself. Fails unless the answers alternate.
 pub fn run_in_guest() -> Result<()> {
-    load_ipvs()?;
     println!("Building the topology: a client, a director and two real servers (namespaces).");
     let topology = NatTopology::build("demo", 2)?;
     let mut responders = Vec::new();
@@ -88,17 +87,5 @@ pub fn run_in_guest() -> Result<()> {
         bail!("the answers did not alternate between the real servers: {answers:?}");
     }
     println!("\nRound robin through the kernel's IPVS: the answers alternate.");
-    Ok(())
-}
-
-/// Loads ip_vs as ipvsadm does when the kernel has no IPVS family yet.
-pub fn load_ipvs() -> Result<()> {
-    let status = Command::new("modprobe")
-        .arg("ip_vs")
-        .status()
-        .context("cannot run modprobe")?;
-    if !status.success() {
-        bail!("modprobe ip_vs failed ({status})");
-    }
     Ok(())
 }

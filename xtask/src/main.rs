@@ -52,7 +52,12 @@ enum Task {
     Test,
     /// In the guest: run lab test binaries.
     #[command(hide = true)]
-    GuestTest { binaries: Vec<PathBuf> },
+    GuestTest {
+        /// Seconds after which a test binary counts as stuck.
+        #[arg(long, default_value_t = test::STUCK_AFTER_SECONDS)]
+        stuck_after: u64,
+        binaries: Vec<PathBuf>,
+    },
     /// Capture the IPVS netlink traffic of reference ipvsadm commands in the
     /// lab, into ipvs/tests/captured/ (the library's round-trip fixtures).
     Capture,
@@ -139,7 +144,10 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::Test => test::run(&repository),
-        Task::GuestTest { binaries } => test::run_in_guest(&binaries),
+        Task::GuestTest {
+            stuck_after,
+            binaries,
+        } => test::run_in_guest(&binaries, Duration::from_secs(stuck_after)),
         Task::Capture => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
             let output = repository.join("ipvs/tests/captured");

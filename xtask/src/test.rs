@@ -4,11 +4,16 @@
 //! `tests/lab.rs` or `tests/lab/main.rs`). Each is marked `#[ignore]` with
 //! the reason "runs in the lab", so a plain `cargo test` on this machine
 //! lists them as ignored instead of failing for want of IPVS; here they run
-//! in one guest boot, with `--ignored`.
+//! in one guest boot, with `--ignored`; those named `first_*` run alone
+//! before the others, in the guest as it booted.
 
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::time::Instant;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
@@ -21,7 +26,13 @@ const LAB_TARGET: &str = "lab";
 pub fn run(repository: &Path) -> Result<ExitCode> {
     // Prepared first so a fresh machine installs the lab's packages before
     // anything else needs them.
-    let lab = Lab::prepare(repository, Options::default())?;
+    // The suite takes under a minute: a run ten times as long is stuck (the
+    // guest's own watchdog reports a stuck test binary well before this).
+    let options = Options {
+        timeout: Duration::from_secs(1200),
+        ..Options::default()
+    };
+    let lab = Lab::prepare(repository, options)?;
     cargo_step(repository, "format", &["fmt", "--all", "--check"])?;
     cargo_step(
         repository,
@@ -110,18 +121,28 @@ fn lab_test_binaries(repository: &Path) -> Result<Vec<PathBuf>> {
     Ok(binaries)
 }
 
+/// Lab tests whose names start with this run alone, before the others:
+/// for tests that need the guest as it booted (ip_vs not loaded yet, say).
+const FIRST: &str = "first_";
+
+/// How long one run of a lab test binary may take before the watchdog
+/// reports it stuck, by default. The whole suite takes seconds.
+pub const STUCK_AFTER_SECONDS: u64 = 300;
+
 /// In the guest: runs each lab test binary's ignored tests (all of them are
-/// lab tests) and fails if any fails.
-pub fn run_in_guest(binaries: &[PathBuf]) -> Result<ExitCode> {
+/// lab tests), the `first_` ones alone before the rest, and fails if any
+/// fails.
+pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitCode> {
     let mut failed = Vec::new();
     for binary in binaries {
-        eprintln!("xtask: running {}", binary.display());
-        let status = Command::new(binary)
-            .arg("--ignored")
-            .status()
-            .with_context(|| format!("cannot run {}", binary.display()))?;
-        if !status.success() {
-            failed.push(binary.display().to_string());
+        for filter in [
+            &["--ignored", FIRST][..],
+            &["--ignored", "--skip", FIRST][..],
+        ] {
+            eprintln!("xtask: running {} {}", binary.display(), filter.join(" "));
+            if !run_watched(binary, filter, stuck_after)? {
+                failed.push(format!("{} {}", binary.display(), filter.join(" ")));
+            }
         }
     }
     if failed.is_empty() {
@@ -130,4 +151,69 @@ pub fn run_in_guest(binaries: &[PathBuf]) -> Result<ExitCode> {
         eprintln!("xtask: failed: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Runs a test binary, forwarding its output; if it is still running after
+/// `stuck_after`, names the tests that have not finished, has the kernel
+/// log its blocked tasks, prints the kernel log and kills it. A stuck test
+/// then costs minutes and says where, instead of CI's whole budget.
+fn run_watched(binary: &Path, filter: &[&str], stuck_after: Duration) -> Result<bool> {
+    let listing = Command::new(binary)
+        .args(filter)
+        .args(["--list", "--format", "terse"])
+        .output()?;
+    let mut unfinished: BTreeSet<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter_map(|line| line.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect();
+    let mut child = Command::new(binary)
+        .args(filter)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (finished_sender, finished) = mpsc::channel();
+    let forwarder = thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            println!("{line}");
+            // libtest prints "test NAME ... ok" (or FAILED, ignored) when a
+            // test ends.
+            if let Some(name) = line
+                .strip_prefix("test ")
+                .and_then(|rest| rest.split(" ... ").next())
+            {
+                let _ = finished_sender.send(name.to_owned());
+            }
+        }
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > stuck_after {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    let Some(status) = status else {
+        for name in finished.try_iter() {
+            unfinished.remove(&name);
+        }
+        eprintln!(
+            "xtask: {} is stuck after {} s; unfinished: {}",
+            binary.display(),
+            stuck_after.as_secs(),
+            unfinished.into_iter().collect::<Vec<_>>().join(", ")
+        );
+        // "w": the kernel logs the stack of every blocked task.
+        let _ = std::fs::write("/proc/sysrq-trigger", "w");
+        let _ = Command::new("dmesg").stdout(std::io::stderr()).status();
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(false);
+    };
+    let _ = forwarder.join();
+    Ok(status.success())
 }

@@ -53,11 +53,12 @@ impl fmt::Display for Errno {
 /// An error from [`crate::Client`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The kernel has no IPVS generic netlink family in this network
-    /// namespace: the ip_vs module is not loaded (or not available).
+    /// The kernel has no IPVS generic netlink family. Asking for it makes
+    /// the kernel load ip_vs (the module declares the family as an alias),
+    /// so this means the module is missing or could not be loaded.
     #[error(
-        "IPVS is not available: the kernel has no \"IPVS\" generic netlink family \
-         (the ip_vs module is not loaded; try `modprobe ip_vs`)"
+        "IPVS is not available: the kernel has no \"IPVS\" generic netlink family and could \
+         not load the ip_vs module (is it installed? does `modprobe ip_vs` work?)"
     )]
     Unavailable,
     /// The kernel refused a request.

@@ -31,10 +31,6 @@ const MOST_REQUESTS_PER_SEND: usize = 2048;
 /// The most bytes sent in one `sendmsg`: the kernel refuses a datagram
 /// larger than the socket's send buffer (212992 bytes by default).
 const MOST_BYTES_PER_SEND: usize = 192 * 1024;
-/// Larger than any IPVS request: a service or destination with every
-/// attribute is under 200 bytes. Keeps a datagram's last request, the one
-/// that asks for an acknowledgement, inside the send limit.
-const LARGEST_REQUEST: usize = 1024;
 /// A received datagram is at most one skb: dumps fill up to 32 KiB.
 const RECEIVE_CHUNK: usize = 64 * 1024;
 
@@ -186,24 +182,29 @@ impl Transport {
         let mut datagram = Vec::new();
         while outcomes.len() < requests.len() {
             let first = outcomes.len();
-            datagram.clear();
-            let mut count = 0;
-            let first_sequence = self.sequence.wrapping_add(1);
-            for (position, request) in requests[first..].iter().enumerate() {
-                if count == self.window || datagram.len() >= MOST_BYTES_PER_SEND {
+            // The datagram's requests: as many as the window and the send
+            // limit allow, and at least one.
+            let mut end = first;
+            let mut bytes = 0;
+            while end < requests.len() && end - first < self.window {
+                let length = encoded_length(&requests[end]);
+                if end > first && bytes + length > MOST_BYTES_PER_SEND {
                     break;
                 }
-                let last = first + position + 1 == requests.len()
-                    || count + 1 == self.window
-                    || datagram.len() + LARGEST_REQUEST >= MOST_BYTES_PER_SEND;
-                let flags = if last || request.kind != RequestKind::Change {
+                bytes += length;
+                end += 1;
+            }
+            datagram.clear();
+            let first_sequence = self.sequence.wrapping_add(1);
+            for (index, request) in requests.iter().enumerate().take(end).skip(first) {
+                let flags = if index + 1 == end || request.kind != RequestKind::Change {
                     NLM_F_REQUEST | NLM_F_ACK
                 } else {
                     NLM_F_REQUEST
                 };
                 self.encode(request, flags, &mut datagram);
-                count += 1;
             }
+            let count = end - first;
             let last_sequence = self.sequence;
             self.socket.send(&datagram, 0)?;
 
@@ -320,6 +321,13 @@ impl Transport {
             }
         }
     }
+}
+
+/// The bytes [`Transport::encode`] writes for `request`.
+fn encoded_length(request: &Request) -> usize {
+    NetlinkHeader::default().buffer_len()
+        + GenlHeader { cmd: 0, version: 0 }.buffer_len()
+        + request.message.buffer_len()
 }
 
 /// The (offset, length) of each netlink message in a datagram.
