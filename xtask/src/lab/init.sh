@@ -31,16 +31,10 @@ for module in $(cat /modules/order); do
     insmod "/modules/$module" || fail "cannot load $module"
 done
 
-# Parameters come on the kernel command line as fulcrum.NAME=VALUE: dotted
-# names are module parameters to the kernel, so it passes them on untouched.
-for word in $(cat /proc/cmdline); do
-    case "$word" in
-        fulcrum.run=*) run="${word#fulcrum.run=}" ;;
-        fulcrum.repo=*) repo="${word#fulcrum.repo=}" ;;
-        fulcrum.modules=*) modules="${word#fulcrum.modules=}" ;;
-    esac
-done
-[ -n "$run" ] && [ -n "$repo" ] && [ -n "$modules" ] || fail "missing fulcrum.run/repo/modules"
+# xtask writes this run's paths (run folder, repository, kernel modules)
+# into the initramfs, quoted for the shell: any path works, spaces too.
+. /parameters
+[ -n "$run" ] && [ -n "$repo" ] && [ -n "$modules" ] || fail "missing parameters"
 
 mkdir -p /mnt/host /mnt/overlay /newroot
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=524288 hostroot /mnt/host \
@@ -49,8 +43,12 @@ mount -t tmpfs -o mode=0755 tmpfs /mnt/overlay
 mkdir -p /mnt/overlay/upper /mnt/overlay/work
 mount -t overlay -o lowerdir=/mnt/host,upperdir=/mnt/overlay/upper,workdir=/mnt/overlay/work \
     overlay /newroot || fail "cannot mount the overlay"
-mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=524288 repo "/newroot$repo" \
-    || fail "cannot mount the repository read-write"
+# The guest kernel's modules, unpacked on the host, appear where modprobe
+# looks for them, so ip_vs and its schedulers load on demand as on a server.
+# Bound before /tmp gets its tmpfs, which would hide a cache kept there.
+release="$(uname -r)"
+mkdir -p "/newroot/lib/modules/$release"
+mount --bind "/newroot$modules" "/newroot/lib/modules/$release" || fail "cannot bind the modules"
 
 mount -t proc proc /newroot/proc
 mount -t sysfs sysfs /newroot/sys
@@ -63,11 +61,11 @@ mount -t tmpfs tmpfs /newroot/run
 mkdir -p /newroot/run/lock /newroot/run/netns
 ln -sfn /run /newroot/var/run 2>/dev/null
 mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup 2>/dev/null
-# The guest kernel's modules, unpacked on the host, appear where modprobe
-# looks for them, so ip_vs and its schedulers load on demand as on a server.
-release="$(uname -r)"
-mkdir -p "/newroot/lib/modules/$release"
-mount --bind "/newroot$modules" "/newroot/lib/modules/$release" || fail "cannot bind the modules"
+
+# The repository last, so a clone under /tmp is not hidden by its tmpfs.
+mkdir -p "/newroot$repo"
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=524288 repo "/newroot$repo" \
+    || fail "cannot mount the repository read-write"
 echo /sbin/modprobe > /proc/sys/kernel/modprobe
 
 hostname lab

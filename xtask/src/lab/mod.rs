@@ -91,7 +91,7 @@ impl Lab {
             bail!("no command given to run in the lab");
         }
         let run = RunFolder::create(&self.repository)?;
-        self.write_initramfs(&run.path.join("initramfs.cpio"))?;
+        self.write_initramfs(&run.path, &run.path.join("initramfs.cpio"))?;
         fs::write(
             run.path.join("command"),
             command_script(&self.repository, command),
@@ -141,13 +141,7 @@ impl Lab {
         stdout: &Path,
         stderr: &Path,
     ) -> Result<Child> {
-        let append = format!(
-            "console=ttyS0 panic=-1 loglevel=4 mitigations=off rdinit=/init \
-             fulcrum.run={} fulcrum.repo={} fulcrum.modules={}",
-            run.display(),
-            self.repository.display(),
-            self.kernel.modules.display()
-        );
+        let append = "console=ttyS0 panic=-1 loglevel=4 mitigations=off rdinit=/init";
         let mut qemu = Command::new("qemu-system-x86_64");
         qemu.args([
             "-nodefaults",
@@ -164,10 +158,10 @@ impl Lab {
         .arg(&self.kernel.image)
         .arg("-initrd")
         .arg(run.join("initramfs.cpio"))
-        .args(["-append", &append])
+        .args(["-append", append])
         .args([
             "-chardev",
-            &format!("file,id=console,path={}", console.display()),
+            &format!("file,id=console,path={}", qemu_option_value(console)),
         ])
         .args(["-serial", "chardev:console"])
         .args([
@@ -178,13 +172,13 @@ impl Lab {
             "-virtfs",
             &format!(
                 "local,path={},mount_tag=repo,security_model=none,multidevs=remap",
-                self.repository.display()
+                qemu_option_value(&self.repository)
             ),
         ])
         .args(["-device", "virtio-serial-pci"])
         .args([
             "-chardev",
-            &format!("file,id=stdout,path={}", stdout.display()),
+            &format!("file,id=stdout,path={}", qemu_option_value(stdout)),
         ])
         .args([
             "-device",
@@ -192,7 +186,7 @@ impl Lab {
         ])
         .args([
             "-chardev",
-            &format!("file,id=stderr,path={}", stderr.display()),
+            &format!("file,id=stderr,path={}", qemu_option_value(stderr)),
         ])
         .args([
             "-device",
@@ -247,7 +241,7 @@ impl Lab {
         }
     }
 
-    fn write_initramfs(&self, path: &Path) -> Result<()> {
+    fn write_initramfs(&self, run: &Path, path: &Path) -> Result<()> {
         let staging = path.with_extension("d");
         fs::create_dir_all(staging.join("bin"))?;
         fs::create_dir_all(staging.join("modules"))?;
@@ -257,6 +251,13 @@ impl Lab {
         fs::write(&init, INIT_SCRIPT)?;
         set_executable(&init)?;
         fs::write(staging.join("stage2.sh"), STAGE2_SCRIPT)?;
+        let parameters = format!(
+            "run={}\nrepo={}\nmodules={}\n",
+            shell_quote(&run.to_string_lossy()),
+            shell_quote(&self.repository.to_string_lossy()),
+            shell_quote(&self.kernel.modules.to_string_lossy())
+        );
+        fs::write(staging.join("parameters"), parameters)?;
         let mut order = String::new();
         for module in self.kernel.module_closure(BOOT_MODULES)? {
             let name = module.file_name().expect("module paths have file names");
@@ -306,6 +307,12 @@ fn command_script(repository: &Path, command: &[String]) -> String {
     let words: Vec<String> = command.iter().map(|word| shell_quote(word)).collect();
     writeln!(script, "set +e\n{}", words.join(" ")).unwrap();
     script
+}
+
+/// A path as the value of a QEMU option, where a comma ends the value
+/// unless doubled.
+fn qemu_option_value(path: &Path) -> String {
+    path.to_string_lossy().replace(',', ",,")
 }
 
 fn shell_quote(word: &str) -> String {
