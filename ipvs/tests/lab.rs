@@ -279,6 +279,8 @@ fn destinations_of_every_method() {
     masquerade.lower_threshold = 10;
     let route = Destination::new(socket("10.0.2.12:80"), Forwarding::Route);
     let local = Destination::new(socket("10.0.2.17:80"), Forwarding::Local);
+    // ipvsadm cannot set the bypass method; the kernel stores it all the same.
+    let bypass = Destination::new(socket("10.0.2.18:80"), Forwarding::Bypass);
     let ipip = Destination::new(
         socket("10.0.2.13:80"),
         Forwarding::Tunnel(Tunnel::default()),
@@ -313,7 +315,9 @@ fn destinations_of_every_method() {
         socket("[2001:db8::11]:80"),
         Forwarding::Tunnel(Tunnel::default()),
     );
-    let created = [masquerade, route, local, ipip, gue, gue_remote, gre, mixed];
+    let created = [
+        masquerade, route, local, bypass, ipip, gue, gue_remote, gre, mixed,
+    ];
     let operations: Vec<Operation> = created
         .iter()
         .map(|destination| Operation::CreateDestination(key, destination.clone()))
@@ -537,6 +541,24 @@ fn statistics_after_real_traffic_then_zero_and_flush() {
         let counters = destination.counters.unwrap();
         // Finished connections linger as inactive (TIME_WAIT) entries.
         assert_eq!(counters.active + counters.inactive, 5, "{counters:?}");
+        assert_eq!(counters.persistent, 0, "{counters:?}");
+    }
+
+    // With persistence, a connection leaves a template on its destination,
+    // counted as a persistent connection (live, unlike the statistics).
+    let mut persistent = Service::new(key, "rr");
+    persistent.flags = ServiceFlags::PERSISTENT;
+    persistent.timeout = 60;
+    client.update_service(&persistent).unwrap();
+    let answer = http::get(&topology.client, virtual_address).unwrap();
+    let chosen = &topology.real_servers[if answer == "rs1" { 0 } else { 1 }];
+    for destination in client.destinations(&key).unwrap() {
+        let expected = u32::from(destination.address == chosen.address);
+        assert_eq!(
+            destination.counters.unwrap().persistent,
+            expected,
+            "{answer}"
+        );
     }
 
     client.zero_service(&key).unwrap();

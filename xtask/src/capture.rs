@@ -40,8 +40,13 @@ pub const SCENARIO: &[(&str, &str)] = &[
         "ipvsadm -A -f 43 -6 -s wrr -p 60 -M 64",
     ),
     (
-        "new_service_sctp_ops",
-        "ipvsadm -A --sctp-service 10.0.0.2:9000 -s lc -o",
+        "new_service_sctp",
+        "ipvsadm -A --sctp-service 10.0.0.2:9000 -s lc",
+    ),
+    // ipvsadm allows one-packet scheduling on UDP services only.
+    (
+        "new_service_udp_one_packet",
+        "ipvsadm -A -u 10.0.0.5:53 -s rr -o",
     ),
     (
         "new_service_persistence_engine",
@@ -71,9 +76,10 @@ pub const SCENARIO: &[(&str, &str)] = &[
         "new_destination_tunnel_gue_remcsum",
         "ipvsadm -a -f 42 -r 10.0.2.16 -i --tun-type gue --tun-port 6081 --tun-remcsum",
     ),
+    // ipvsadm reads a bracketed IPv6 real server only with a port.
     (
         "new_destination_mixed_family",
-        "ipvsadm -a -t 10.0.0.1:80 -r [2001:db8::11] -i",
+        "ipvsadm -a -t 10.0.0.1:80 -r [2001:db8::11]:80 -i",
     ),
     (
         "new_destination_ipv6",
@@ -97,7 +103,16 @@ pub const SCENARIO: &[(&str, &str)] = &[
     ),
     ("get_service", "ipvsadm -L -n -t 10.0.0.1:80"),
     ("dump_services_and_destinations", "ipvsadm -L -n"),
-    ("dump_with_stats", "ipvsadm -L -n --stats"),
+    // Traffic first, so the statistics are not all zero: the director's
+    // own connections to the service go through IPVS (to a real server that
+    // is not there), and the kernel folds its per-CPU counters into what it
+    // reports every two seconds.
+    (
+        "dump_with_stats",
+        "ip route add 10.0.0.1/32 dev lo && \
+         for attempt in 1 2 3; do curl -s -m 1 http://10.0.0.1/ >/dev/null; done; \
+         sleep 3; ipvsadm -L -n --stats",
+    ),
     ("set_config", "ipvsadm --set 900 120 300"),
     ("get_config", "ipvsadm -L --timeout"),
     (
@@ -151,9 +166,9 @@ pub fn run_in_guest(output: &Path) -> Result<()> {
     fs::create_dir_all(output)?;
     let mut family: Option<u16> = None;
     for (name, command) in SCENARIO {
-        tap.drain();
+        tap.drain()?;
         let status = Command::new("sh").args(["-c", command]).status()?;
-        let messages = tap.drain();
+        let messages = tap.drain()?;
         if family.is_none() {
             family = messages.iter().find_map(ipvs_family_id);
         }
@@ -309,13 +324,30 @@ impl Tap {
         if result != 0 {
             return Err(io::Error::last_os_error()).context("bind to nlmon0");
         }
+        // A listing's dump arrives while the command runs and is read only
+        // after it exits: room for all of it.
+        let size: libc::c_int = 64 << 20;
+        // SAFETY: setsockopt with a pointer to an int and its size.
+        let result = unsafe {
+            libc::setsockopt(
+                socket,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
+        };
+        if result != 0 {
+            return Err(io::Error::last_os_error()).context("SO_RCVBUFFORCE on the tap");
+        }
         Ok(Tap { socket })
     }
 
     /// Everything queued on the tap now. The kernel hands netlink messages
     /// to taps synchronously, so once a command has exited all of its
-    /// traffic is queued.
-    fn drain(&self) -> Vec<Datagram> {
+    /// traffic is queued; an error if the kernel dropped any for want of
+    /// room (a capture with a hole would make a misleading fixture).
+    fn drain(&self) -> Result<Vec<Datagram>> {
         let mut datagrams = Vec::new();
         let mut buffer = vec![0u8; 1 << 20];
         loop {
@@ -343,7 +375,30 @@ impl Tap {
                 bytes: buffer[..count as usize].to_vec(),
             });
         }
-        datagrams
+        // SAFETY: tpacket_stats is plain data; the kernel fills it and
+        // resets its counters.
+        let mut statistics: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut length = std::mem::size_of::<libc::tpacket_stats>() as u32;
+        // SAFETY: getsockopt into a struct of the given size.
+        let result = unsafe {
+            libc::getsockopt(
+                self.socket,
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut statistics as *mut libc::tpacket_stats).cast(),
+                &mut length,
+            )
+        };
+        if result != 0 {
+            return Err(io::Error::last_os_error()).context("PACKET_STATISTICS");
+        }
+        if statistics.tp_drops > 0 {
+            bail!(
+                "the tap dropped {} packets: the capture is incomplete",
+                statistics.tp_drops
+            );
+        }
+        Ok(datagrams)
     }
 }
 
