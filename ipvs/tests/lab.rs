@@ -561,6 +561,11 @@ fn statistics_after_real_traffic_then_zero_and_flush() {
         );
     }
 
+    // Zeroing copies the counters the kernel reports, which the estimator
+    // refreshes only every two seconds: wait until they hold every
+    // connection so far (the ten and the persistent one), or the last one
+    // would be counted after the zero.
+    wait_for_connections(&mut client, &key, 11);
     client.zero_service(&key).unwrap();
     assert_eq!(
         client
