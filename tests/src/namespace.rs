@@ -8,11 +8,11 @@
 //! 0.1 to 0.3 s, a thread nothing.
 
 use std::ffi::CString;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 
@@ -28,7 +28,8 @@ pub struct Namespace {
 }
 
 impl Namespace {
-    /// Creates /run/netns/NAME (replacing a stale one) with `lo` up.
+    /// Creates /run/netns/NAME with `lo` up; an error if it exists already
+    /// (another test's, or a leftover: `ip netns delete NAME` removes it).
     ///
     /// `lo` must be up before IPVS accepts destinations in a namespace: the
     /// kernel answers EINVAL otherwise.
@@ -44,30 +45,54 @@ impl Namespace {
     }
 
     fn create_with(name: &str, lo_up: bool) -> Result<Namespace> {
-        fs::create_dir_all(NETNS_DIRECTORY)?;
+        fs::create_dir_all(NETNS_DIRECTORY)
+            .with_context(|| format!("cannot create {NETNS_DIRECTORY}"))?;
         let path = PathBuf::from(NETNS_DIRECTORY).join(name);
-        if path.exists() {
-            unmount(&path);
-            let _ = fs::remove_file(&path);
+        // Exclusive: the namespace is deleted by name on drop, so it must be
+        // ours, never one that happens to have the same name.
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => bail!(
+                "network namespace {name} exists already ({}): a namespace of the same \
+                 name is in use, or left over (`ip netns delete {name}` removes it)",
+                path.display()
+            ),
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot create {}", path.display()));
+            }
         }
-        File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
         let target = path.clone();
-        thread::spawn(move || -> Result<()> {
+        let created = thread::spawn(move || -> Result<()> {
             // SAFETY: unshare only changes this thread's namespace membership.
             if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                return Err(std::io::Error::last_os_error()).context("unshare(CLONE_NEWNET)");
+                return Err(io::Error::last_os_error()).context("unshare(CLONE_NEWNET)");
             }
-            bind_mount("/proc/thread-self/ns/net", &target)?;
-            if lo_up { set_link_up("lo") } else { Ok(()) }
+            bind_mount("/proc/thread-self/ns/net", &target)
         })
         .join()
-        .expect("the namespace thread does not panic")
-        .with_context(|| format!("cannot create network namespace {name}"))?;
-        let handle = File::open(&path)?;
-        Ok(Namespace {
+        .expect("the namespace thread does not panic");
+        if let Err(error) = created {
+            let _ = fs::remove_file(&path);
+            return Err(error).with_context(|| format!("cannot create network namespace {name}"));
+        }
+        let handle = match File::open(&path) {
+            Ok(handle) => handle,
+            Err(error) => {
+                remove(&path);
+                return Err(error).with_context(|| format!("cannot open {}", path.display()));
+            }
+        };
+        // From here on, dropping it unmounts and removes it.
+        let namespace = Namespace {
             name: name.to_owned(),
             handle,
-        })
+        };
+        if lo_up {
+            namespace
+                .run(|| set_link_up("lo"))?
+                .with_context(|| format!("cannot bring lo up in network namespace {name}"))?;
+        }
+        Ok(namespace)
     }
 
     pub fn name(&self) -> &str {
@@ -92,7 +117,7 @@ impl Namespace {
     pub fn enter(&self) -> Result<()> {
         // SAFETY: setns on a namespace file descriptor we own.
         if unsafe { libc::setns(self.handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(std::io::Error::last_os_error())
+            return Err(io::Error::last_os_error())
                 .with_context(|| format!("setns into {}", self.name));
         }
         Ok(())
@@ -114,10 +139,14 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        let path = PathBuf::from(NETNS_DIRECTORY).join(&self.name);
-        unmount(&path);
-        let _ = fs::remove_file(path);
+        remove(&PathBuf::from(NETNS_DIRECTORY).join(&self.name));
     }
+}
+
+/// Unmounts a namespace's file and removes it (`ip netns delete`).
+fn remove(path: &Path) {
+    unmount(path);
+    let _ = fs::remove_file(path);
 }
 
 /// Runs iproute2 batch commands, in a namespace or in the lab's own one.
@@ -149,7 +178,7 @@ pub fn run_ip(namespace: Option<&str>, commands: &str) -> Result<()> {
     Ok(())
 }
 
-fn bind_mount(source: &str, target: &std::path::Path) -> Result<()> {
+fn bind_mount(source: &str, target: &Path) -> Result<()> {
     let source = CString::new(source)?;
     let target_c = CString::new(target.as_os_str().as_bytes())?;
     // SAFETY: valid NUL-terminated paths; a bind mount takes no data.
@@ -163,13 +192,13 @@ fn bind_mount(source: &str, target: &std::path::Path) -> Result<()> {
         )
     };
     if result != 0 {
-        return Err(std::io::Error::last_os_error())
+        return Err(io::Error::last_os_error())
             .with_context(|| format!("cannot bind-mount the namespace on {}", target.display()));
     }
     Ok(())
 }
 
-fn unmount(path: &std::path::Path) {
+fn unmount(path: &Path) {
     if let Ok(path) = CString::new(path.as_os_str().as_bytes()) {
         // SAFETY: a valid path; failure (not mounted) is fine.
         unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };
@@ -182,7 +211,7 @@ pub(crate) fn set_link_up(interface: &str) -> Result<()> {
     // SAFETY: a plain datagram socket, closed below.
     let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if socket < 0 {
-        return Err(std::io::Error::last_os_error()).context("socket for SIOCSIFFLAGS");
+        return Err(io::Error::last_os_error()).context("socket for SIOCSIFFLAGS");
     }
     // SAFETY: ifreq is plain data; zero is a valid value for every field.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -198,7 +227,7 @@ pub(crate) fn set_link_up(interface: &str) -> Result<()> {
             libc::ioctl(socket, libc::SIOCSIFFLAGS, &request)
         }
     };
-    let error = std::io::Error::last_os_error();
+    let error = io::Error::last_os_error();
     // SAFETY: closing the socket we opened.
     unsafe { libc::close(socket) };
     if result != 0 {
