@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::process::Command;
 
 use ipvs::{
     Client, Destination, Error, Family, Forwarding, Netmask, Operation, Protocol, Service,
@@ -28,8 +27,8 @@ fn namespace(name: &str) -> (Namespace, Client) {
 /// ipvsadm's view of the namespace: the reference tool against the same
 /// kernel state.
 fn ipvsadm(namespace: &Namespace, arguments: &str) -> String {
-    let output = Command::new("ip")
-        .args(["netns", "exec", namespace.name(), "ipvsadm"])
+    let output = namespace
+        .command("ipvsadm")
         .args(arguments.split_whitespace())
         .output()
         .expect("ipvsadm runs");
@@ -496,14 +495,12 @@ fn statistics_after_real_traffic_then_zero_and_flush() {
         address: virtual_address.ip(),
         port: 80,
     };
+    let responders = topology.start_responders(80).unwrap();
     let mut operations = vec![Operation::CreateService(Service::new(key, "rr"))];
-    let mut responders = Vec::new();
-    for host in &topology.real_servers {
-        let address = SocketAddr::new(host.address, 80);
-        responders.push(http::Responder::spawn(&host.namespace, address, &host.name).unwrap());
+    for responder in &responders {
         operations.push(Operation::CreateDestination(
             key,
-            Destination::new(address, Forwarding::Masquerade),
+            Destination::new(responder.address(), Forwarding::Masquerade),
         ));
     }
     client.apply(&operations).unwrap();

@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use anyhow::Result;
 
+use crate::http::Responder;
 use crate::namespace::{Namespace, run_ip};
 
 /// The client's segment is 10.0.1.0/24, the real servers' 10.0.2.0/24.
@@ -102,6 +103,21 @@ impl NatTopology {
             director,
             real_servers,
         })
+    }
+
+    /// Starts an HTTP responder on `port` of every real server, answering
+    /// with the server's name (rs1, rs2...); they stop when dropped.
+    pub fn start_responders(&self, port: u16) -> Result<Vec<Responder>> {
+        self.real_servers
+            .iter()
+            .map(|host| {
+                Responder::spawn(
+                    &host.namespace,
+                    SocketAddr::new(host.address, port),
+                    &host.name,
+                )
+            })
+            .collect()
     }
 
     /// The virtual service address for `port` on the director.

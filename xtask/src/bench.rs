@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -175,8 +175,8 @@ fn ipvsadm(
         Some(path) => Stdio::from(std::fs::File::open(path)?),
         None => Stdio::null(),
     };
-    let output = Command::new("ip")
-        .args(["netns", "exec", namespace.name(), "ipvsadm"])
+    let output = namespace
+        .command("ipvsadm")
         .args(arguments)
         .stdin(stdin)
         .output()

@@ -4,9 +4,6 @@
 //! network namespace; a NAT virtual service programmed through the `ipvs`
 //! library; requests from the client answered in turn by each real server.
 
-use std::net::SocketAddr;
-use std::process::Command;
-
 use anyhow::{Context, Result, bail};
 use ipvs::{Client, Destination, Forwarding, Operation, Protocol, Service, ServiceKey};
 use labkit::{NatTopology, http};
@@ -17,17 +14,12 @@ const REQUESTS: usize = 8;
 pub fn run_in_guest() -> Result<()> {
     println!("Building the topology: a client, a director and two real servers (namespaces).");
     let topology = NatTopology::build("demo", 2)?;
-    let mut responders = Vec::new();
-    for host in &topology.real_servers {
-        let address = SocketAddr::new(host.address, 80);
-        responders.push(http::Responder::spawn(
-            &host.namespace,
-            address,
-            &host.name,
-        )?);
+    let responders = topology.start_responders(80)?;
+    for responder in &responders {
         println!(
-            "  {} at {address}: an HTTP server answering with its name",
-            host.name
+            "  {} at {}: an HTTP server answering with its name",
+            responder.name(),
+            responder.address()
         );
     }
 
@@ -52,15 +44,10 @@ pub fn run_in_guest() -> Result<()> {
     client.apply(&operations)?;
 
     println!("\nThe kernel's table, as ipvsadm sees it:");
-    let table = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            topology.director.name(),
-            "ipvsadm",
-            "-L",
-            "-n",
-        ])
+    let table = topology
+        .director
+        .command("ipvsadm")
+        .args(["-L", "-n"])
         .output()
         .context("cannot run ipvsadm")?;
     print!("{}", String::from_utf8_lossy(&table.stdout));
