@@ -90,9 +90,22 @@ pub enum Error {
     /// The exchange went wrong at the netlink level.
     #[error("netlink: {0}")]
     Protocol(String),
+    /// The kernel did not answer in time: an answer was lost.
+    #[error("no answer from the kernel within {} s", .0.as_secs())]
+    Timeout(std::time::Duration),
 }
 
 impl Error {
+    /// Whether the error leaves the socket in an unknown state (unread or
+    /// lost answers, a dump still running), so that the client must open a
+    /// new one. A refusal from the kernel does not.
+    pub(crate) fn breaks_the_exchange(&self) -> bool {
+        matches!(
+            self,
+            Error::Io(_) | Error::Decode(_) | Error::Protocol(_) | Error::Timeout(_)
+        )
+    }
+
     /// The errno, for a refusal from the kernel.
     pub fn errno(&self) -> Option<Errno> {
         match self {

@@ -22,11 +22,12 @@ use crate::{
     Destination, Info, IpvsMessage, RequestError, Service, ServiceKey, SyncDaemon, SyncState,
     Timeouts, kernel_error_message,
 };
-use transport::Transport;
+use transport::{Exchange, Refusal, Transport};
 
 /// A connection to IPVS in the caller's network namespace.
 pub struct Client {
-    transport: Transport,
+    /// None after an exchange broke the socket; reopened on next use.
+    transport: Option<Transport>,
 }
 
 /// One change to IPVS, for [`Client::apply`].
@@ -113,28 +114,96 @@ impl fmt::Display for Operation {
     }
 }
 
-/// Some operations of a batch failed; the others were applied.
-#[derive(Debug, thiserror::Error)]
-#[error("{} of {total} operations failed; the first: {}", failures.len(), failures[0].1)]
+/// Some operations of a batch failed.
+#[derive(Debug)]
 pub struct BatchError {
-    /// Each failed operation's index in the batch, and why it failed.
+    /// The operations refused, by their index in the batch, each with why.
+    /// The others before [`BatchError::interrupted`] were applied.
     pub failures: Vec<(usize, Error)>,
+    /// The exchange with the kernel itself failed (a socket error, a lost
+    /// answer): the outcome of the operation at this index and of every
+    /// one after it is unknown; the kernel may have applied some of them.
+    pub interrupted: Option<(usize, Error)>,
     pub total: usize,
+}
+
+impl fmt::Display for BatchError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((index, error)) = &self.interrupted {
+            write!(
+                formatter,
+                "the exchange with the kernel failed at operation {} of {} ({error}): \
+                 it and those after it may or may not have been applied",
+                index + 1,
+                self.total
+            )?;
+            if let Some((_, first)) = self.failures.first() {
+                write!(
+                    formatter,
+                    "; before it, {} were refused, the first: {first}",
+                    self.failures.len()
+                )?;
+            }
+            return Ok(());
+        }
+        match self.failures.first() {
+            Some((_, first)) => write!(
+                formatter,
+                "{} of {} operations failed; the first: {first}",
+                self.failures.len(),
+                self.total
+            ),
+            None => write!(formatter, "none of {} operations failed", self.total),
+        }
+    }
+}
+
+impl std::error::Error for BatchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match (&self.interrupted, self.failures.first()) {
+            (Some((_, error)), _) | (None, Some((_, error))) => Some(error),
+            (None, None) => None,
+        }
+    }
 }
 
 impl Client {
     /// Opens a generic netlink socket in the caller's network namespace and
-    /// resolves the IPVS family. [`Error::Unavailable`] when the kernel has
-    /// no IPVS (the ip_vs module is not loaded).
+    /// resolves the IPVS family, which loads ip_vs if it is not loaded.
+    /// [`Error::Unavailable`] when the kernel has no IPVS and cannot load it.
     pub fn connect() -> Result<Client, Error> {
         Ok(Client {
-            transport: Transport::connect()?,
+            transport: Some(Transport::connect()?),
         })
     }
 
-    /// The generic netlink family id the kernel gave IPVS.
-    pub fn family_id(&self) -> u16 {
-        self.transport.family()
+    /// The generic netlink family id the kernel gave IPVS, while connected.
+    pub fn family_id(&self) -> Option<u16> {
+        self.transport.as_ref().map(Transport::family)
+    }
+
+    /// The socket; a new one if the last exchange broke the previous one.
+    ///
+    /// It is opened in the calling thread's network namespace: a client
+    /// whose exchange failed and that is used again from a thread in
+    /// another namespace reconnects there.
+    fn transport(&mut self) -> Result<&mut Transport, Error> {
+        if self.transport.is_none() {
+            self.transport = Some(Transport::connect()?);
+        }
+        Ok(self.transport.as_mut().expect("connected just above"))
+    }
+
+    /// Drops the socket after an error that leaves it in an unknown state:
+    /// unread answers, or a dump the kernel is still running, would be read
+    /// as the answers to the next requests.
+    fn check<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if let Err(error) = &result
+            && error.breaks_the_exchange()
+        {
+            self.transport = None;
+        }
+        result
     }
 
     /// The IPVS version and connection table size.
@@ -281,32 +350,38 @@ impl Client {
         if !failures.is_empty() {
             return Err(BatchError {
                 failures,
+                interrupted: None,
                 total: operations.len(),
             });
         }
-        let outcomes = match self.transport.execute(&requests) {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                return Err(BatchError {
-                    failures: vec![(0, error)],
-                    total: operations.len(),
-                });
-            }
+        let exchange = match self.transport() {
+            Ok(transport) => transport.execute(&requests),
+            Err(error) => Exchange {
+                outcomes: Vec::new(),
+                error: Some(error),
+            },
         };
-        for (index, outcome) in outcomes.into_iter().enumerate() {
-            if let Err(errno) = outcome {
+        for (index, outcome) in exchange.outcomes.iter().enumerate() {
+            if let Err(refusal) = outcome {
                 let operation = operations[index].to_string();
                 failures.push((
                     index,
-                    kernel_error(&operation, &requests[index].message, errno),
+                    kernel_error(&operation, &requests[index].message, refusal),
                 ));
             }
         }
-        if failures.is_empty() {
+        let interrupted = exchange.error.map(|error| (exchange.outcomes.len(), error));
+        if let Some((_, error)) = &interrupted
+            && error.breaks_the_exchange()
+        {
+            self.transport = None;
+        }
+        if failures.is_empty() && interrupted.is_none() {
             Ok(())
         } else {
             Err(BatchError {
                 failures,
+                interrupted,
                 total: operations.len(),
             })
         }
@@ -314,7 +389,12 @@ impl Client {
 
     fn apply_one(&mut self, operation: Operation) -> Result<(), Error> {
         self.apply(std::slice::from_ref(&operation))
-            .map_err(|mut batch| batch.failures.remove(0).1)
+            .map_err(
+                |batch| match (batch.interrupted, batch.failures.into_iter().next()) {
+                    (Some((_, error)), _) | (None, Some((_, error))) => error,
+                    (None, None) => unreachable!("a batch error has a failure"),
+                },
+            )
     }
 
     /// A request answered by one message.
@@ -324,12 +404,16 @@ impl Client {
         describe: impl Fn() -> String,
     ) -> Result<IpvsMessage, Error> {
         debug_assert_eq!(request.kind, RequestKind::Get);
-        let outcome = self.transport.execute(std::slice::from_ref(&request))?;
-        let mut replies = outcome
+        let exchange = self.transport()?.execute(std::slice::from_ref(&request));
+        if let Some(error) = exchange.error {
+            return self.check(Err(error));
+        }
+        let mut replies = exchange
+            .outcomes
             .into_iter()
             .next()
             .expect("one outcome per request")
-            .map_err(|errno| kernel_error(&describe(), &request.message, errno))?;
+            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))?;
         match replies.len() {
             1 => Ok(replies.remove(0)),
             count => Err(Error::Protocol(format!(
@@ -345,16 +429,23 @@ impl Client {
         describe: impl Fn() -> String,
     ) -> Result<Vec<IpvsMessage>, Error> {
         debug_assert_eq!(request.kind, RequestKind::Dump);
-        self.transport
-            .dump(&request)?
-            .map_err(|errno| kernel_error(&describe(), &request.message, errno))
+        let outcome = self.transport()?.dump(&request);
+        self.check(outcome)?
+            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))
     }
 }
 
-fn kernel_error(operation: &str, request: &IpvsMessage, errno: Errno) -> Error {
-    let reason = kernel_error_message(request.command, errno.0)
+/// A refusal in words: ipvsadm's for the command and errno where it has
+/// some, else the C library's, and the kernel's own explanation if it gave
+/// one.
+fn kernel_error(operation: &str, request: &IpvsMessage, refusal: &Refusal) -> Error {
+    let errno = refusal.errno;
+    let mut reason = kernel_error_message(request.command, errno.0)
         .map(str::to_owned)
         .unwrap_or_else(|| errno.description());
+    if let Some(message) = &refusal.message {
+        reason = format!("{reason} ({message})");
+    }
     Error::Kernel {
         operation: operation.to_owned(),
         errno,

@@ -5,36 +5,72 @@
 //! [`crate::Client`].
 
 use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use netlink_packet_core::{
-    Emitable, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    DecodeError, Emitable, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    NlasIterator, ParseableParametrized, parse_string, parse_u16,
 };
-use netlink_packet_generic::GenlHeader;
-use netlink_packet_generic::GenlMessage;
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
+use netlink_packet_generic::{GenlHeader, GenlMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 
 use super::error::{Errno, Error};
 use crate::message::{IPVS_GENL_NAME, IPVS_GENL_VERSION, IpvsMessage};
 use crate::request::{Request, RequestKind};
 
-/// The receive buffer asked for. Acknowledgements of a whole batch queue on
-/// the socket while the kernel works through it; the kernel drops (ENOBUFS)
-/// whatever does not fit, so the batch is sized to this.
+/// The receive buffer asked for. Refusals queue on the socket while the
+/// kernel works through a datagram, one per refused request in the worst
+/// case, and the kernel drops (ENOBUFS) whatever does not fit, so the
+/// number of requests per datagram is sized to what the kernel grants.
 const RECEIVE_BUFFER_BYTES: usize = 8 << 20;
-/// What one queued acknowledgement costs against the receive buffer: its
-/// skb's truesize, about 768 bytes on x86_64, rounded up.
-const ACKNOWLEDGEMENT_COST: usize = 1024;
+/// What one queued refusal costs against the receive buffer: its skb's
+/// truesize, about 768 bytes on x86_64, rounded up.
+const REFUSAL_COST: usize = 1024;
 /// The most requests sent in one `sendmsg`.
 const MOST_REQUESTS_PER_SEND: usize = 2048;
-/// The most bytes sent in one `sendmsg`: the kernel refuses a datagram
-/// larger than the socket's send buffer (212992 bytes by default).
+/// The send buffer asked for, and the most bytes sent in one `sendmsg`
+/// whatever the buffer: the kernel refuses (EMSGSIZE) a datagram larger
+/// than the socket's send buffer less 32 bytes.
+const SEND_BUFFER_BYTES: usize = 1 << 20;
 const MOST_BYTES_PER_SEND: usize = 192 * 1024;
 /// A received datagram is at most one skb: dumps fill up to 32 KiB.
 const RECEIVE_CHUNK: usize = 64 * 1024;
+/// How long to wait for the kernel's answer before giving up on it. The
+/// kernel answers in microseconds (a datagram of 1,400 requests in 16 ms
+/// under emulation); silence this long means an answer was lost.
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Message = NetlinkMessage<GenlMessage<IpvsMessage>>;
+/// `CTRL_ATTR_FAMILY_ID`, in nlctrl's reply.
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
+/// `NLMSGERR_ATTR_MSG`: the kernel's explanation in an extended ack.
+const NLMSGERR_ATTR_MSG: u16 = 1;
+/// `NLM_F_CAPPED` and `NLM_F_ACK_TLVS`, flags of an NLMSG_ERROR message:
+/// the request is echoed as its header only, and attributes follow it.
+const NLM_F_CAPPED: u16 = 0x100;
+const NLM_F_ACK_TLVS: u16 = 0x200;
+
+/// The kernel's refusal of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub errno: Errno,
+    /// Its own explanation, when it gave one (an extended ack message).
+    pub message: Option<String>,
+}
+
+/// What a request produced: its replies, or the kernel's refusal.
+pub(crate) type Outcome = Result<Vec<IpvsMessage>, Refusal>;
+
+/// What a pipelined exchange produced: the outcome of each request whose
+/// datagram was answered in full, in order, and the error that stopped the
+/// exchange, if one did. The requests after those have unknown outcomes:
+/// the kernel may have applied some of them.
+pub(crate) struct Exchange {
+    pub outcomes: Vec<Outcome>,
+    pub error: Option<Error>,
+}
 
 /// The socket, with the family id of IPVS in this network namespace.
 pub(crate) struct Transport {
@@ -42,6 +78,7 @@ pub(crate) struct Transport {
     family: u16,
     sequence: u32,
     window: usize,
+    most_bytes_per_send: usize,
     buffer: Vec<u8>,
 }
 
@@ -50,16 +87,34 @@ impl Transport {
         let mut socket = Socket::new(NETLINK_GENERIC)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
-        // Acknowledgements without a copy of the request: they stay small.
-        socket.set_cap_ack(true)?;
-        socket.set_ext_ack(true)?;
-        let received = grow_receive_buffer(&socket)?;
-        let window = (received / ACKNOWLEDGEMENT_COST).clamp(16, MOST_REQUESTS_PER_SEND);
+        // Acknowledgements without a copy of the request, so they stay
+        // small, and with the kernel's explanation of a refusal. Kernels
+        // before 4.12 know neither option; they work without.
+        for option in [Socket::set_cap_ack, Socket::set_ext_ack] {
+            match option(&socket, true) {
+                Err(error) if error.raw_os_error() == Some(libc::ENOPROTOOPT) => {}
+                result => result?,
+            }
+        }
+        let received = grow_buffer(
+            &socket,
+            libc::SO_RCVBUFFORCE,
+            libc::SO_RCVBUF,
+            RECEIVE_BUFFER_BYTES,
+        )?;
+        let sent = grow_buffer(
+            &socket,
+            libc::SO_SNDBUFFORCE,
+            libc::SO_SNDBUF,
+            SEND_BUFFER_BYTES,
+        )?;
+        set_receive_timeout(&socket, ANSWER_TIMEOUT)?;
         let mut transport = Transport {
             socket,
             family: 0,
             sequence: 0,
-            window,
+            window: (received / REFUSAL_COST).clamp(16, MOST_REQUESTS_PER_SEND),
+            most_bytes_per_send: MOST_BYTES_PER_SEND.min(sent.saturating_sub(64)),
             buffer: vec![0; RECEIVE_CHUNK],
         };
         transport.family = transport.resolve_family()?;
@@ -90,27 +145,19 @@ impl Transport {
             let received = self.receive()?;
             for (offset, length) in split(&self.buffer[..received])? {
                 let bytes = &self.buffer[offset..offset + length];
-                let message = NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(bytes)?;
+                let message = NetlinkMessage::<GenlMessage<FamilyReply>>::deserialize(bytes)?;
                 if message.header.sequence_number != sequence {
                     continue;
                 }
                 match message.payload {
-                    NetlinkPayload::InnerMessage(reply) => {
-                        family = reply
-                            .payload
-                            .nlas
-                            .iter()
-                            .find_map(|attribute| match attribute {
-                                GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                                _ => None,
-                            });
-                    }
+                    NetlinkPayload::InnerMessage(reply) => family = reply.payload.id,
                     NetlinkPayload::Error(error) => {
                         return match error.code {
                             None => family.ok_or_else(|| {
-                                Error::Protocol("the family reply for IPVS has no id".into())
+                                Error::Protocol("nlctrl's answer for IPVS has no family id".into())
                             }),
-                            // nlctrl answers ENOENT for an unknown family.
+                            // nlctrl answers ENOENT for a family the kernel
+                            // does not have and could not load.
                             Some(code) if -code.get() == libc::ENOENT => Err(Error::Unavailable),
                             Some(code) => Err(Error::Kernel {
                                 operation: "resolve the IPVS generic netlink family".into(),
@@ -130,24 +177,23 @@ impl Transport {
         self.sequence
     }
 
-    /// Appends `request` to `into` as a netlink message with the next
-    /// sequence number, and returns that number.
+    /// Appends `request`, whose payload is `payload_length` bytes, to `into`
+    /// as a netlink message with the next sequence number.
     ///
     /// The headers are written around the message in place, rather than
     /// through `NetlinkMessage<GenlMessage<_>>`, which would need a copy of
     /// every request: a batch of ten thousand spends most of its time here.
-    fn encode(&mut self, request: &Request, flags: u16, into: &mut Vec<u8>) -> u32 {
-        let sequence = self.next_sequence();
+    fn encode(&mut self, request: &Request, payload_length: usize, flags: u16, into: &mut Vec<u8>) {
         let generic = GenlHeader {
             cmd: request.message.command.into(),
             version: IPVS_GENL_VERSION,
         };
         let mut header = NetlinkHeader::default();
         let headers = header.buffer_len() + generic.buffer_len();
-        header.length = (headers + request.message.buffer_len()) as u32;
+        header.length = (headers + payload_length) as u32;
         header.message_type = self.family;
         header.flags = flags;
-        header.sequence_number = sequence;
+        header.sequence_number = self.next_sequence();
         let start = into.len();
         into.resize(start + header.length as usize, 0);
         let (head, body) = into[start..].split_at_mut(headers);
@@ -155,90 +201,97 @@ impl Transport {
         header.emit(netlink);
         generic.emit(generic_bytes);
         request.message.emit(body);
-        sequence
     }
 
-    /// Sends `requests` (changes and gets, not dumps), pipelined, and returns
-    /// each one's outcome in order: `Ok` with any replies it produced, or the
-    /// errno the kernel answered. A failed request does not stop the others:
-    /// the kernel goes on through the batch, as it would for separate sends.
+    /// Sends `requests` (changes and gets, not dumps), pipelined, and
+    /// returns each one's outcome in order. A refused request does not stop
+    /// the others: the kernel goes on through the datagram, as it would for
+    /// separate sends.
     ///
     /// Only the last change of each datagram asks for an acknowledgement.
     /// The kernel handles a datagram's messages in order and answers a
-    /// failure whether it was asked to acknowledge or not, so once the last
-    /// one is answered, every earlier change that has no error succeeded.
+    /// refusal whether it was asked to acknowledge or not, so once the last
+    /// one is answered, every earlier change without a refusal succeeded.
     /// Reading one acknowledgement per change would cost a system call
     /// each, which is most of the time under emulation.
-    pub(crate) fn execute(
-        &mut self,
-        requests: &[Request],
-    ) -> Result<Vec<Result<Vec<IpvsMessage>, Errno>>, Error> {
+    pub(crate) fn execute(&mut self, requests: &[Request]) -> Exchange {
         debug_assert!(
             requests
                 .iter()
                 .all(|request| request.kind != RequestKind::Dump)
         );
-        let mut outcomes: Vec<Result<Vec<IpvsMessage>, Errno>> = Vec::with_capacity(requests.len());
+        let lengths: Vec<usize> = requests
+            .iter()
+            .map(|request| request.message.buffer_len())
+            .collect();
+        let mut outcomes = Vec::with_capacity(requests.len());
         let mut datagram = Vec::new();
         while outcomes.len() < requests.len() {
             let first = outcomes.len();
-            // The datagram's requests: as many as the window and the send
-            // limit allow, and at least one.
-            let mut end = first;
-            let mut bytes = 0;
-            while end < requests.len() && end - first < self.window {
-                let length = encoded_length(&requests[end]);
-                if end > first && bytes + length > MOST_BYTES_PER_SEND {
-                    break;
-                }
-                bytes += length;
-                end += 1;
-            }
+            let end = datagram_end(&lengths, first, self.window, self.most_bytes_per_send);
             datagram.clear();
             let first_sequence = self.sequence.wrapping_add(1);
-            for (index, request) in requests.iter().enumerate().take(end).skip(first) {
-                let flags = if index + 1 == end || request.kind != RequestKind::Change {
-                    NLM_F_REQUEST | NLM_F_ACK
-                } else {
-                    NLM_F_REQUEST
-                };
-                self.encode(request, flags, &mut datagram);
+            for index in first..end {
+                let flags = flags_in_datagram(requests[index].kind, index + 1 == end);
+                self.encode(&requests[index], lengths[index], flags, &mut datagram);
             }
-            let count = end - first;
-            let last_sequence = self.sequence;
-            self.socket.send(&datagram, 0)?;
+            match self.exchange_datagram(&datagram, first_sequence, end - first) {
+                Ok(chunk) => outcomes.extend(chunk),
+                Err(error) => {
+                    return Exchange {
+                        outcomes,
+                        error: Some(error),
+                    };
+                }
+            }
+        }
+        Exchange {
+            outcomes,
+            error: None,
+        }
+    }
 
-            let mut chunk: Vec<Result<Vec<IpvsMessage>, Errno>> = vec![Ok(Vec::new()); count];
-            let mut done = false;
-            while !done {
-                self.receive_messages(|sequence, payload| {
-                    let position = sequence.wrapping_sub(first_sequence) as usize;
-                    if position >= count {
-                        return Ok(());
-                    }
-                    match payload {
-                        NetlinkPayload::InnerMessage(message) => {
-                            if let Ok(replies) = &mut chunk[position] {
-                                replies.push(message.payload);
-                            }
+    /// Sends one datagram of `count` requests numbered from `first_sequence`
+    /// and collects their outcomes, until the last one is answered.
+    fn exchange_datagram(
+        &mut self,
+        datagram: &[u8],
+        first_sequence: u32,
+        count: usize,
+    ) -> Result<Vec<Outcome>, Error> {
+        let last_sequence = first_sequence.wrapping_add(count as u32 - 1);
+        self.socket.send(datagram, 0)?;
+        let mut outcomes: Vec<Outcome> = vec![Ok(Vec::new()); count];
+        let mut done = false;
+        while !done {
+            self.receive_messages(|header, payload| {
+                let position = header.sequence_number.wrapping_sub(first_sequence) as usize;
+                if position >= count {
+                    return;
+                }
+                match payload {
+                    NetlinkPayload::InnerMessage(message) => {
+                        if let Ok(replies) = &mut outcomes[position] {
+                            replies.push(message.payload);
                         }
-                        NetlinkPayload::Error(error) => {
-                            if let Some(code) = error.code {
-                                chunk[position] = Err(Errno(-code.get()));
-                            }
-                            done |= sequence == last_sequence;
-                        }
-                        _ => {}
                     }
-                    Ok(())
-                })?;
-            }
-            outcomes.extend(chunk);
+                    NetlinkPayload::Error(error) => {
+                        if let Some(code) = error.code {
+                            outcomes[position] = Err(Refusal {
+                                errno: Errno(-code.get()),
+                                message: extended_ack_message(header.flags, &error.header),
+                            });
+                        }
+                        done |= header.sequence_number == last_sequence;
+                    }
+                    _ => {}
+                }
+            })?;
         }
         Ok(outcomes)
     }
 
-    /// Runs one dump request and returns its messages, or the errno.
+    /// Runs one dump request and returns its messages, or the refusal.
     ///
     /// Dumps are not pipelined: the kernel runs one dump at a time per
     /// socket and refuses others with EBUSY until it is done, and a
@@ -246,37 +299,45 @@ impl Transport {
     /// request: the callback returns the length it wrote, so the kernel
     /// writes NLMSG_DONE only in a second pass, which our read of the first
     /// datagram triggers. Every dump sent behind another would be refused.
-    pub(crate) fn dump(
-        &mut self,
-        request: &Request,
-    ) -> Result<Result<Vec<IpvsMessage>, Errno>, Error> {
+    pub(crate) fn dump(&mut self, request: &Request) -> Result<Outcome, Error> {
         debug_assert_eq!(request.kind, RequestKind::Dump);
         let mut datagram = Vec::new();
-        let sequence = self.encode(request, request.kind.flags(), &mut datagram);
+        let sequence = self.sequence.wrapping_add(1);
+        self.encode(
+            request,
+            request.message.buffer_len(),
+            request.kind.flags(),
+            &mut datagram,
+        );
         self.socket.send(&datagram, 0)?;
         let mut entries = Vec::new();
-        let mut outcome = None;
+        let mut outcome: Option<Result<(), Refusal>> = None;
         while outcome.is_none() {
-            self.receive_messages(|received, payload| {
-                if received != sequence {
-                    return Ok(());
+            self.receive_messages(|header, payload| {
+                if header.sequence_number != sequence {
+                    return;
                 }
                 match payload {
                     NetlinkPayload::InnerMessage(message) => entries.push(message.payload),
                     // A dump that fails midway says so in its DONE.
                     NetlinkPayload::Done(done) if done.code < 0 => {
-                        outcome = Some(Err(Errno(-done.code)))
+                        outcome = Some(Err(Refusal {
+                            errno: Errno(-done.code),
+                            message: None,
+                        }))
                     }
                     NetlinkPayload::Done(_) => outcome = Some(Ok(())),
                     NetlinkPayload::Error(error) => {
                         outcome = Some(match error.code {
-                            Some(code) => Err(Errno(-code.get())),
+                            Some(code) => Err(Refusal {
+                                errno: Errno(-code.get()),
+                                message: extended_ack_message(header.flags, &error.header),
+                            }),
                             None => Ok(()),
                         })
                     }
                     _ => {}
                 }
-                Ok(())
             })?;
         }
         Ok(outcome
@@ -284,16 +345,15 @@ impl Transport {
             .map(|()| entries))
     }
 
-    /// Receives one datagram and hands each message in it to `handle` with
-    /// its sequence number.
+    /// Receives one datagram and hands each message in it to `handle`.
     fn receive_messages(
         &mut self,
-        mut handle: impl FnMut(u32, NetlinkPayload<GenlMessage<IpvsMessage>>) -> Result<(), Error>,
+        mut handle: impl FnMut(&NetlinkHeader, NetlinkPayload<GenlMessage<IpvsMessage>>),
     ) -> Result<(), Error> {
         let received = self.receive()?;
         for (offset, length) in split(&self.buffer[..received])? {
             let bytes = &self.buffer[offset..offset + length];
-            let message = Message::deserialize(bytes)?;
+            let message = NetlinkMessage::<GenlMessage<IpvsMessage>>::deserialize(bytes)?;
             if matches!(message.payload, NetlinkPayload::InnerMessage(_))
                 && message.header.message_type != self.family
             {
@@ -302,7 +362,7 @@ impl Transport {
                     message.header.message_type, self.family
                 )));
             }
-            handle(message.header.sequence_number, message.payload)?;
+            handle(&message.header, message.payload);
         }
         Ok(())
     }
@@ -312,9 +372,13 @@ impl Transport {
             match self.socket.recv(&mut &mut self.buffer[..], 0) {
                 Ok(count) => return Ok(count),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                // SO_RCVTIMEO expired.
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(Error::Timeout(ANSWER_TIMEOUT));
+                }
                 Err(error) if error.raw_os_error() == Some(libc::ENOBUFS) => {
                     return Err(Error::Protocol(
-                        "the kernel dropped replies: the socket's receive buffer overflowed".into(),
+                        "the kernel dropped answers: the socket's receive buffer overflowed".into(),
                     ));
                 }
                 Err(error) => return Err(error.into()),
@@ -323,11 +387,75 @@ impl Transport {
     }
 }
 
-/// The bytes [`Transport::encode`] writes for `request`.
-fn encoded_length(request: &Request) -> usize {
-    NetlinkHeader::default().buffer_len()
-        + GenlHeader { cmd: 0, version: 0 }.buffer_len()
-        + request.message.buffer_len()
+/// Where the datagram whose first request is `first` ends (exclusive): as
+/// many requests as `window` allows whose messages fit in `limit` bytes,
+/// and at least one, whatever its size.
+fn datagram_end(payload_lengths: &[usize], first: usize, window: usize, limit: usize) -> usize {
+    let headers =
+        NetlinkHeader::default().buffer_len() + GenlHeader { cmd: 0, version: 0 }.buffer_len();
+    let mut end = first;
+    let mut bytes = 0;
+    while end < payload_lengths.len() && end - first < window {
+        let length = headers + payload_lengths[end];
+        if end > first && bytes + length > limit {
+            break;
+        }
+        bytes += length;
+        end += 1;
+    }
+    end
+}
+
+/// The netlink flags of a request inside a pipelined datagram: a change
+/// asks for an acknowledgement only if it is the datagram's last; a get
+/// always does, so its replies are known to be complete.
+fn flags_in_datagram(kind: RequestKind, last: bool) -> u16 {
+    if last || kind != RequestKind::Change {
+        NLM_F_REQUEST | NLM_F_ACK
+    } else {
+        NLM_F_REQUEST
+    }
+}
+
+/// The kernel's explanation in an extended acknowledgement: after the
+/// echoed request (its header only when capped) come attributes, among
+/// them `NLMSGERR_ATTR_MSG`.
+fn extended_ack_message(flags: u16, echoed_and_attributes: &[u8]) -> Option<String> {
+    if flags & NLM_F_ACK_TLVS == 0 {
+        return None;
+    }
+    let echoed = if flags & NLM_F_CAPPED != 0 {
+        NetlinkHeader::default().buffer_len()
+    } else {
+        let length = echoed_and_attributes.get(..4)?;
+        (u32::from_ne_bytes(length.try_into().ok()?) as usize + 3) & !3
+    };
+    NlasIterator::new(echoed_and_attributes.get(echoed..)?)
+        .filter_map(Result::ok)
+        .find(|attribute| attribute.kind() == NLMSGERR_ATTR_MSG)
+        .and_then(|attribute| parse_string(attribute.value()).ok())
+        .filter(|message| !message.is_empty())
+}
+
+/// nlctrl's answer to CTRL_CMD_GETFAMILY, reduced to the family id. Read
+/// leniently: netlink-packet-generic's own parser refuses attributes it
+/// does not know, which a newer kernel may send.
+#[derive(Debug)]
+struct FamilyReply {
+    id: Option<u16>,
+}
+
+impl ParseableParametrized<[u8], GenlHeader> for FamilyReply {
+    fn parse_with_param(buffer: &[u8], _header: GenlHeader) -> Result<Self, DecodeError> {
+        let mut id = None;
+        for attribute in NlasIterator::new(buffer) {
+            let attribute = attribute?;
+            if attribute.kind() == CTRL_ATTR_FAMILY_ID {
+                id = Some(parse_u16(attribute.value())?);
+            }
+        }
+        Ok(FamilyReply { id })
+    }
 }
 
 /// The (offset, length) of each netlink message in a datagram.
@@ -349,31 +477,68 @@ fn split(datagram: &[u8]) -> Result<Vec<(usize, usize)>, Error> {
     Ok(messages)
 }
 
-/// Asks for a large receive buffer, beyond the system limit when allowed
-/// (SO_RCVBUFFORCE needs CAP_NET_ADMIN, which IPVS changes need anyway);
-/// returns what the kernel granted.
-fn grow_receive_buffer(socket: &Socket) -> Result<usize, Error> {
-    use std::os::fd::AsRawFd;
-    let size = RECEIVE_BUFFER_BYTES as libc::c_int;
-    // SAFETY: setsockopt with a pointer to an int and its size.
-    let forced = unsafe {
+/// Asks for a socket buffer of `size`, beyond the system limit when
+/// allowed (the FORCE options need CAP_NET_ADMIN, which IPVS changes need
+/// anyway), and returns what the kernel granted.
+fn grow_buffer(
+    socket: &Socket,
+    forced: libc::c_int,
+    plain: libc::c_int,
+    size: usize,
+) -> Result<usize, Error> {
+    let requested = size as libc::c_int;
+    if set_option(socket, forced, &requested).is_err() {
+        set_option(socket, plain, &requested)?;
+    }
+    let mut granted: libc::c_int = 0;
+    let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into an int of the given size.
+    let result = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            plain,
+            (&mut granted as *mut libc::c_int).cast(),
+            &mut length,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    Ok(granted.max(0) as usize)
+}
+
+fn set_receive_timeout(socket: &Socket, timeout: Duration) -> Result<(), Error> {
+    let value = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+    };
+    Ok(set_option(socket, libc::SO_RCVTIMEO, &value)?)
+}
+
+fn set_option<T>(socket: &Socket, option: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: setsockopt reads size_of::<T>() bytes from a valid reference.
+    let result = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            option,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
-    if forced != 0 {
-        socket.set_rx_buf_sz(RECEIVE_BUFFER_BYTES)?;
+    if result != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     }
-    Ok(socket.get_rx_buf_sz()?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const HEADERS: usize = 20;
 
     #[test]
     fn split_walks_aligned_messages_and_rejects_overruns() {
@@ -383,5 +548,59 @@ mod tests {
         assert_eq!(split(&datagram).unwrap(), vec![(0, 18), (20, 16)]);
         datagram[20..24].copy_from_slice(&17u32.to_ne_bytes());
         assert!(split(&datagram).is_err());
+    }
+
+    #[test]
+    fn a_datagram_stops_at_the_window() {
+        let lengths = vec![100; 10];
+        assert_eq!(datagram_end(&lengths, 0, 4, 1 << 20), 4);
+        assert_eq!(datagram_end(&lengths, 4, 4, 1 << 20), 8);
+        assert_eq!(datagram_end(&lengths, 8, 4, 1 << 20), 10);
+    }
+
+    #[test]
+    fn a_datagram_stops_before_the_byte_limit_and_holds_at_least_one_request() {
+        let lengths = vec![100; 10];
+        let per_message = 100 + HEADERS;
+        // Exactly three fit; a fourth would pass the limit by one byte.
+        assert_eq!(datagram_end(&lengths, 0, 100, 3 * per_message), 3);
+        assert_eq!(datagram_end(&lengths, 0, 100, 4 * per_message - 1), 3);
+        assert_eq!(datagram_end(&lengths, 0, 100, 4 * per_message), 4);
+        // A request larger than the limit still goes, alone.
+        assert_eq!(datagram_end(&[5000, 100], 0, 100, 1000), 1);
+    }
+
+    #[test]
+    fn only_the_last_change_and_every_get_ask_for_an_acknowledgement() {
+        assert_eq!(flags_in_datagram(RequestKind::Change, false), NLM_F_REQUEST);
+        assert_eq!(
+            flags_in_datagram(RequestKind::Change, true),
+            NLM_F_REQUEST | NLM_F_ACK
+        );
+        assert_eq!(
+            flags_in_datagram(RequestKind::Get, false),
+            NLM_F_REQUEST | NLM_F_ACK
+        );
+    }
+
+    #[test]
+    fn the_kernel_explanation_is_read_from_an_extended_ack() {
+        // An echoed (capped) request header, then NLMSGERR_ATTR_MSG.
+        let mut payload = vec![0u8; 16];
+        let text = b"Attribute failed policy validation\0";
+        let length = 4 + text.len();
+        payload.extend_from_slice(&(length as u16).to_ne_bytes());
+        payload.extend_from_slice(&NLMSGERR_ATTR_MSG.to_ne_bytes());
+        payload.extend_from_slice(text);
+        payload.resize((payload.len() + 3) & !3, 0);
+        assert_eq!(
+            extended_ack_message(NLM_F_CAPPED | NLM_F_ACK_TLVS, &payload).as_deref(),
+            Some("Attribute failed policy validation")
+        );
+        assert_eq!(extended_ack_message(NLM_F_CAPPED, &payload), None);
+        assert_eq!(
+            extended_ack_message(NLM_F_CAPPED | NLM_F_ACK_TLVS, &payload[..10]),
+            None
+        );
     }
 }
