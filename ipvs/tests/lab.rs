@@ -1,9 +1,13 @@
 //! The `ipvs` library against the real kernel, in the lab.
 //!
-//! Run with `cargo xtask test` (or `cargo xtask lab -- <this binary>
-//! --ignored`). Each test works in a network namespace of its own, so they
-//! run in parallel without seeing each other's IPVS tables, and checks what
-//! the kernel holds with `ipvsadm`, the reference tool, where it can.
+//! Run with `cargo xtask test`: it boots the lab and runs the `first_`
+//! tests alone, in the guest as it booted, before the others. Elsewhere
+//! these tests refuse to run (they change the kernel's state), and a
+//! `first_` test run after others, or by a bare `--ignored` (which runs
+//! them all at once, in parallel), fails. Each other test works in a
+//! network namespace of its own, so they run in parallel without seeing
+//! each other's IPVS tables, and checks what the kernel holds with
+//! `ipvsadm`, the reference tool, where it can.
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -14,8 +18,19 @@ use ipvs::{
 };
 use labkit::{Namespace, NatTopology, http};
 
+/// Stops a test unless it runs in the lab: they create namespaces, load
+/// modules and change sysctls, which must not happen to a developer's
+/// machine (`cargo test -- --ignored` as root).
+fn require_lab() {
+    assert!(
+        labkit::in_lab(),
+        "lab tests run in the lab's guest kernel only: use `cargo xtask test`"
+    );
+}
+
 /// A fresh namespace named after the test, with a client connected in it.
 fn namespace(name: &str) -> (Namespace, Client) {
+    require_lab();
     let namespace = Namespace::create(&format!("ipvs-{name}")).expect("namespace");
     let client = namespace
         .run(Client::connect)
@@ -57,10 +72,11 @@ fn errno_of(error: &Error) -> i32 {
 }
 
 /// Runs alone before the other tests (`cargo xtask test` runs `first_*`
-/// first), while ip_vs is not loaded yet.
+/// first, one at a time), while ip_vs is not loaded yet.
 #[test]
 #[ignore = "runs in the lab"]
 fn first_a_missing_ipvs_is_one_clear_error_and_connecting_loads_it() {
+    require_lab();
     let loaded = || {
         std::fs::read_to_string("/proc/modules")
             .unwrap()
@@ -73,11 +89,10 @@ fn first_a_missing_ipvs_is_one_clear_error_and_connecting_loads_it() {
     );
     // The kernel asks modprobe for a missing generic netlink family: make
     // that fail, as it does where the module is not installed.
-    let modprobe = "/proc/sys/kernel/modprobe";
-    let saved = std::fs::read_to_string(modprobe).unwrap();
-    std::fs::write(modprobe, "/bin/false").unwrap();
-    let result = Client::connect();
-    std::fs::write(modprobe, saved.trim()).unwrap();
+    let result = {
+        let _modprobe = Sysctl::set("/proc/sys/kernel/modprobe", "/bin/false");
+        Client::connect()
+    };
     let error = result.err().expect("no IPVS without the module");
     assert!(matches!(error, Error::Unavailable), "{error}");
     assert!(
@@ -92,9 +107,34 @@ fn first_a_missing_ipvs_is_one_clear_error_and_connecting_loads_it() {
     assert!(loaded());
 }
 
+/// A sysctl set for a while: the value it had is restored on drop, even
+/// when the test panics.
+struct Sysctl {
+    path: &'static str,
+    saved: String,
+}
+
+impl Sysctl {
+    fn set(path: &'static str, value: &str) -> Sysctl {
+        let saved = std::fs::read_to_string(path).unwrap();
+        std::fs::write(path, value).unwrap();
+        Sysctl { path, saved }
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        if let Err(error) = std::fs::write(self.path, self.saved.trim_end()) {
+            // Not a panic: this may run while one unwinds already.
+            eprintln!("cannot restore {}: {error}", self.path);
+        }
+    }
+}
+
 #[test]
 #[ignore = "runs in the lab"]
 fn info_and_timeouts() {
+    require_lab();
     let (_namespace, mut client) = namespace("info");
     let info = client.info().unwrap();
     assert_eq!(info.version.to_string(), "1.2.1");
@@ -136,6 +176,7 @@ fn info_and_timeouts() {
 #[test]
 #[ignore = "runs in the lab"]
 fn service_lifecycle() {
+    require_lab();
     let (namespace, mut client) = namespace("service");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "rr")).unwrap();
@@ -171,6 +212,7 @@ fn service_lifecycle() {
 #[test]
 #[ignore = "runs in the lab"]
 fn services_of_every_kind() {
+    require_lab();
     let (namespace, mut client) = namespace("kinds");
     let udp6 = ServiceKey::Address {
         protocol: Protocol::Udp,
@@ -267,6 +309,7 @@ fn services_of_every_kind() {
 #[test]
 #[ignore = "runs in the lab"]
 fn destinations_of_every_method() {
+    require_lab();
     let (namespace, mut client) = namespace("destinations");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "wrr")).unwrap();
@@ -376,6 +419,7 @@ fn destinations_of_every_method() {
 #[test]
 #[ignore = "runs in the lab"]
 fn kernel_refusals_name_the_object_and_the_reason() {
+    require_lab();
     let (_namespace, mut client) = namespace("errors");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "rr")).unwrap();
@@ -439,6 +483,7 @@ fn kernel_refusals_name_the_object_and_the_reason() {
 #[test]
 #[ignore = "runs in the lab"]
 fn sync_daemons() {
+    require_lab();
     let (_namespace, mut client) = namespace("daemons");
     let mut master = SyncDaemon::new(SyncState::Master, "lo", 5);
     master.max_length = Some(1400);
@@ -487,6 +532,7 @@ fn sync_daemons() {
 #[test]
 #[ignore = "runs in the lab"]
 fn statistics_after_real_traffic_then_zero_and_flush() {
+    require_lab();
     let topology = NatTopology::build("stats", 2).unwrap();
     let mut client = topology.director.run(Client::connect).unwrap().unwrap();
     let virtual_address = NatTopology::virtual_address(80);
@@ -609,6 +655,7 @@ fn wait_for_connections(client: &mut Client, key: &ServiceKey, expected: u64) ->
 #[test]
 #[ignore = "runs in the lab"]
 fn a_batch_reports_each_refusal_and_applies_the_rest() {
+    require_lab();
     let (_namespace, mut client) = namespace("batch");
     let mut operations = Vec::new();
     for index in 0..500u32 {
@@ -649,6 +696,7 @@ fn a_batch_reports_each_refusal_and_applies_the_rest() {
 #[test]
 #[ignore = "runs in the lab"]
 fn dumps_larger_than_a_datagram_and_of_many_services() {
+    require_lab();
     let (_namespace, mut client) = namespace("dumps");
     let keys: Vec<ServiceKey> = (1..=20)
         .map(|index| tcp(&format!("10.2.0.{index}:80")))

@@ -4,8 +4,9 @@
 //! `tests/lab.rs` or `tests/lab/main.rs`). Each is marked `#[ignore]` with
 //! the reason "runs in the lab", so a plain `cargo test` on this machine
 //! lists them as ignored instead of failing for want of IPVS; here they run
-//! in one guest boot, with `--ignored`; those named `first_*` run alone
-//! before the others, in the guest as it booted.
+//! in one guest boot, with `--ignored`. Those named `first_*` run before
+//! any other, one at a time, in the guest as it booted: the `first_` tests
+//! of every binary, then the others of each binary.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -121,28 +122,46 @@ fn lab_test_binaries(repository: &Path) -> Result<Vec<PathBuf>> {
     Ok(binaries)
 }
 
-/// Lab tests whose names start with this run alone, before the others:
-/// for tests that need the guest as it booted (ip_vs not loaded yet, say).
+/// Lab tests whose names start with this run alone, one at a time, before
+/// any other lab test of any binary: for tests that need the guest as it
+/// booted (ip_vs not loaded yet, say).
 const FIRST: &str = "first_";
 
 /// How long one run of a lab test binary may take before the watchdog
 /// reports it stuck, by default. The whole suite takes seconds.
 pub const STUCK_AFTER_SECONDS: u64 = 300;
 
-/// In the guest: runs each lab test binary's ignored tests (all of them are
-/// lab tests), the `first_` ones alone before the rest, and fails if any
-/// fails.
+/// In the guest: runs the lab test binaries' ignored tests (all of them are
+/// lab tests): first the `first_` tests of every binary, one at a time,
+/// then each binary's others; fails if any fails.
 pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitCode> {
-    let mut failed = Vec::new();
+    let mut runs = Vec::new();
+    let mut rest = Vec::new();
     for binary in binaries {
-        for filter in [
-            &["--ignored", FIRST][..],
-            &["--ignored", "--skip", FIRST][..],
-        ] {
-            eprintln!("xtask: running {} {}", binary.display(), filter.join(" "));
-            if !run_watched(binary, filter, stuck_after)? {
-                failed.push(format!("{} {}", binary.display(), filter.join(" ")));
-            }
+        let (first, others) = list_lab_tests(binary)?
+            .into_iter()
+            .partition::<BTreeSet<String>, _>(|name| is_first(name));
+        // Filters are substrings unless --exact, and no filter at all runs
+        // everything: name each test, and skip a binary without any.
+        if !first.is_empty() {
+            let mut arguments = vec!["--ignored", "--test-threads=1", "--exact"];
+            arguments.extend(first.iter().map(String::as_str));
+            runs.push((binary, to_owned(&arguments), first.clone()));
+        }
+        let mut arguments = vec!["--ignored", "--exact"];
+        for name in &first {
+            arguments.extend(["--skip", name.as_str()]);
+        }
+        rest.push((binary, to_owned(&arguments), others));
+    }
+    runs.extend(rest);
+
+    let mut failed = Vec::new();
+    for (binary, arguments, tests) in runs {
+        let description = format!("{} {}", binary.display(), arguments.join(" "));
+        eprintln!("xtask: running {description}");
+        if !run_watched(binary, &arguments, tests, stuck_after)? {
+            failed.push(description);
         }
     }
     if failed.is_empty() {
@@ -153,22 +172,52 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
     }
 }
 
-/// Runs a test binary, forwarding its output; if it is still running after
-/// `stuck_after`, names the tests that have not finished, has the kernel
-/// log its blocked tasks, prints the kernel log and kills it. A stuck test
-/// then costs minutes and says where, instead of CI's whole budget.
-fn run_watched(binary: &Path, filter: &[&str], stuck_after: Duration) -> Result<bool> {
+/// Whether a test (`module::name`) is one of the `first_` ones.
+fn is_first(test: &str) -> bool {
+    test.rsplit("::").next().unwrap_or(test).starts_with(FIRST)
+}
+
+fn to_owned(arguments: &[&str]) -> Vec<String> {
+    arguments
+        .iter()
+        .map(|argument| argument.to_string())
+        .collect()
+}
+
+/// The ignored tests of a test binary: its lab tests.
+fn list_lab_tests(binary: &Path) -> Result<BTreeSet<String>> {
     let listing = Command::new(binary)
-        .args(filter)
-        .args(["--list", "--format", "terse"])
-        .output()?;
-    let mut unfinished: BTreeSet<String> = String::from_utf8_lossy(&listing.stdout)
+        .args(["--ignored", "--list", "--format", "terse"])
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot run {} --ignored --list", binary.display()))?;
+    if !listing.status.success() {
+        bail!(
+            "{} --ignored --list failed ({})",
+            binary.display(),
+            listing.status
+        );
+    }
+    Ok(String::from_utf8_lossy(&listing.stdout)
         .lines()
         .filter_map(|line| line.strip_suffix(": test"))
         .map(str::to_owned)
-        .collect();
+        .collect())
+}
+
+/// Runs a test binary, forwarding its output; `unfinished` are the tests
+/// the run includes. If it is still running after `stuck_after`, names the
+/// tests that have not finished, has the kernel log its blocked tasks,
+/// prints the kernel log and kills it. A stuck test then costs minutes and
+/// says where, instead of CI's whole budget.
+fn run_watched(
+    binary: &Path,
+    arguments: &[String],
+    mut unfinished: BTreeSet<String>,
+    stuck_after: Duration,
+) -> Result<bool> {
     let mut child = Command::new(binary)
-        .args(filter)
+        .args(arguments)
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {}", binary.display()))?;
