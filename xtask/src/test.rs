@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
@@ -112,7 +113,12 @@ fn lab_test_binaries(repository: &Path) -> Result<Vec<PathBuf>> {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if message["reason"] != "compiler-artifact" || message["target"]["name"] != LAB_TARGET {
+        // Only test targets: a library or binary could be named `lab` too.
+        let target = &message["target"];
+        if message["reason"] != "compiler-artifact"
+            || target["name"] != LAB_TARGET
+            || target["kind"] != serde_json::json!(["test"])
+        {
             continue;
         }
         if let Some(executable) = message["executable"].as_str() {
@@ -130,6 +136,10 @@ const FIRST: &str = "first_";
 /// How long one run of a lab test binary may take before the watchdog
 /// reports it stuck, by default. The whole suite takes seconds.
 pub const STUCK_AFTER_SECONDS: u64 = 300;
+
+/// How long the output of a test binary may stay open after it exits (a
+/// process it started and left behind holds it) before we stop waiting.
+const OUTPUT_GRACE: Duration = Duration::from_secs(5);
 
 /// In the guest: runs the lab test binaries' ignored tests (all of them are
 /// lab tests): first the `first_` tests of every binary, one at a time,
@@ -205,11 +215,12 @@ fn list_lab_tests(binary: &Path) -> Result<BTreeSet<String>> {
         .collect())
 }
 
-/// Runs a test binary, forwarding its output; `unfinished` are the tests
-/// the run includes. If it is still running after `stuck_after`, names the
-/// tests that have not finished, has the kernel log its blocked tasks,
-/// prints the kernel log and kills it. A stuck test then costs minutes and
-/// says where, instead of CI's whole budget.
+/// Runs a test binary in a process group of its own, forwarding its output;
+/// `unfinished` are the tests the run includes. If it is still running after
+/// `stuck_after`, names the tests that have not finished, has the kernel log
+/// its blocked tasks, prints the kernel log and kills the whole group (the
+/// processes the tests started included). A stuck test then costs minutes
+/// and says where, instead of CI's whole budget.
 fn run_watched(
     binary: &Path,
     arguments: &[String],
@@ -219,11 +230,15 @@ fn run_watched(
     let mut child = Command::new(binary)
         .args(arguments)
         .stdout(Stdio::piped())
+        .process_group(0)
         .spawn()
         .with_context(|| format!("cannot run {}", binary.display()))?;
+    // The child leads its new group: the group's id is its pid.
+    let group = libc::pid_t::try_from(child.id()).expect("pids fit pid_t");
     let stdout = child.stdout.take().expect("stdout is piped");
     let (finished_sender, finished) = mpsc::channel();
-    let forwarder = thread::spawn(move || {
+    let (done_sender, done) = mpsc::channel();
+    thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             println!("{line}");
             // libtest prints "test NAME ... ok" (or FAILED, ignored) when a
@@ -235,6 +250,7 @@ fn run_watched(
                 let _ = finished_sender.send(name.to_owned());
             }
         }
+        let _ = done_sender.send(());
     });
     let started = Instant::now();
     let status = loop {
@@ -259,10 +275,26 @@ fn run_watched(
         // "w": the kernel logs the stack of every blocked task.
         let _ = std::fs::write("/proc/sysrq-trigger", "w");
         let _ = Command::new("dmesg").stdout(std::io::stderr()).status();
-        let _ = child.kill();
+        // The group's leader is not reaped yet, so its id is still ours.
+        // SAFETY: killpg sends a signal; no memory is involved.
+        unsafe { libc::killpg(group, libc::SIGKILL) };
         let _ = child.wait();
+        if done.recv_timeout(OUTPUT_GRACE).is_err() {
+            eprintln!("xtask: the output of {} stays open", binary.display());
+        }
         return Ok(false);
     };
-    let _ = forwarder.join();
+    if done.recv_timeout(OUTPUT_GRACE).is_err() {
+        // Something the tests started outlived them and holds their output.
+        // If it is still in the group, the group's id is still in use and
+        // cannot have gone to another process.
+        eprintln!(
+            "xtask: {} exited but a process it started still holds its output: killing its process group",
+            binary.display()
+        );
+        // SAFETY: as above.
+        unsafe { libc::killpg(group, libc::SIGKILL) };
+        return Ok(false);
+    }
     Ok(status.success())
 }
