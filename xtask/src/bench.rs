@@ -77,11 +77,11 @@ pub fn run_in_guest() -> Result<()> {
             Ok((started.elapsed(), count))
         })??;
         // ipvsadm -Ln prints three header lines, then a line per object.
-        if listed != listing.lines().count() - 3 {
-            bail!(
-                "the library listed {listed} objects, ipvsadm {}",
-                listing.lines().count() - 3
-            );
+        let Some(listed_by_ipvsadm) = listing.lines().count().checked_sub(3) else {
+            bail!("ipvsadm -Ln printed less than its three header lines:\n{listing}");
+        };
+        if listed != listed_by_ipvsadm {
+            bail!("the library listed {listed} objects, ipvsadm {listed_by_ipvsadm}");
         }
 
         let apply_ratio = reference_apply.as_secs_f64() / library_apply.as_secs_f64();

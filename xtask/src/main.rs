@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -127,12 +127,14 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Bench => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
             // Measured in release: the library's speed, not the debug build's.
-            test::cargo_step(
+            let executables = test::cargo_executables(
                 &repository,
-                "build",
                 &["build", "--release", "--package", "xtask"],
+                |target| target["name"] == "xtask" && target["kind"] == serde_json::json!(["bin"]),
             )?;
-            let executable = repository.join("target/release/xtask");
+            let [executable] = executables.as_slice() else {
+                bail!("cargo build reported {executables:?} as xtask's executable");
+            };
             let command = vec![
                 executable.to_string_lossy().into_owned(),
                 "guest-bench".to_owned(),

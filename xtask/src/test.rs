@@ -99,33 +99,46 @@ fn cargo() -> String {
 
 /// Builds the test targets and returns the executables of the lab ones.
 fn lab_test_binaries(repository: &Path) -> Result<Vec<PathBuf>> {
+    cargo_executables(repository, &["test", "--workspace", "--no-run"], |target| {
+        target["name"] == LAB_TARGET && target["kind"] == serde_json::json!(["test"])
+    })
+}
+
+/// Runs a cargo command that builds (`build`, `test --no-run`...) with
+/// `--message-format=json` and returns the executables it reports for the
+/// targets `wanted` picks (`wanted` sees an artifact's `target` object:
+/// `name`, `kind`...). Cargo's own target folder holds them, wherever
+/// CARGO_TARGET_DIR or the configuration puts it.
+pub fn cargo_executables(
+    repository: &Path,
+    arguments: &[&str],
+    wanted: impl Fn(&serde_json::Value) -> bool,
+) -> Result<Vec<PathBuf>> {
+    let command = format!("cargo {} --message-format=json", arguments.join(" "));
+    eprintln!("xtask: {command}");
     let output = Command::new(cargo())
-        .args(["test", "--workspace", "--no-run", "--message-format=json"])
+        .args(arguments)
+        .arg("--message-format=json")
         .current_dir(repository)
-        .stderr(std::process::Stdio::inherit())
+        .stderr(Stdio::inherit())
         .output()
-        .context("cannot run cargo test --no-run")?;
+        .with_context(|| format!("cannot run {command}"))?;
     if !output.status.success() {
-        bail!("building the tests failed");
+        bail!("{command} failed ({})", output.status);
     }
-    let mut binaries = Vec::new();
+    let mut executables = Vec::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        // Only test targets: a library or binary could be named `lab` too.
-        let target = &message["target"];
-        if message["reason"] != "compiler-artifact"
-            || target["name"] != LAB_TARGET
-            || target["kind"] != serde_json::json!(["test"])
-        {
+        if message["reason"] != "compiler-artifact" || !wanted(&message["target"]) {
             continue;
         }
         if let Some(executable) = message["executable"].as_str() {
-            binaries.push(PathBuf::from(executable));
+            executables.push(PathBuf::from(executable));
         }
     }
-    Ok(binaries)
+    Ok(executables)
 }
 
 /// Lab tests whose names start with this run alone, one at a time, before
