@@ -76,6 +76,25 @@ pub const SCENARIO: &[(&str, &str)] = &[
         "new_destination_tunnel_gue_remcsum",
         "ipvsadm -a -f 42 -r 10.0.2.16 -i --tun-type gue --tun-port 6081 --tun-remcsum",
     ),
+    // Sync daemons before the mixed-family destination, which would make
+    // the kernel refuse them.
+    (
+        "new_daemon_master",
+        "ipvsadm --start-daemon master --mcast-interface lo --syncid 5 --sync-maxlen 1400 \
+         --mcast-group 224.0.0.81 --mcast-port 8848 --mcast-ttl 2",
+    ),
+    (
+        "new_daemon_backup6",
+        "ipvsadm --start-daemon backup --mcast-interface lo --syncid 6 --mcast-group ff02::1:81",
+    ),
+    (
+        "new_daemon_exists",
+        "ipvsadm --start-daemon master --mcast-interface lo",
+    ),
+    ("dump_daemons", "ipvsadm -L --daemon"),
+    ("del_daemon_master", "ipvsadm --stop-daemon master"),
+    ("del_daemon_backup", "ipvsadm --stop-daemon backup"),
+    ("del_daemon_missing", "ipvsadm --stop-daemon master"),
     // ipvsadm reads a bracketed IPv6 real server only with a port.
     (
         "new_destination_mixed_family",
@@ -115,23 +134,13 @@ pub const SCENARIO: &[(&str, &str)] = &[
     ),
     ("set_config", "ipvsadm --set 900 120 300"),
     ("get_config", "ipvsadm -L --timeout"),
+    // Heterogeneous (mixed-family) destinations and sync daemons exclude
+    // each other: with the mixed-family destination above in place the
+    // kernel refuses to start a daemon (EINVAL).
     (
-        "new_daemon_master",
-        "ipvsadm --start-daemon master --mcast-interface lo --syncid 5 --sync-maxlen 1400 \
-         --mcast-group 224.0.0.81 --mcast-port 8848 --mcast-ttl 2",
-    ),
-    (
-        "new_daemon_backup6",
-        "ipvsadm --start-daemon backup --mcast-interface lo --syncid 6 --mcast-group ff02::1:81",
-    ),
-    (
-        "new_daemon_exists",
+        "new_daemon_refused_by_mixed_family",
         "ipvsadm --start-daemon master --mcast-interface lo",
     ),
-    ("dump_daemons", "ipvsadm -L --daemon"),
-    ("del_daemon_master", "ipvsadm --stop-daemon master"),
-    ("del_daemon_backup", "ipvsadm --stop-daemon backup"),
-    ("del_daemon_missing", "ipvsadm --stop-daemon master"),
     ("zero_service", "ipvsadm -Z -t 10.0.0.1:80"),
     ("zero_all", "ipvsadm -Z"),
     (
