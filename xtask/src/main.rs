@@ -10,11 +10,12 @@ mod demo;
 mod lab;
 mod test;
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -109,7 +110,7 @@ fn main() -> ExitCode {
 }
 
 fn run(task: Task) -> Result<ExitCode> {
-    let repository = repository_root();
+    let repository = repository_root()?;
     match task {
         Task::Lab { options, command } => {
             let lab = lab::Lab::prepare(&repository, options.options())?;
@@ -179,10 +180,12 @@ fn exit_code(status: i32) -> ExitCode {
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }
 
-/// The workspace root: xtask lives one level below it.
-fn repository_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The workspace root: xtask lives one level below it. Canonical, so that
+/// a checkout reached through a symbolic link has the same path in the guest
+/// (which mounts it at its path here) as every path derived from it.
+fn repository_root() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("xtask is inside the workspace")
-        .to_path_buf()
+        .expect("xtask is inside the workspace");
+    fs::canonicalize(root).with_context(|| format!("cannot resolve {}", root.display()))
 }

@@ -44,7 +44,8 @@ impl Kernel {
 
     fn open(root: &Path) -> Result<Kernel> {
         let modules_root = root.join("lib/modules");
-        let release = fs::read_dir(&modules_root)?
+        let release = fs::read_dir(&modules_root)
+            .with_context(|| format!("cannot list {}", modules_root.display()))?
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .next()
@@ -62,7 +63,9 @@ impl Kernel {
     /// The module files needed to load `names`, dependencies first, leaving
     /// out what the kernel has built in.
     pub fn module_closure(&self, names: &[&str]) -> Result<Vec<PathBuf>> {
-        let dependencies = fs::read_to_string(self.modules.join("modules.dep"))?;
+        let path = self.modules.join("modules.dep");
+        let dependencies =
+            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut table: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
         for line in dependencies.lines() {
             let Some((path, needs)) = line.split_once(':') else {
@@ -140,7 +143,8 @@ fn cached_packages(cache: &Path) -> Vec<String> {
 fn download(package: &str, cache: &Path, root: &Path) -> Result<()> {
     eprintln!("lab: downloading {package}");
     let downloads = cache.join("downloads");
-    fs::create_dir_all(&downloads)?;
+    fs::create_dir_all(&downloads)
+        .with_context(|| format!("cannot create {}", downloads.display()))?;
     let status = Command::new("apt-get")
         // As root, apt hands downloads to its sandbox user, who cannot write
         // into our cache: download as root instead of warning about it.
@@ -152,7 +156,8 @@ fn download(package: &str, cache: &Path, root: &Path) -> Result<()> {
     if !status.success() {
         bail!("apt-get download {package} failed ({status}): the lab needs Debian's kernel");
     }
-    let archive = fs::read_dir(&downloads)?
+    let archive = fs::read_dir(&downloads)
+        .with_context(|| format!("cannot list {}", downloads.display()))?
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.path())
         .find(|path| {
@@ -161,12 +166,13 @@ fn download(package: &str, cache: &Path, root: &Path) -> Result<()> {
         })
         .with_context(|| format!("apt-get download left no {package}_*.deb"))?;
     let _ = fs::remove_dir_all(root);
-    fs::create_dir_all(root)?;
+    fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let status = Command::new("dpkg-deb")
         .arg("-x")
         .arg(&archive)
         .arg(root)
-        .status()?;
+        .status()
+        .context("cannot run dpkg-deb")?;
     if !status.success() {
         bail!("dpkg-deb could not unpack {}", archive.display());
     }
@@ -182,11 +188,13 @@ fn download(package: &str, cache: &Path, root: &Path) -> Result<()> {
         .arg("-b")
         .arg(root)
         .arg(&release)
-        .status()?;
+        .status()
+        .context("cannot run depmod")?;
     if !status.success() {
         bail!("depmod failed for {release}");
     }
-    fs::write(root.join(".complete"), "")?;
-    fs::remove_file(&archive)?;
+    let complete = root.join(".complete");
+    fs::write(&complete, "").with_context(|| format!("cannot write {}", complete.display()))?;
+    fs::remove_file(&archive).with_context(|| format!("cannot remove {}", archive.display()))?;
     Ok(())
 }

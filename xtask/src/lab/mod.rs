@@ -92,10 +92,9 @@ impl Lab {
         }
         let run = RunFolder::create(&self.repository)?;
         self.write_initramfs(&run.path, &run.path.join("initramfs.cpio"))?;
-        fs::write(
-            run.path.join("command"),
-            command_script(&self.repository, command),
-        )?;
+        let script = run.path.join("command");
+        fs::write(&script, command_script(&self.repository, command))
+            .with_context(|| format!("cannot write {}", script.display()))?;
         let stdout_fifo = run.fifo("stdout")?;
         let stderr_fifo = run.fifo("stderr")?;
 
@@ -105,7 +104,9 @@ impl Lab {
 
         let console = run.path.join("console.log");
         let mut qemu = self.spawn_qemu(&run.path, &console, &stdout_fifo, &stderr_fifo)?;
-        let outcome = self.supervise(&mut qemu, &console);
+        // Read as it comes, so QEMU never blocks on a full pipe.
+        let qemu_stderr = read_to_end(qemu.stderr.take().expect("stderr is piped"));
+        let outcome = self.supervise(&mut qemu, &console, qemu_stderr);
         if outcome.is_err() {
             let _ = qemu.kill();
             let _ = qemu.wait();
@@ -123,10 +124,14 @@ impl Lab {
                 .trim()
                 .parse::<i32>()
                 .with_context(|| format!("{} holds {text:?}", status_file.display()))?,
-            Err(_) => bail!(
+            Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
                 "the guest stopped before the command finished\n{}",
                 console_tail(&console)
             ),
+            Err(error) => {
+                return Err(error)
+                    .with_context(|| format!("cannot read {}", status_file.display()));
+            }
         };
         if !self.options.keep {
             let _ = fs::remove_dir_all(&run.path);
@@ -198,17 +203,21 @@ impl Lab {
         qemu.spawn().context("cannot start qemu-system-x86_64")
     }
 
-    /// Waits for QEMU to exit, enforcing the boot and command timeouts.
-    fn supervise(&self, qemu: &mut Child, console: &Path) -> Result<()> {
+    /// Waits for QEMU to exit, enforcing the boot and command timeouts;
+    /// `stderr` is what QEMU writes there, read on a thread.
+    fn supervise(
+        &self,
+        qemu: &mut Child,
+        console: &Path,
+        stderr: thread::JoinHandle<String>,
+    ) -> Result<()> {
         let started = Instant::now();
         let mut running_since: Option<Instant> = None;
         loop {
-            if let Some(status) = qemu.try_wait()? {
+            if let Some(status) = qemu.try_wait().context("cannot wait for QEMU")? {
                 if !status.success() {
-                    let mut message = String::new();
-                    if let Some(mut stderr) = qemu.stderr.take() {
-                        let _ = stderr.read_to_string(&mut message);
-                    }
+                    // QEMU has exited: its stderr is closed, the reader done.
+                    let message = stderr.join().unwrap_or_default();
                     bail!(
                         "qemu exited with {status}: {}\n{}",
                         message.trim(),
@@ -243,21 +252,24 @@ impl Lab {
 
     fn write_initramfs(&self, run: &Path, path: &Path) -> Result<()> {
         let staging = path.with_extension("d");
-        fs::create_dir_all(staging.join("bin"))?;
-        fs::create_dir_all(staging.join("modules"))?;
+        for folder in ["bin", "modules"] {
+            let folder = staging.join(folder);
+            fs::create_dir_all(&folder)
+                .with_context(|| format!("cannot create {}", folder.display()))?;
+        }
         fs::copy("/bin/busybox", staging.join("bin/busybox"))
             .context("cannot copy /bin/busybox (package busybox-static)")?;
         let init = staging.join("init");
-        fs::write(&init, INIT_SCRIPT)?;
+        write(&init, INIT_SCRIPT)?;
         set_executable(&init)?;
-        fs::write(staging.join("stage2.sh"), STAGE2_SCRIPT)?;
+        write(&staging.join("stage2.sh"), STAGE2_SCRIPT)?;
         let parameters = format!(
             "run={}\nrepo={}\nmodules={}\n",
             shell_quote(&run.to_string_lossy()),
             shell_quote(&self.repository.to_string_lossy()),
             shell_quote(&self.kernel.modules.to_string_lossy())
         );
-        fs::write(staging.join("parameters"), parameters)?;
+        write(&staging.join("parameters"), &parameters)?;
         let mut order = String::new();
         for module in self.kernel.module_closure(BOOT_MODULES)? {
             let name = module.file_name().expect("module paths have file names");
@@ -265,8 +277,9 @@ impl Lab {
                 .with_context(|| format!("cannot copy {}", module.display()))?;
             writeln!(order, "{}", name.to_string_lossy())?;
         }
-        fs::write(staging.join("modules/order"), order)?;
-        let archive = fs::File::create(path)?;
+        write(&staging.join("modules/order"), &order)?;
+        let archive =
+            fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let status = Command::new("sh")
             .arg("-c")
             .arg("find . | LC_ALL=C sort | cpio --quiet -o -H newc")
@@ -277,7 +290,8 @@ impl Lab {
         if !status.success() {
             bail!("cpio failed to build the initramfs ({status})");
         }
-        fs::remove_dir_all(&staging)?;
+        fs::remove_dir_all(&staging)
+            .with_context(|| format!("cannot remove {}", staging.display()))?;
         Ok(())
     }
 }
@@ -345,10 +359,23 @@ fn forward<W: Write + 'static>(fifo: PathBuf, output: fn() -> W) -> thread::Join
     })
 }
 
+/// Reads `input` to its end on a thread; joining it gives the text.
+fn read_to_end(mut input: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = input.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+fn write(path: &Path, contents: &str) -> Result<()> {
+    fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+}
+
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
-    Ok(())
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
 }
 
 /// A folder under target/lab for one run, inside the repository so the
