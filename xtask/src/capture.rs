@@ -9,10 +9,19 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
+use netlink_packet_core::{
+    NLM_F_REQUEST, NLMSG_ALIGNTO, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer, NetlinkHeader, Parseable,
+    ParseableParametrized,
+};
+use netlink_packet_generic::GenlHeader;
+use netlink_packet_generic::constants::{CTRL_CMD_NEWFAMILY, GENL_HDRLEN, GENL_ID_CTRL};
+use netlink_packet_generic::ctrl::GenlCtrl;
+use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 
 /// (file name, command). Run in order, in the guest's initial namespace,
 /// which each step leaves as the next expects. Together they produce every
@@ -157,14 +166,8 @@ pub const SCENARIO: &[(&str, &str)] = &[
 ];
 
 const ETH_P_ALL: u16 = 0x0003;
+/// The netlink protocol nlmon reports as a packet's protocol.
 const NETLINK_GENERIC: u16 = 16;
-const NLM_F_REQUEST: u16 = 1;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const GENL_ID_CTRL: u16 = 0x10;
-const CTRL_CMD_NEWFAMILY: u8 = 1;
-const CTRL_ATTR_FAMILY_ID: u16 = 1;
-const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 
 /// In the guest: runs the scenario and writes one file per step to `output`.
 pub fn run_in_guest(output: &Path) -> Result<()> {
@@ -177,12 +180,19 @@ pub fn run_in_guest(output: &Path) -> Result<()> {
     for (name, command) in SCENARIO {
         tap.drain()?;
         let status = Command::new("sh").args(["-c", command]).status()?;
-        let messages = tap.drain()?;
+        let datagrams = tap.drain()?;
         if family.is_none() {
-            family = messages.iter().find_map(ipvs_family_id);
+            for datagram in &datagrams {
+                family = ipvs_family_id(datagram)
+                    .with_context(|| format!("{name}: a malformed controller reply"))?;
+                if family.is_some() {
+                    break;
+                }
+            }
         }
         let family = family.context("no CTRL_CMD_NEWFAMILY reply naming IPVS was captured")?;
-        let kept = ipvs_exchange(&messages, family);
+        let kept = ipvs_exchange(&datagrams, family)
+            .with_context(|| format!("{name}: a malformed netlink datagram"))?;
         if kept.is_empty() {
             bail!("{name}: `{command}` exchanged nothing with IPVS");
         }
@@ -219,69 +229,73 @@ struct Datagram {
     bytes: Vec<u8>,
 }
 
-/// Netlink messages of one datagram: (type, flags, sequence, bytes).
-fn messages(datagram: &[u8]) -> Vec<(u16, u16, u32, &[u8])> {
+/// The netlink messages of one datagram: each one's header and bytes (the
+/// header included).
+fn messages(datagram: &[u8]) -> Result<Vec<(NetlinkHeader, &[u8])>> {
     let mut found = Vec::new();
     let mut rest = datagram;
-    while rest.len() >= 16 {
-        let length = u32::from_ne_bytes(rest[0..4].try_into().unwrap()) as usize;
-        if length < 16 || length > rest.len() {
-            break;
-        }
-        let kind = u16::from_ne_bytes(rest[4..6].try_into().unwrap());
-        let flags = u16::from_ne_bytes(rest[6..8].try_into().unwrap());
-        let sequence = u32::from_ne_bytes(rest[8..12].try_into().unwrap());
-        found.push((kind, flags, sequence, &rest[..length]));
-        rest = &rest[(length + 3) & !3..];
+    while !rest.is_empty() {
+        // Checks that the header fits and that its length is within `rest`.
+        let buffer = NetlinkBuffer::new_checked(rest)
+            .map_err(|error| anyhow!("message {}: {error}", found.len()))?;
+        let header = NetlinkHeader::parse(&buffer)
+            .map_err(|error| anyhow!("message {}: {error}", found.len()))?;
+        let length = header.length as usize;
+        found.push((header, &rest[..length]));
+        // Messages start aligned; the last one's padding may be left out.
+        let aligned = length.next_multiple_of(usize::from(NLMSG_ALIGNTO));
+        rest = rest.get(aligned..).unwrap_or_default();
     }
-    found
+    Ok(found)
 }
 
-/// The family id in a CTRL_CMD_NEWFAMILY reply for "IPVS".
-fn ipvs_family_id(datagram: &Datagram) -> Option<u16> {
-    for (kind, _, _, message) in messages(&datagram.bytes) {
-        if kind != GENL_ID_CTRL || message.get(16) != Some(&CTRL_CMD_NEWFAMILY) {
+/// The family id in a CTRL_CMD_NEWFAMILY reply for "IPVS", if the datagram
+/// holds one.
+fn ipvs_family_id(datagram: &Datagram) -> Result<Option<u16>> {
+    for (header, message) in messages(&datagram.bytes)? {
+        if header.message_type != GENL_ID_CTRL {
             continue;
         }
-        let mut attributes = &message[20..];
+        let payload = NetlinkBuffer::new(message).payload();
+        let genl = GenlHeader::parse(payload).map_err(|error| anyhow!("{error}"))?;
+        if genl.cmd != CTRL_CMD_NEWFAMILY {
+            continue;
+        }
+        let attributes = payload.get(GENL_HDRLEN..).unwrap_or_default();
+        let reply = GenlCtrl::parse_with_param(attributes, genl)
+            .map_err(|error| anyhow!("CTRL_CMD_NEWFAMILY: {error}"))?;
         let (mut name, mut id) = (None, None);
-        while attributes.len() >= 4 {
-            let length = u16::from_ne_bytes([attributes[0], attributes[1]]) as usize;
-            let kind = u16::from_ne_bytes([attributes[2], attributes[3]]) & 0x3fff;
-            if length < 4 || length > attributes.len() {
-                break;
-            }
-            let payload = &attributes[4..length];
-            match kind {
-                CTRL_ATTR_FAMILY_NAME => name = Some(payload.to_vec()),
-                CTRL_ATTR_FAMILY_ID if payload.len() == 2 => {
-                    id = Some(u16::from_ne_bytes([payload[0], payload[1]]))
-                }
+        for attribute in reply.nlas {
+            match attribute {
+                GenlCtrlAttrs::FamilyName(value) => name = Some(value),
+                GenlCtrlAttrs::FamilyId(value) => id = Some(value),
                 _ => {}
             }
-            attributes = &attributes[((length + 3) & !3).min(attributes.len())..];
         }
-        if name.as_deref() == Some(b"IPVS\0") {
-            return id;
+        if name.as_deref() == Some("IPVS") {
+            return id
+                .map(Some)
+                .context("a CTRL_CMD_NEWFAMILY reply for IPVS without a family id");
         }
     }
-    None
+    Ok(None)
 }
 
 /// The messages of the IPVS family, and the acknowledgements, errors and
 /// dump ends that answer them, each with its direction.
-fn ipvs_exchange(datagrams: &[Datagram], family: u16) -> Vec<(&'static str, Vec<u8>)> {
+fn ipvs_exchange(datagrams: &[Datagram], family: u16) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let mut requests: Vec<u32> = Vec::new();
     let mut kept = Vec::new();
     for datagram in datagrams {
-        for (kind, flags, sequence, message) in messages(&datagram.bytes) {
-            let to_kernel = flags & NLM_F_REQUEST != 0;
+        for (header, message) in messages(&datagram.bytes)? {
+            let kind = header.message_type;
+            let to_kernel = header.flags & NLM_F_REQUEST != 0;
             let answers_ipvs = (kind == NLMSG_ERROR || kind == NLMSG_DONE)
                 && !to_kernel
-                && requests.contains(&sequence);
+                && requests.contains(&header.sequence_number);
             if kind == family || answers_ipvs {
                 if to_kernel {
-                    requests.push(sequence);
+                    requests.push(header.sequence_number);
                 }
                 kept.push((
                     if to_kernel { "request" } else { "reply" },
@@ -290,12 +304,12 @@ fn ipvs_exchange(datagrams: &[Datagram], family: u16) -> Vec<(&'static str, Vec<
             }
         }
     }
-    kept
+    Ok(kept)
 }
 
 /// An AF_PACKET socket on an nlmon device.
 struct Tap {
-    socket: i32,
+    socket: OwnedFd,
 }
 
 impl Tap {
@@ -311,6 +325,9 @@ impl Tap {
         if socket < 0 {
             return Err(io::Error::last_os_error()).context("AF_PACKET socket");
         }
+        // SAFETY: a descriptor just opened, owned by nothing else; closed on
+        // every path out of here, or when the tap is dropped.
+        let socket = unsafe { OwnedFd::from_raw_fd(socket) };
         let name = std::ffi::CString::new(interface)?;
         // SAFETY: a valid interface name.
         let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
@@ -325,13 +342,13 @@ impl Tap {
         // SAFETY: binding our socket to a sockaddr_ll of the right size.
         let result = unsafe {
             libc::bind(
-                socket,
+                socket.as_raw_fd(),
                 &address as *const libc::sockaddr_ll as *const libc::sockaddr,
                 std::mem::size_of::<libc::sockaddr_ll>() as u32,
             )
         };
         if result != 0 {
-            return Err(io::Error::last_os_error()).context("bind to nlmon0");
+            return Err(io::Error::last_os_error()).with_context(|| format!("bind to {interface}"));
         }
         // A listing's dump arrives while the command runs and is read only
         // after it exits: room for all of it.
@@ -339,7 +356,7 @@ impl Tap {
         // SAFETY: setsockopt with a pointer to an int and its size.
         let result = unsafe {
             libc::setsockopt(
-                socket,
+                socket.as_raw_fd(),
                 libc::SOL_SOCKET,
                 libc::SO_RCVBUFFORCE,
                 (&size as *const libc::c_int).cast(),
@@ -366,22 +383,36 @@ impl Tap {
             // SAFETY: receiving into buffers we own, with their sizes.
             let count = unsafe {
                 libc::recvfrom(
-                    self.socket,
+                    self.socket.as_raw_fd(),
                     buffer.as_mut_ptr().cast(),
                     buffer.len(),
-                    libc::MSG_DONTWAIT,
+                    // MSG_TRUNC: the datagram's real length, to tell if it
+                    // did not fit.
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
                     &mut address as *mut libc::sockaddr_ll as *mut libc::sockaddr,
                     &mut length,
                 )
             };
-            if count <= 0 {
-                break;
+            let Ok(count) = usize::try_from(count) else {
+                let error = io::Error::last_os_error();
+                match error.kind() {
+                    // EAGAIN, EWOULDBLOCK: nothing more queued.
+                    io::ErrorKind::WouldBlock => break,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(error).context("cannot read from the tap"),
+                }
+            };
+            if count > buffer.len() {
+                bail!(
+                    "a {count}-byte datagram does not fit the tap's {}-byte buffer",
+                    buffer.len()
+                );
             }
             if u16::from_be(address.sll_protocol) != NETLINK_GENERIC {
                 continue;
             }
             datagrams.push(Datagram {
-                bytes: buffer[..count as usize].to_vec(),
+                bytes: buffer[..count].to_vec(),
             });
         }
         // SAFETY: tpacket_stats is plain data; the kernel fills it and
@@ -391,7 +422,7 @@ impl Tap {
         // SAFETY: getsockopt into a struct of the given size.
         let result = unsafe {
             libc::getsockopt(
-                self.socket,
+                self.socket.as_raw_fd(),
                 libc::SOL_PACKET,
                 libc::PACKET_STATISTICS,
                 (&mut statistics as *mut libc::tpacket_stats).cast(),
@@ -411,9 +442,60 @@ impl Tap {
     }
 }
 
-impl Drop for Tap {
-    fn drop(&mut self) {
-        // SAFETY: closing the socket we own.
-        unsafe { libc::close(self.socket) };
+#[cfg(test)]
+mod tests {
+    use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+    use netlink_packet_generic::GenlMessage;
+    use netlink_packet_generic::ctrl::GenlCtrlCmd;
+
+    use super::*;
+
+    /// A CTRL_CMD_NEWFAMILY reply as the kernel sends it, for `name`.
+    fn new_family(name: &str, id: u16, sequence: u32) -> Vec<u8> {
+        let reply = GenlMessage::from_payload(GenlCtrl {
+            cmd: GenlCtrlCmd::NewFamily,
+            nlas: vec![
+                GenlCtrlAttrs::FamilyName(name.to_owned()),
+                GenlCtrlAttrs::FamilyId(id),
+                GenlCtrlAttrs::Version(1),
+            ],
+        });
+        let mut header = NetlinkHeader::default();
+        header.sequence_number = sequence;
+        let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(reply));
+        message.finalize();
+        let mut bytes = vec![0; message.buffer_len()];
+        message.serialize(&mut bytes);
+        bytes
+    }
+
+    #[test]
+    fn finds_the_ipvs_family_among_messages() {
+        let mut bytes = new_family("nlctrl", 16, 1);
+        bytes.extend(new_family("IPVS", 37, 2));
+        let datagram = Datagram { bytes };
+        let found = messages(&datagram.bytes).unwrap();
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1].0.sequence_number, 2);
+        assert_eq!(ipvs_family_id(&datagram).unwrap(), Some(37));
+    }
+
+    #[test]
+    fn a_truncated_datagram_is_an_error() {
+        let bytes = new_family("IPVS", 37, 1);
+        assert!(messages(&bytes[..bytes.len() - 4]).is_err());
+        assert!(messages(&bytes[..10]).is_err());
+        let datagram = Datagram {
+            bytes: bytes[..bytes.len() - 4].to_vec(),
+        };
+        assert!(ipvs_family_id(&datagram).is_err());
+    }
+
+    #[test]
+    fn no_family_in_other_traffic() {
+        let datagram = Datagram {
+            bytes: new_family("nlctrl", 16, 1),
+        };
+        assert_eq!(ipvs_family_id(&datagram).unwrap(), None);
     }
 }
