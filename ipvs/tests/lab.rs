@@ -39,6 +39,30 @@ fn namespace(name: &str) -> (Namespace, Client) {
     (namespace, client)
 }
 
+/// The services, listed until two listings in a row agree.
+///
+/// Other tests add and remove services in their namespaces meanwhile, and
+/// the kernel's service table is shared by all namespaces: a dump spanning
+/// several datagrams resumes by position in it and can skip a service when
+/// another namespace's service is removed ahead of that position.
+fn settled_services(client: &mut Client) -> Vec<Service> {
+    let mut previous = client.services().unwrap();
+    for _ in 0..10 {
+        let current = client.services().unwrap();
+        let keys = |services: &[Service]| -> BTreeSet<String> {
+            services
+                .iter()
+                .map(|service| service.key.to_string())
+                .collect()
+        };
+        if keys(&current) == keys(&previous) {
+            return current;
+        }
+        previous = current;
+    }
+    panic!("the service listing did not settle in ten tries");
+}
+
 /// ipvsadm's view of the namespace: the reference tool against the same
 /// kernel state.
 fn ipvsadm(namespace: &Namespace, arguments: &str) -> String {
@@ -672,7 +696,7 @@ fn a_batch_reports_each_refusal_and_applies_the_rest() {
         .map(|(index, error)| (*index, errno_of(error)))
         .collect();
     assert_eq!(failed, vec![(100, libc::EEXIST), (300, libc::ENOENT)]);
-    assert_eq!(client.services().unwrap().len(), 498);
+    assert_eq!(settled_services(&mut client).len(), 498);
 
     // A batch with an invalid operation is refused whole before sending.
     let mut overweight = Destination::new("10.0.2.1:80".parse().unwrap(), Forwarding::Route);
@@ -688,7 +712,7 @@ fn a_batch_reports_each_refusal_and_applies_the_rest() {
         matches!(error.failures[0], (1, Error::Invalid { .. })),
         "{error}"
     );
-    assert_eq!(client.services().unwrap().len(), 498);
+    assert_eq!(settled_services(&mut client).len(), 498);
 }
 
 /// Listing the destinations of many services, one of them with more than
@@ -729,4 +753,63 @@ fn dumps_larger_than_a_datagram_and_of_many_services() {
         .map(|index| if index == 2 { 400 } else { index + 1 })
         .collect();
     assert_eq!(counts, expected);
+}
+
+/// A batch spread over many datagrams, with refusals at their edges: the
+/// second half repeats the first, so every datagram there ends with a
+/// refused request (the one that asks for an acknowledgement) and one
+/// datagram starts at the switch.
+#[test]
+#[ignore = "runs in the lab"]
+fn a_batch_of_many_datagrams_reports_refusals_across_their_edges() {
+    require_lab();
+    let (_namespace, mut client) = namespace("many-datagrams");
+    let keys: Vec<ServiceKey> = (0..3000u32)
+        .map(|index| tcp(&format!("10.4.{}.{}:80", index / 250, index % 250 + 1)))
+        .collect();
+    let operations: Vec<Operation> = keys
+        .iter()
+        .chain(&keys)
+        .map(|key| Operation::CreateService(Service::new(*key, "rr")))
+        .collect();
+    let error = client.apply(&operations).unwrap_err();
+    assert!(error.interrupted.is_none(), "{error}");
+    let refused: Vec<usize> = error.failures.iter().map(|(index, _)| *index).collect();
+    assert_eq!(refused, (3000..6000).collect::<Vec<_>>());
+    assert!(
+        error
+            .failures
+            .iter()
+            .all(|(_, error)| errno_of(error) == libc::EEXIST)
+    );
+    assert_eq!(settled_services(&mut client).len(), 3000);
+}
+
+/// The sync protocol cannot carry a destination of another family than its
+/// service, so the kernel keeps the two apart.
+#[test]
+#[ignore = "runs in the lab"]
+fn mixed_family_destinations_and_sync_daemons_exclude_each_other() {
+    require_lab();
+    let (_namespace, mut client) = namespace("mixed-sync");
+    let key = tcp("10.0.0.1:80");
+    client.create_service(&Service::new(key, "rr")).unwrap();
+    let mixed = Destination::new(
+        "[2001:db8::11]:80".parse().unwrap(),
+        Forwarding::Tunnel(Tunnel::default()),
+    );
+    client.create_destination(&key, &mixed).unwrap();
+    let error = client
+        .start_daemon(&SyncDaemon::new(SyncState::Master, "lo", 1))
+        .unwrap_err();
+    assert_eq!(errno_of(&error), libc::EINVAL, "{error}");
+
+    client
+        .delete_destination(&key, mixed.socket_address())
+        .unwrap();
+    client
+        .start_daemon(&SyncDaemon::new(SyncState::Master, "lo", 1))
+        .unwrap();
+    let error = client.create_destination(&key, &mixed).unwrap_err();
+    assert_eq!(errno_of(&error), libc::EINVAL, "{error}");
 }

@@ -223,12 +223,23 @@ impl Client {
     }
 
     /// Every service, with its statistics.
+    ///
+    /// The kernel keeps one service table for all network namespaces and a
+    /// dump that spans several datagrams resumes by position in it, so a
+    /// service added or removed in any namespace meanwhile shifts the
+    /// position: the dump may repeat a service (dropped here) or skip one
+    /// (which nothing shows: IPVS does not flag interrupted dumps).
     pub fn services(&mut self) -> Result<Vec<Service>, Error> {
         let replies = self.dump(request::dump_services(), || "list services".into())?;
-        replies
-            .iter()
-            .map(|reply| Ok(Service::from_reply(reply)?))
-            .collect()
+        let mut seen = std::collections::HashSet::with_capacity(replies.len());
+        let mut services = Vec::with_capacity(replies.len());
+        for reply in &replies {
+            let service = Service::from_reply(reply)?;
+            if seen.insert(service.key) {
+                services.push(service);
+            }
+        }
+        Ok(services)
     }
 
     /// One service; an error with ESRCH if there is none with that key.
