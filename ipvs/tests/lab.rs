@@ -813,3 +813,22 @@ fn mixed_family_destinations_and_sync_daemons_exclude_each_other() {
     let error = client.create_destination(&key, &mixed).unwrap_err();
     assert_eq!(errno_of(&error), libc::EINVAL, "{error}");
 }
+
+/// A client reconnects in its own namespace, whichever thread uses it.
+#[test]
+#[ignore = "runs in the lab"]
+fn a_client_reconnects_in_its_own_namespace() {
+    require_lab();
+    let (_namespace, mut client) = namespace("reconnect");
+    let key = tcp("10.0.0.7:80");
+    client.create_service(&Service::new(key, "rr")).unwrap();
+    // This thread is in the lab's initial namespace, which has no service.
+    client.reconnect().unwrap();
+    let listed: Vec<ServiceKey> = client
+        .services()
+        .unwrap()
+        .iter()
+        .map(|service| service.key)
+        .collect();
+    assert_eq!(listed, vec![key]);
+}

@@ -24,10 +24,13 @@ use crate::{
 };
 use transport::{Exchange, Refusal, Transport};
 
-/// A connection to IPVS in the caller's network namespace.
+/// A connection to IPVS in the network namespace it was opened in.
 pub struct Client {
     /// None after an exchange broke the socket; reopened on next use.
     transport: Option<Transport>,
+    /// The network namespace of the first socket, where a new one is
+    /// opened, whichever thread (and namespace) the client is used from.
+    namespace: std::fs::File,
 }
 
 /// One change to IPVS, for [`Client::apply`].
@@ -172,8 +175,10 @@ impl Client {
     /// resolves the IPVS family, which loads ip_vs if it is not loaded.
     /// [`Error::Unavailable`] when the kernel has no IPVS and cannot load it.
     pub fn connect() -> Result<Client, Error> {
+        let namespace = std::fs::File::open("/proc/thread-self/ns/net")?;
         Ok(Client {
             transport: Some(Transport::connect()?),
+            namespace,
         })
     }
 
@@ -182,16 +187,37 @@ impl Client {
         self.transport.as_ref().map(Transport::family)
     }
 
-    /// The socket; a new one if the last exchange broke the previous one.
-    ///
-    /// It is opened in the calling thread's network namespace: a client
-    /// whose exchange failed and that is used again from a thread in
-    /// another namespace reconnects there.
+    /// The socket; a new one if the last exchange broke the previous one,
+    /// opened in the client's namespace by a short-lived thread that enters
+    /// it, so the client never moves to the namespace of the caller.
     fn transport(&mut self) -> Result<&mut Transport, Error> {
         if self.transport.is_none() {
-            self.transport = Some(Transport::connect()?);
+            let namespace = &self.namespace;
+            let transport = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        use std::os::fd::AsRawFd;
+                        // SAFETY: setns on a namespace file we own; it only
+                        // moves this short-lived thread.
+                        if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                            return Err(Error::Io(std::io::Error::last_os_error()));
+                        }
+                        Transport::connect()
+                    })
+                    .join()
+                    .expect("connecting does not panic")
+            })?;
+            self.transport = Some(transport);
         }
         Ok(self.transport.as_mut().expect("connected just above"))
+    }
+
+    /// Opens a new socket in the client's network namespace, as the client
+    /// does by itself after an exchange fails: for instance after ip_vs was
+    /// unloaded and loaded again, which gives IPVS a new family id.
+    pub fn reconnect(&mut self) -> Result<(), Error> {
+        self.transport = None;
+        self.transport().map(|_| ())
     }
 
     /// Drops the socket after an error that leaves it in an unknown state:
