@@ -7,7 +7,7 @@ use netlink_packet_core::{
 };
 use netlink_packet_generic::{GenlFamily, GenlHeader};
 
-use crate::nla::parse_nested;
+use crate::nla::{attributes_length, emit_attributes, parse_nested};
 use crate::{DaemonAttribute, DestinationAttribute, ParseError, ServiceAttribute};
 
 /// `IPVS_GENL_NAME`
@@ -154,9 +154,9 @@ pub enum IpvsAttribute {
 impl Nla for IpvsAttribute {
     fn value_len(&self) -> usize {
         match self {
-            Self::Service(nest) => nest.as_slice().buffer_len(),
-            Self::Destination(nest) => nest.as_slice().buffer_len(),
-            Self::Daemon(nest) => nest.as_slice().buffer_len(),
+            Self::Service(nest) => attributes_length(nest),
+            Self::Destination(nest) => attributes_length(nest),
+            Self::Daemon(nest) => attributes_length(nest),
             Self::TimeoutTcp(_)
             | Self::TimeoutTcpFin(_)
             | Self::TimeoutUdp(_)
@@ -183,9 +183,9 @@ impl Nla for IpvsAttribute {
 
     fn emit_value(&self, buffer: &mut [u8]) {
         match self {
-            Self::Service(nest) => nest.as_slice().emit(buffer),
-            Self::Destination(nest) => nest.as_slice().emit(buffer),
-            Self::Daemon(nest) => nest.as_slice().emit(buffer),
+            Self::Service(nest) => emit_attributes(nest, buffer),
+            Self::Destination(nest) => emit_attributes(nest, buffer),
+            Self::Daemon(nest) => emit_attributes(nest, buffer),
             Self::TimeoutTcp(v)
             | Self::TimeoutTcpFin(v)
             | Self::TimeoutUdp(v)
@@ -283,11 +283,11 @@ impl GenlFamily for IpvsMessage {
 
 impl Emitable for IpvsMessage {
     fn buffer_len(&self) -> usize {
-        self.attributes.as_slice().buffer_len()
+        attributes_length(&self.attributes)
     }
 
     fn emit(&self, buffer: &mut [u8]) {
-        self.attributes.as_slice().emit(buffer)
+        emit_attributes(&self.attributes, buffer)
     }
 }
 

@@ -1,9 +1,9 @@
 use netlink_packet_core::{
-    DecodeError, DefaultNla, Emitable, ErrorContext, Nla, NlaBuffer, Parseable, emit_u16,
-    emit_u16_be, emit_u32, parse_u8, parse_u16, parse_u16_be, parse_u32,
+    DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable, emit_u16, emit_u16_be,
+    emit_u32, parse_u8, parse_u16, parse_u16_be, parse_u32,
 };
 
-use crate::nla::parse_nested;
+use crate::nla::{attributes_length, emit_attributes, parse_nested};
 use crate::{AddressBytes, Stats64Attribute, StatsAttribute};
 
 const IPVS_DEST_ATTR_ADDR: u16 = 1;
@@ -80,8 +80,8 @@ impl Nla for DestinationAttribute {
             | Self::ActiveConnections(_)
             | Self::InactiveConnections(_)
             | Self::PersistentConnections(_) => 4,
-            Self::Stats(nest) => nest.as_slice().buffer_len(),
-            Self::Stats64(nest) => nest.as_slice().buffer_len(),
+            Self::Stats(nest) => attributes_length(nest),
+            Self::Stats64(nest) => attributes_length(nest),
             Self::Other(nla) => nla.value_len(),
         }
     }
@@ -121,8 +121,8 @@ impl Nla for DestinationAttribute {
             | Self::ActiveConnections(v)
             | Self::InactiveConnections(v)
             | Self::PersistentConnections(v) => emit_u32(buffer, *v).unwrap(),
-            Self::Stats(nest) => nest.as_slice().emit(buffer),
-            Self::Stats64(nest) => nest.as_slice().emit(buffer),
+            Self::Stats(nest) => emit_attributes(nest, buffer),
+            Self::Stats64(nest) => emit_attributes(nest, buffer),
             Self::Other(nla) => nla.emit_value(buffer),
         }
     }

@@ -1,10 +1,10 @@
 use netlink_packet_core::{
-    DecodeError, DefaultNla, Emitable, ErrorContext, Nla, NlaBuffer, Parseable, emit_u16,
-    emit_u16_be, emit_u32, parse_string, parse_u16, parse_u16_be, parse_u32,
+    DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable, emit_u16, emit_u16_be,
+    emit_u32, parse_string, parse_u16, parse_u16_be, parse_u32,
 };
 
 use super::ServiceFlags;
-use crate::nla::{emit_string, parse_nested, string_length};
+use crate::nla::{attributes_length, emit_attributes, emit_string, parse_nested, string_length};
 use crate::{AddressBytes, Stats64Attribute, StatsAttribute};
 
 const IPVS_SVC_ATTR_AF: u16 = 1;
@@ -73,8 +73,8 @@ impl Nla for ServiceAttribute {
             Self::Address(address) => address.as_slice().len(),
             Self::Scheduler(name) | Self::PersistenceEngine(name) => string_length(name),
             Self::Flags { .. } => FLAGS_LENGTH,
-            Self::Stats(nest) => nest.as_slice().buffer_len(),
-            Self::Stats64(nest) => nest.as_slice().buffer_len(),
+            Self::Stats(nest) => attributes_length(nest),
+            Self::Stats64(nest) => attributes_length(nest),
             Self::Other(nla) => nla.value_len(),
         }
     }
@@ -111,8 +111,8 @@ impl Nla for ServiceAttribute {
                 emit_u32(&mut buffer[..4], flags.bits()).unwrap();
                 emit_u32(&mut buffer[4..8], *mask).unwrap();
             }
-            Self::Stats(nest) => nest.as_slice().emit(buffer),
-            Self::Stats64(nest) => nest.as_slice().emit(buffer),
+            Self::Stats(nest) => emit_attributes(nest, buffer),
+            Self::Stats64(nest) => emit_attributes(nest, buffer),
             Self::Other(nla) => nla.emit_value(buffer),
         }
     }
