@@ -54,6 +54,7 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
         &["test", "--workspace"],
     )?;
 
+    lab_self_check(&lab)?;
     let binaries = lab_test_binaries(repository)?;
     if binaries.is_empty() {
         bail!("found no lab test targets (named `{LAB_TARGET}`)");
@@ -78,6 +79,18 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
     }
     eprintln!("xtask: all checks and tests passed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lab itself, in one short boot: the guest runs a program from this
+/// machine's filesystem that needs the kernel's IPVS (loaded on demand),
+/// and its exit status comes back.
+fn lab_self_check(lab: &Lab) -> Result<()> {
+    eprintln!("xtask: lab self-check: ipvsadm -Ln in the guest, then exit 3");
+    let command = ["sh", "-c", "ipvsadm -Ln > /dev/null && exit 3"].map(str::to_owned);
+    match lab.run(&command)? {
+        3 => Ok(()),
+        status => bail!("the lab self-check exited {status}, expected 3"),
+    }
 }
 
 pub fn cargo_step(repository: &Path, name: &str, arguments: &[&str]) -> Result<()> {

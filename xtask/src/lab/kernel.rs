@@ -198,3 +198,57 @@ fn download(package: &str, cache: &Path, root: &Path) -> Result<()> {
     fs::remove_file(&archive).with_context(|| format!("cannot remove {}", archive.display()))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_module_closure_loads_dependencies_first_and_skips_builtins() {
+        let root = std::env::temp_dir().join(format!("xtask-modules-{}", std::process::id()));
+        fs::create_dir_all(&root).unwrap();
+        // depmod lists every dependency, transitively, deepest last.
+        fs::write(
+            root.join("modules.dep"),
+            "kernel/fs/9p/9p.ko: kernel/net/9p/9pnet.ko kernel/fs/fscache/fscache.ko kernel/fs/netfs/netfs.ko\n\
+             kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko\n\
+             kernel/fs/netfs/netfs.ko:\n\
+             kernel/net/9p/9pnet.ko:\n\
+             kernel/net/9p/9pnet_virtio.ko: kernel/net/9p/9pnet.ko\n",
+        )
+        .unwrap();
+        fs::write(
+            root.join("modules.builtin"),
+            "kernel/drivers/virtio/virtio_pci.ko\n",
+        )
+        .unwrap();
+        let kernel = Kernel {
+            image: root.join("vmlinuz"),
+            modules: root.clone(),
+        };
+        let closure = kernel
+            .module_closure(&["virtio_pci", "9pnet_virtio", "9p"])
+            .unwrap();
+        let names: Vec<String> = closure
+            .iter()
+            .map(|path| {
+                path.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "kernel/net/9p/9pnet.ko",
+                "kernel/net/9p/9pnet_virtio.ko",
+                "kernel/fs/netfs/netfs.ko",
+                "kernel/fs/fscache/fscache.ko",
+                "kernel/fs/9p/9p.ko",
+            ]
+        );
+        assert!(kernel.module_closure(&["no_such_module"]).is_err());
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

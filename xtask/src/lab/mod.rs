@@ -409,3 +409,36 @@ impl RunFolder {
         Ok(path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_words_reach_the_shell_unchanged() {
+        for word in ["plain", "two words", "it's", "'", "$HOME `x` \"y\" \\z", ""] {
+            let output = Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(word)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(output.stdout).unwrap(), word);
+        }
+    }
+
+    #[test]
+    fn the_command_script_runs_from_the_repository_with_the_words_quoted() {
+        let script = command_script(
+            Path::new("/tmp/a repo"),
+            &["echo".into(), "a b".into(), "c'd".into()],
+        );
+        assert!(script.contains("cd '/tmp/a repo'\n"), "{script}");
+        assert!(script.contains("export FULCRUM_LAB=1\n"), "{script}");
+        assert!(script.ends_with("'echo' 'a b' 'c'\\''d'\n"), "{script}");
+    }
+
+    #[test]
+    fn commas_in_qemu_option_values_are_doubled() {
+        assert_eq!(qemu_option_value(Path::new("/tmp/a,b")), "/tmp/a,,b");
+    }
+}
