@@ -1,5 +1,10 @@
 //! `ipvsctl`: a drop-in replacement for `ipvsadm`.
 //!
-//! Nothing here yet: the command line, its output and its exit codes are the
-//! subject of a later issue. The crate exists so the workspace has its final
-//! shape from the first commit.
+//! Work in progress (issue 3): the command line ([`cli`]), the commands
+//! ([`run`]) and the output ([`format`]) follow ipvsadm 1.31 as
+//! `docs/ipvsadm.md` specifies it; `tests/lab.rs` compares the two against
+//! the real kernel, case by case (`tests/differential.txt`).
+
+pub mod cli;
+pub mod format;
+pub mod run;

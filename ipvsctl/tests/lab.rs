@@ -1,0 +1,243 @@
+//! ipvsctl against ipvsadm, in the lab: differential tests.
+//!
+//! Every case of `tests/differential.txt` runs twice, through Debian's
+//! `ipvsadm` and through `ipvsctl`, each started as `ipvsadm` (its name in
+//! messages and help comes from argv[0], as after `alias ipvsadm=ipvsctl`)
+//! and each in a fresh network namespace of the real kernel. Every command's stdout, stderr and exit
+//! status must be identical, and so must the tables they leave, in every
+//! listing format. A difference prints as a diff.
+//!
+//! Run with `cargo xtask test`.
+
+use std::fmt::Write as _;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use labkit::Namespace;
+
+/// The reference tool.
+const IPVSADM: &str = "/usr/sbin/ipvsadm";
+
+/// Listings compared after every case, whatever the case did. The other
+/// formats are steps of the cases that need them: every process costs 0.1
+/// to 0.3 s under emulation.
+const FINAL_LISTINGS: &[&str] = &["-S -n", "-L -n"];
+
+/// Cases run on this many threads at once: processes dominate, and the
+/// guest has two processors.
+const WORKERS: usize = 3;
+
+/// One command of a case: its arguments, and what it reads on stdin.
+struct Step {
+    arguments: Vec<String>,
+    input: String,
+}
+
+struct Case {
+    name: String,
+    line: usize,
+    steps: Vec<Step>,
+}
+
+/// What one command did.
+#[derive(PartialEq)]
+struct Outcome {
+    stdout: String,
+    stderr: String,
+    status: Option<i32>,
+}
+
+/// Reads the corpus: `## name` starts a case, each following line is one
+/// command's arguments (split on white space), a line starting with `| `
+/// is a line of input for the command before it, `#` starts a comment.
+fn corpus() -> Vec<Case> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential.txt");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let mut cases: Vec<Case> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if let Some(name) = line.strip_prefix("## ") {
+            cases.push(Case {
+                name: name.trim().to_owned(),
+                line: index + 1,
+                steps: Vec::new(),
+            });
+        } else if let Some(input) = line.strip_prefix("| ") {
+            let case = cases.last_mut().expect("input before any case");
+            let step = case
+                .steps
+                .last_mut()
+                .unwrap_or_else(|| panic!("line {}: input before any command", index + 1));
+            step.input.push_str(input);
+            step.input.push('\n');
+        } else if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        } else {
+            let case = cases
+                .last_mut()
+                .unwrap_or_else(|| panic!("line {}: a command before any case", index + 1));
+            case.steps.push(Step {
+                arguments: line.split_whitespace().map(str::to_owned).collect(),
+                input: String::new(),
+            });
+        }
+    }
+    cases
+}
+
+fn run(namespace: &Namespace, program: &Path, arguments: &[String], input: &str) -> Outcome {
+    namespace
+        .run(|| {
+            // A process started from a thread inside a namespace starts in it.
+            let mut child = Command::new(program)
+                .arg0("ipvsadm")
+                .args(arguments)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            let output = child.wait_with_output().unwrap();
+            Outcome {
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                status: output.status.code(),
+            }
+        })
+        .unwrap()
+}
+
+/// Runs a case with one tool in a fresh namespace: each step, then the
+/// final listings.
+fn play(case: &Case, program: &Path, tag: &str) -> Vec<(String, Outcome)> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("diff-{tag}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let namespace = Namespace::create(&name).unwrap();
+    let mut outcomes = Vec::new();
+    for step in &case.steps {
+        outcomes.push((
+            step.arguments.join(" "),
+            run(&namespace, program, &step.arguments, &step.input),
+        ));
+    }
+    for listing in FINAL_LISTINGS {
+        let arguments: Vec<String> = listing.split_whitespace().map(str::to_owned).collect();
+        outcomes.push((
+            format!("(final) {listing}"),
+            run(&namespace, program, &arguments, ""),
+        ));
+    }
+    outcomes
+}
+
+fn describe(label: &str, reference: &str, ours: &str, report: &mut String) {
+    if reference == ours {
+        return;
+    }
+    writeln!(
+        report,
+        "    {label} differs (- ipvsadm, + ipvsctl; $ marks line ends):"
+    )
+    .unwrap();
+    let reference: Vec<&str> = reference.split_inclusive('\n').collect();
+    let ours: Vec<&str> = ours.split_inclusive('\n').collect();
+    for index in 0..reference.len().max(ours.len()) {
+        let (left, right) = (reference.get(index), ours.get(index));
+        if left == right {
+            writeln!(report, "      {}", left.unwrap().replace('\n', "$")).unwrap();
+        } else {
+            if let Some(left) = left {
+                writeln!(report, "    - {}", left.replace('\n', "$")).unwrap();
+            }
+            if let Some(right) = right {
+                writeln!(report, "    + {}", right.replace('\n', "$")).unwrap();
+            }
+        }
+    }
+}
+
+/// Runs a case through both tools; a report of the differences, if any.
+fn compare(case: &Case, reference: &Path, ours: &Path) -> Option<String> {
+    let expected = play(case, reference, "reference");
+    let actual = play(case, ours, "ours");
+    let mut differences = String::new();
+    for ((command, left), (_, right)) in expected.iter().zip(&actual) {
+        if left == right {
+            continue;
+        }
+        writeln!(differences, "  ipvsadm {command}").unwrap();
+        if left.status != right.status {
+            writeln!(
+                differences,
+                "    exit status: ipvsadm {:?}, ipvsctl {:?}",
+                left.status, right.status
+            )
+            .unwrap();
+        }
+        describe("stdout", &left.stdout, &right.stdout, &mut differences);
+        describe("stderr", &left.stderr, &right.stderr, &mut differences);
+    }
+    (!differences.is_empty()).then(|| {
+        format!(
+            "case `{}` (differential.txt line {}):\n{differences}\n",
+            case.name, case.line
+        )
+    })
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn ipvsctl_behaves_as_ipvsadm_byte_for_byte() {
+    assert!(
+        labkit::in_lab(),
+        "lab tests run in the lab's guest kernel only: use `cargo xtask test`"
+    );
+    let cases = corpus();
+    assert!(!cases.is_empty(), "the corpus is empty");
+    let ours = PathBuf::from(env!("CARGO_BIN_EXE_ipvsctl"));
+    let reference = PathBuf::from(IPVSADM);
+    let next = AtomicUsize::new(0);
+    let reports: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut reports = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(case) = cases.get(index) else { break };
+                        if let Some(report) = compare(case, &reference, &ours) {
+                            reports.push(report);
+                        }
+                    }
+                    reports
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    println!(
+        "differential: {} cases, {} identical, {} different",
+        cases.len(),
+        cases.len() - reports.len(),
+        reports.len()
+    );
+    assert!(
+        reports.is_empty(),
+        "{} of {} cases differ:\n{}",
+        reports.len(),
+        cases.len(),
+        reports.concat()
+    );
+}
