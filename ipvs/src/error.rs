@@ -88,7 +88,11 @@ pub fn kernel_error_message(command: IpvsCommand, errno: i32) -> Option<&'static
     Some(match (command, errno) {
         (NewService, libc::EEXIST) => "Service already exists",
         (NewService | SetService, libc::ENOENT) => "Scheduler or persistence engine not found",
-        (SetService | DeleteService | Zero | GetService, libc::ESRCH) => "No such service",
+        // libipvs maps ESRCH to this for listing destinations too, though
+        // the kernel answers an empty list for a missing service.
+        (SetService | DeleteService | Zero | GetService | GetDestination, libc::ESRCH) => {
+            "No such service"
+        }
         (NewDestination | SetDestination | DeleteDestination, libc::ESRCH) => "Service not defined",
         (NewDestination, libc::EEXIST) => "Destination already exists",
         (SetDestination | DeleteDestination, libc::ENOENT) => "No such destination",
@@ -103,9 +107,6 @@ pub fn kernel_error_message(command: IpvsCommand, errno: i32) -> Option<&'static
         (_, libc::EOPNOTSUPP) => "Operation not supported with IPv6",
         (_, libc::EAFNOSUPPORT) => "Operation not supported with specified address family",
         (_, libc::EMSGSIZE) => "Module is wrong version",
-        (NewDestination | SetDestination, libc::ERANGE) => {
-            "Weight is negative or lower threshold above upper threshold"
-        }
         _ => return None,
     })
 }

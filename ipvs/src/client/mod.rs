@@ -19,8 +19,8 @@ pub use error::{Errno, Error};
 
 use crate::request::{self, Request, RequestKind};
 use crate::{
-    Destination, Info, IpvsMessage, RequestError, Service, ServiceKey, SyncDaemon, SyncState,
-    Timeouts, kernel_error_message,
+    Destination, Info, IpvsCommand, IpvsMessage, RequestError, Service, ServiceKey, SyncDaemon,
+    SyncState, Timeouts, kernel_error_message,
 };
 use transport::{Exchange, Refusal, Transport};
 
@@ -477,9 +477,16 @@ impl Client {
 /// one.
 fn kernel_error(operation: &str, request: &IpvsMessage, refusal: &Refusal) -> Error {
     let errno = refusal.errno;
-    let mut reason = kernel_error_message(request.command, errno.0)
-        .map(str::to_owned)
-        .unwrap_or_else(|| errno.description());
+    let mut reason = match (request.command, errno.0) {
+        // ipvsadm has no words for it (strerror says "Numerical result out
+        // of range"); say what the kernel checks.
+        (IpvsCommand::NewDestination | IpvsCommand::SetDestination, libc::ERANGE) => {
+            "Weight is negative or lower threshold above upper threshold".to_owned()
+        }
+        (command, errno) => kernel_error_message(command, errno)
+            .map(str::to_owned)
+            .unwrap_or_else(|| refusal.errno.description()),
+    };
     if let Some(message) = &refusal.message {
         reason = format!("{reason} ({message})");
     }
