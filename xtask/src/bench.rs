@@ -3,12 +3,14 @@
 //!
 //! Applies 1,000 services x 10 destinations with `ipvsadm -R` and with
 //! [`Client::apply`], each into a fresh network namespace, then lists the
-//! table with `ipvsadm -Ln` and with the library. Both tables are checked
-//! to be identical. Prints every round and the median ratios. Timings are
-//! printed, never asserted.
+//! table with `ipvsadm -Ln` and with the library. Then the same with
+//! `ipvsctl -R` and `ipvsctl -Ln`, process against process. The tables and
+//! listings are checked to be identical. Prints every round and the median
+//! ratios. Timings are printed, never asserted.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -20,8 +22,8 @@ const SERVICES: usize = 1000;
 const DESTINATIONS: usize = 10;
 const ROUNDS: usize = 3;
 
-/// In the guest: the benchmark.
-pub fn run_in_guest() -> Result<()> {
+/// In the guest: the benchmark, of the library and then of `ipvsctl`.
+pub fn run_in_guest(ipvsctl: &Path) -> Result<()> {
     let (rules, operations) = workload();
     let rules_file = std::env::temp_dir().join("fulcrum-bench.rules");
     std::fs::write(&rules_file, &rules)?;
@@ -105,6 +107,62 @@ pub fn run_in_guest() -> Result<()> {
         "(ipvsadm's times include starting the process under emulation, about 0.1-0.3 s; \
          the library's include connecting and resolving the family)"
     );
+    compare_ipvsctl(&rules_file, ipvsctl)
+}
+
+/// `ipvsctl -R` and `ipvsctl -Ln` against ipvsadm's, process against
+/// process; the tables they leave and the listings they print must be
+/// identical.
+fn compare_ipvsctl(rules_file: &Path, ipvsctl: &Path) -> Result<()> {
+    println!("\nipvsctl against ipvsadm, the same rules, {ROUNDS} rounds");
+    println!(
+        "{:>5}  {:>14}  {:>14}  {:>8}  {:>12}  {:>12}  {:>8}",
+        "round", "ipvsadm -R", "ipvsctl -R", "ratio", "ipvsadm -Ln", "ipvsctl -Ln", "ratio"
+    );
+    let mut apply_ratios = Vec::new();
+    let mut list_ratios = Vec::new();
+    for round in 1..=ROUNDS {
+        let reference = Namespace::create("bench-ipvsadm")?;
+        let ours = Namespace::create("bench-ipvsctl")?;
+        let started = Instant::now();
+        ipvsadm(&reference, &["-R"], Some(rules_file))?;
+        let reference_apply = started.elapsed();
+        let started = Instant::now();
+        tool(&ours, ipvsctl, &["-R"], Some(rules_file))?;
+        let our_apply = started.elapsed();
+        if sorted_lines(&ipvsadm(&reference, &["-S", "-n"], None)?)
+            != sorted_lines(&ipvsadm(&ours, &["-S", "-n"], None)?)
+        {
+            bail!("ipvsadm -R and ipvsctl -R left different tables");
+        }
+
+        let started = Instant::now();
+        let reference_listing = ipvsadm(&ours, &["-L", "-n"], None)?;
+        let reference_list = started.elapsed();
+        let started = Instant::now();
+        let our_listing = tool(&ours, ipvsctl, &["-L", "-n"], None)?;
+        let our_list = started.elapsed();
+        if reference_listing != our_listing {
+            bail!("ipvsadm -Ln and ipvsctl -Ln print different listings of the same table");
+        }
+
+        let apply_ratio = reference_apply.as_secs_f64() / our_apply.as_secs_f64();
+        let list_ratio = reference_list.as_secs_f64() / our_list.as_secs_f64();
+        println!(
+            "{round:>5}  {:>12.3} s  {:>12.3} s  {apply_ratio:>7.1}x  {:>10.3} s  {:>10.3} s  {list_ratio:>7.1}x",
+            reference_apply.as_secs_f64(),
+            our_apply.as_secs_f64(),
+            reference_list.as_secs_f64(),
+            our_list.as_secs_f64(),
+        );
+        apply_ratios.push(apply_ratio);
+        list_ratios.push(list_ratio);
+    }
+    println!(
+        "median: ipvsctl -R is {:.1}x as fast as ipvsadm -R, ipvsctl -Ln {:.1}x as fast as ipvsadm -Ln",
+        median(&mut apply_ratios),
+        median(&mut list_ratios)
+    );
     Ok(())
 }
 
@@ -166,24 +224,34 @@ fn workload() -> (String, Vec<Operation>) {
     (rules, operations)
 }
 
-fn ipvsadm(
+fn ipvsadm(namespace: &Namespace, arguments: &[&str], input: Option<&Path>) -> Result<String> {
+    tool(namespace, Path::new("ipvsadm"), arguments, input)
+}
+
+/// Runs `program` in `namespace` with `input` on stdin; its stdout, or an
+/// error with its stderr.
+fn tool(
     namespace: &Namespace,
+    program: &Path,
     arguments: &[&str],
-    input: Option<&std::path::Path>,
+    input: Option<&Path>,
 ) -> Result<String> {
     let stdin = match input {
-        Some(path) => Stdio::from(std::fs::File::open(path)?),
+        Some(path) => Stdio::from(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        ),
         None => Stdio::null(),
     };
     let output = namespace
-        .command("ipvsadm")
+        .command(program)
         .args(arguments)
         .stdin(stdin)
         .output()
-        .context("cannot run ipvsadm")?;
+        .with_context(|| format!("cannot run {}", program.display()))?;
     if !output.status.success() {
         bail!(
-            "ipvsadm {} failed: {}",
+            "{} {} failed: {}",
+            program.display(),
             arguments.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -47,7 +47,10 @@ enum Task {
     Bench,
     /// In the guest: the benchmark itself.
     #[command(hide = true)]
-    GuestBench,
+    GuestBench {
+        /// The ipvsctl to measure.
+        ipvsctl: PathBuf,
+    },
     /// Run every check and test: format, lint, unit tests here, and the lab
     /// tests in one guest boot. What CI runs.
     Test,
@@ -130,20 +133,35 @@ fn run(task: Task) -> Result<ExitCode> {
             // Measured in release: the library's speed, not the debug build's.
             let executables = test::cargo_executables(
                 &repository,
-                &["build", "--release", "--package", "xtask"],
-                |target| target["name"] == "xtask" && target["kind"] == serde_json::json!(["bin"]),
+                &[
+                    "build",
+                    "--release",
+                    "--package",
+                    "xtask",
+                    "--package",
+                    "ipvsctl",
+                ],
+                |target| {
+                    (target["name"] == "xtask" || target["name"] == "ipvsctl")
+                        && target["kind"] == serde_json::json!(["bin"])
+                },
             )?;
-            let [executable] = executables.as_slice() else {
-                bail!("cargo build reported {executables:?} as xtask's executable");
+            let find = |name: &str| {
+                executables
+                    .iter()
+                    .find(|path| path.file_name().is_some_and(|file| file == name))
+                    .cloned()
+                    .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
             };
             let command = vec![
-                executable.to_string_lossy().into_owned(),
+                find("xtask")?.to_string_lossy().into_owned(),
                 "guest-bench".to_owned(),
+                find("ipvsctl")?.to_string_lossy().into_owned(),
             ];
             Ok(exit_code(lab.run(&command)?))
         }
-        Task::GuestBench => {
-            bench::run_in_guest()?;
+        Task::GuestBench { ipvsctl } => {
+            bench::run_in_guest(&ipvsctl)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::Test => test::run(&repository),
