@@ -27,7 +27,15 @@ const FINAL_LISTINGS: &[&str] = &["-S -n", "-L -n"];
 
 /// Cases run on this many threads at once: processes dominate, and the
 /// guest has two processors.
-const WORKERS: usize = 3;
+const WORKERS: usize = 4;
+
+/// A command still running after this long is killed, and its status
+/// shows as [`TIMED_OUT`].
+const PROCESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The status reported for a command that was killed after
+/// [`PROCESS_TIMEOUT`]: no exit status is negative.
+const TIMED_OUT: i32 = -1;
 
 /// One command of a case: its arguments, and what it reads on stdin.
 struct Step {
@@ -50,8 +58,9 @@ struct Outcome {
 }
 
 /// Reads the corpus: `## name` starts a case, each following line is one
-/// command's arguments (split on white space), a line starting with `| `
-/// is a line of input for the command before it, `#` starts a comment.
+/// command's arguments (split on white space; `(no arguments)` for none),
+/// a line starting with `| ` is a line of input for the command before it,
+/// `#` starts a comment.
 fn corpus() -> Vec<Case> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential.txt");
     let text = std::fs::read_to_string(&path)
@@ -78,8 +87,14 @@ fn corpus() -> Vec<Case> {
             let case = cases
                 .last_mut()
                 .unwrap_or_else(|| panic!("line {}: a command before any case", index + 1));
+            // `(no arguments)` stands for a command run without any.
+            let arguments = if line.trim() == "(no arguments)" {
+                Vec::new()
+            } else {
+                line.split_whitespace().map(str::to_owned).collect()
+            };
             case.steps.push(Step {
-                arguments: line.split_whitespace().map(str::to_owned).collect(),
+                arguments,
                 input: String::new(),
             });
         }
@@ -99,18 +114,42 @@ fn run(namespace: &Namespace, program: &Path, arguments: &[String], input: &str)
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
-            use std::io::Write;
+            use std::io::{Read, Write};
             child
                 .stdin
                 .take()
                 .unwrap()
                 .write_all(input.as_bytes())
                 .unwrap();
-            let output = child.wait_with_output().unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let mut stderr = child.stderr.take().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut text = Vec::new();
+                stdout.read_to_end(&mut text).unwrap();
+                text
+            });
+            let mut error_text = Vec::new();
+            let error_reader = std::thread::spawn(move || {
+                stderr.read_to_end(&mut error_text).unwrap();
+                error_text
+            });
+            // A command that hangs is a difference, not a hung run.
+            let started = std::time::Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status.code();
+                }
+                if started.elapsed() > PROCESS_TIMEOUT {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    break Some(TIMED_OUT);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            };
             Outcome {
-                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                status: output.status.code(),
+                stdout: String::from_utf8_lossy(&reader.join().unwrap()).into_owned(),
+                stderr: String::from_utf8_lossy(&error_reader.join().unwrap()).into_owned(),
+                status,
             }
         })
         .unwrap()
@@ -214,7 +253,14 @@ fn ipvsctl_behaves_as_ipvsadm_byte_for_byte() {
                     loop {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         let Some(case) = cases.get(index) else { break };
-                        if let Some(report) = compare(case, &reference, &ours) {
+                        let started = std::time::Instant::now();
+                        let report = compare(case, &reference, &ours);
+                        eprintln!(
+                            "differential: line {}: {:.1} s",
+                            case.line,
+                            started.elapsed().as_secs_f64()
+                        );
+                        if let Some(report) = report {
                             reports.push(report);
                         }
                     }
