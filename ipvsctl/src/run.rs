@@ -379,9 +379,15 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// `restore_table` (§8): each line is run as it is read.
+    /// `restore_table` (§8). ipvsadm runs each line as it reads it, one
+    /// exchange with the kernel per line; here consecutive changes are
+    /// gathered and sent as one pipelined batch, up to a line that is not a
+    /// change (a listing, a line that does not parse, ...) or the end of the
+    /// input. Refusals are then reported in line order, in libipvs's words
+    /// for each line: the same output and exit status as ipvsadm's.
     fn restore(&mut self) -> Result<i32, Exit> {
         let mut result = 0;
+        let mut pending: Vec<(Operation, Option<IpvsCommand>)> = Vec::new();
         while let Some(words) = read_restore_line(self.input) {
             if words.is_empty() {
                 continue;
@@ -389,9 +395,91 @@ impl Runner<'_> {
             let mut argv = Vec::with_capacity(words.len() + 1);
             argv.push(self.program.clone());
             argv.extend(words);
+            if let Ok(Parsed::Command(line)) = cli::parse_command_line(&argv, true)
+                && !matches!(
+                    line.command,
+                    Command::List | Command::Save | Command::Restore
+                )
+            {
+                pending.push(operation(&line));
+                continue;
+            }
+            if !pending.is_empty() {
+                self.apply_in_order(std::mem::take(&mut pending));
+            }
             result = self.process_options(&argv, true)?;
         }
+        if !pending.is_empty() {
+            result = self.apply_in_order(pending);
+        }
         Ok(result)
+    }
+
+    /// Applies changes as a pipelined batch and reports each refusal in
+    /// order, as if each had been applied alone; the status of the last (0
+    /// or -1). A change the library refuses before sending (ipvsadm would
+    /// have sent it, and the kernel refused it) splits the batch, so that
+    /// the changes around it are still applied and its message comes in
+    /// its place.
+    fn apply_in_order(&mut self, changes: Vec<(Operation, Option<IpvsCommand>)>) -> i32 {
+        let mut status = 0;
+        let mut batch: Vec<(Operation, Option<IpvsCommand>)> = Vec::new();
+        for (operation, function) in changes {
+            if operation.request().is_ok() {
+                batch.push((operation, function));
+                continue;
+            }
+            if !batch.is_empty() {
+                self.apply_batch(std::mem::take(&mut batch));
+            }
+            status = self.change(operation, function);
+        }
+        if !batch.is_empty() {
+            status = self.apply_batch(batch);
+        }
+        status
+    }
+
+    /// Applies valid changes in one pipelined exchange; see `apply_in_order`.
+    fn apply_batch(&mut self, batch: Vec<(Operation, Option<IpvsCommand>)>) -> i32 {
+        let (operations, functions): (Vec<Operation>, Vec<Option<IpvsCommand>>) =
+            batch.into_iter().unzip();
+        let (mut refused, unknown_from) = match self.client.apply(&operations) {
+            Ok(()) => (Vec::new(), None),
+            Err(error) => {
+                let unknown = error
+                    .interrupted
+                    .map(|(index, error)| (index, errno_of(&error)));
+                let refused: Vec<(usize, i32)> = error
+                    .failures
+                    .iter()
+                    .map(|(index, error)| (*index, errno_of(error)))
+                    .collect();
+                (refused, unknown)
+            }
+        };
+        // An exchange that broke midway: what happened to the changes from
+        // there on is unknown, so each is reported as failed.
+        if let Some((from, errno)) = unknown_from {
+            refused.extend((from..operations.len()).map(|index| (index, errno)));
+        }
+        let mut refused = refused.into_iter().peekable();
+        let mut status = 0;
+        for (index, function) in functions.into_iter().enumerate() {
+            if let Some(function) = function {
+                self.function = function;
+            }
+            status = 0;
+            if refused
+                .peek()
+                .is_some_and(|(refused_index, _)| *refused_index == index)
+            {
+                let (_, errno) = refused.next().expect("peeked");
+                self.complain_errno(errno);
+                status = -1;
+            }
+        }
+        status
     }
 
     /// `-R --atomic` (ipvsctl only): every line parsed and checked first;
