@@ -9,8 +9,8 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use netlink_packet_core::{
-    DecodeError, Emitable, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
-    NlasIterator, ParseableParametrized, parse_string, parse_u16,
+    DecodeError, Emitable, ErrorMessage, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
+    NetlinkPayload, NlasIterator, ParseableParametrized, parse_string, parse_u16,
 };
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -58,6 +58,16 @@ pub(crate) struct Refusal {
     pub errno: Errno,
     /// Its own explanation, when it gave one (an extended ack message).
     pub message: Option<String>,
+}
+
+impl Refusal {
+    /// The refusal an NLMSG_ERROR carries, or `None` for an acknowledgement.
+    fn from_error(header: &NetlinkHeader, error: &ErrorMessage) -> Option<Refusal> {
+        error.code.map(|code| Refusal {
+            errno: Errno(-code.get()),
+            message: extended_ack_message(header.flags, &error.header),
+        })
+    }
 }
 
 /// What a request produced: its replies, or the kernel's refusal.
@@ -276,11 +286,8 @@ impl Transport {
                         }
                     }
                     NetlinkPayload::Error(error) => {
-                        if let Some(code) = error.code {
-                            outcomes[position] = Err(Refusal {
-                                errno: Errno(-code.get()),
-                                message: extended_ack_message(header.flags, &error.header),
-                            });
+                        if let Some(refusal) = Refusal::from_error(header, &error) {
+                            outcomes[position] = Err(refusal);
                         }
                         done |= header.sequence_number == last_sequence;
                     }
@@ -328,11 +335,8 @@ impl Transport {
                     }
                     NetlinkPayload::Done(_) => outcome = Some(Ok(())),
                     NetlinkPayload::Error(error) => {
-                        outcome = Some(match error.code {
-                            Some(code) => Err(Refusal {
-                                errno: Errno(-code.get()),
-                                message: extended_ack_message(header.flags, &error.header),
-                            }),
+                        outcome = Some(match Refusal::from_error(header, &error) {
+                            Some(refusal) => Err(refusal),
                             None => Ok(()),
                         })
                     }
