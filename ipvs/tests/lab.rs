@@ -18,19 +18,9 @@ use ipvs::{
 };
 use labkit::{Namespace, NatTopology, http};
 
-/// Stops a test unless it runs in the lab: they create namespaces, load
-/// modules and change sysctls, which must not happen to a developer's
-/// machine (`cargo test -- --ignored` as root).
-fn require_lab() {
-    assert!(
-        labkit::in_lab(),
-        "lab tests run in the lab's guest kernel only: use `cargo xtask test`"
-    );
-}
-
 /// A fresh namespace named after the test, with a client connected in it.
 fn namespace(name: &str) -> (Namespace, Client) {
-    require_lab();
+    labkit::require_lab();
     let namespace = Namespace::create(&format!("ipvs-{name}")).expect("namespace");
     let client = namespace
         .run(Client::connect)
@@ -100,7 +90,7 @@ fn errno_of(error: &Error) -> i32 {
 #[test]
 #[ignore = "runs in the lab"]
 fn first_a_missing_ipvs_is_one_clear_error_and_connecting_loads_it() {
-    require_lab();
+    labkit::require_lab();
     let loaded = || {
         std::fs::read_to_string("/proc/modules")
             .unwrap()
@@ -158,7 +148,7 @@ impl Drop for Sysctl {
 #[test]
 #[ignore = "runs in the lab"]
 fn info_and_timeouts() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("info");
     let info = client.info().unwrap();
     assert_eq!(info.version.to_string(), "1.2.1");
@@ -200,7 +190,7 @@ fn info_and_timeouts() {
 #[test]
 #[ignore = "runs in the lab"]
 fn service_lifecycle() {
-    require_lab();
+    labkit::require_lab();
     let (namespace, mut client) = namespace("service");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "rr")).unwrap();
@@ -236,7 +226,7 @@ fn service_lifecycle() {
 #[test]
 #[ignore = "runs in the lab"]
 fn services_of_every_kind() {
-    require_lab();
+    labkit::require_lab();
     let (namespace, mut client) = namespace("kinds");
     let udp6 = ServiceKey::Address {
         protocol: Protocol::Udp,
@@ -333,7 +323,7 @@ fn services_of_every_kind() {
 #[test]
 #[ignore = "runs in the lab"]
 fn destinations_of_every_method() {
-    require_lab();
+    labkit::require_lab();
     let (namespace, mut client) = namespace("destinations");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "wrr")).unwrap();
@@ -443,7 +433,7 @@ fn destinations_of_every_method() {
 #[test]
 #[ignore = "runs in the lab"]
 fn kernel_refusals_name_the_object_and_the_reason() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("errors");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "rr")).unwrap();
@@ -507,7 +497,7 @@ fn kernel_refusals_name_the_object_and_the_reason() {
 #[test]
 #[ignore = "runs in the lab"]
 fn sync_daemons() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("daemons");
     let mut master = SyncDaemon::new(SyncState::Master, "lo", 5);
     master.max_length = Some(1400);
@@ -556,7 +546,7 @@ fn sync_daemons() {
 #[test]
 #[ignore = "runs in the lab"]
 fn statistics_after_real_traffic_then_zero_and_flush() {
-    require_lab();
+    labkit::require_lab();
     let topology = NatTopology::build("stats", 2).unwrap();
     let mut client = topology.director.run(Client::connect).unwrap().unwrap();
     let virtual_address = NatTopology::virtual_address(80);
@@ -679,7 +669,7 @@ fn wait_for_connections(client: &mut Client, key: &ServiceKey, expected: u64) ->
 #[test]
 #[ignore = "runs in the lab"]
 fn a_batch_reports_each_refusal_and_applies_the_rest() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("batch");
     let mut operations = Vec::new();
     for index in 0..500u32 {
@@ -720,7 +710,7 @@ fn a_batch_reports_each_refusal_and_applies_the_rest() {
 #[test]
 #[ignore = "runs in the lab"]
 fn dumps_larger_than_a_datagram_and_of_many_services() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("dumps");
     let keys: Vec<ServiceKey> = (1..=20)
         .map(|index| tcp(&format!("10.2.0.{index}:80")))
@@ -762,7 +752,7 @@ fn dumps_larger_than_a_datagram_and_of_many_services() {
 #[test]
 #[ignore = "runs in the lab"]
 fn a_batch_of_many_datagrams_reports_refusals_across_their_edges() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("many-datagrams");
     let keys: Vec<ServiceKey> = (0..3000u32)
         .map(|index| tcp(&format!("10.4.{}.{}:80", index / 250, index % 250 + 1)))
@@ -790,7 +780,7 @@ fn a_batch_of_many_datagrams_reports_refusals_across_their_edges() {
 #[test]
 #[ignore = "runs in the lab"]
 fn mixed_family_destinations_and_sync_daemons_exclude_each_other() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("mixed-sync");
     let key = tcp("10.0.0.1:80");
     client.create_service(&Service::new(key, "rr")).unwrap();
@@ -818,7 +808,7 @@ fn mixed_family_destinations_and_sync_daemons_exclude_each_other() {
 #[test]
 #[ignore = "runs in the lab"]
 fn a_client_reconnects_in_its_own_namespace() {
-    require_lab();
+    labkit::require_lab();
     let (_namespace, mut client) = namespace("reconnect");
     let key = tcp("10.0.0.7:80");
     client.create_service(&Service::new(key, "rr")).unwrap();

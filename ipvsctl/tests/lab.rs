@@ -236,10 +236,7 @@ fn compare(case: &Case, reference: &Path, ours: &Path) -> Option<String> {
 #[test]
 #[ignore = "runs in the lab"]
 fn ipvsctl_behaves_as_ipvsadm_byte_for_byte() {
-    assert!(
-        labkit::in_lab(),
-        "lab tests run in the lab's guest kernel only: use `cargo xtask test`"
-    );
+    labkit::require_lab();
     let cases = corpus();
     assert!(!cases.is_empty(), "the corpus is empty");
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_ipvsctl"));

@@ -17,3 +17,13 @@ pub use topology::{Host, NatTopology};
 pub fn in_lab() -> bool {
     std::env::var_os("FULCRUM_LAB").is_some()
 }
+
+/// Stops a lab test unless it runs in the lab: lab tests create
+/// namespaces, load modules and change sysctls, which must not happen to a
+/// developer's machine (`cargo test -- --ignored` as root).
+pub fn require_lab() {
+    assert!(
+        in_lab(),
+        "lab tests run in the lab's guest kernel only: use `cargo xtask test`"
+    );
+}
