@@ -36,6 +36,8 @@ mod address;
 mod client;
 mod config;
 mod daemon;
+#[cfg(test)]
+mod decode_tests;
 mod destination;
 mod error;
 mod info;

@@ -115,8 +115,8 @@ impl From<u8> for IpvsCommand {
     }
 }
 
-const IPVS_CMD_ATTR_SERVICE: u16 = 1;
-const IPVS_CMD_ATTR_DEST: u16 = 2;
+pub(crate) const IPVS_CMD_ATTR_SERVICE: u16 = 1;
+pub(crate) const IPVS_CMD_ATTR_DEST: u16 = 2;
 const IPVS_CMD_ATTR_DAEMON: u16 = 3;
 const IPVS_CMD_ATTR_TIMEOUT_TCP: u16 = 4;
 const IPVS_CMD_ATTR_TIMEOUT_TCP_FIN: u16 = 5;
@@ -256,15 +256,33 @@ impl IpvsMessage {
 
     /// Fail unless the message carries `expected`.
     pub fn expect_command(&self, expected: IpvsCommand) -> Result<(), ParseError> {
-        if self.command == expected {
-            Ok(())
-        } else {
-            Err(ParseError::UnexpectedCommand {
-                expected,
-                found: self.command,
-            })
+        expect_command(self.command, expected)
+    }
+}
+
+/// Fail unless `found` is `expected`.
+pub(crate) fn expect_command(found: IpvsCommand, expected: IpvsCommand) -> Result<(), ParseError> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(ParseError::UnexpectedCommand { expected, found })
+    }
+}
+
+/// The value of the first top-level attribute of kind `kind` in a message's
+/// attribute bytes, the others skipped unread: how the readers straight
+/// from the bytes find the nest of the object a reply carries.
+pub(crate) fn find_attribute(attributes: &[u8], kind: u16) -> Result<Option<&[u8]>, DecodeError> {
+    for attribute in NlasIterator::new(attributes) {
+        let attribute = attribute?;
+        if attribute.kind() == kind {
+            // `value()` borrows the buffer view; the bytes live as long as
+            // `attributes` (the length was checked by the iterator).
+            let length = usize::from(attribute.length());
+            return Ok(Some(&attribute.into_inner()[4..length]));
         }
     }
+    Ok(None)
 }
 
 impl GenlFamily for IpvsMessage {

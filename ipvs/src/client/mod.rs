@@ -12,6 +12,9 @@
 mod error;
 mod transport;
 
+use netlink_packet_core::ParseableParametrized;
+use netlink_packet_generic::GenlHeader;
+
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -195,15 +198,7 @@ impl Client {
             let namespace = &self.namespace;
             let transport = std::thread::scope(|scope| {
                 scope
-                    .spawn(|| {
-                        use std::os::fd::AsRawFd;
-                        // SAFETY: setns on a namespace file we own; it only
-                        // moves this short-lived thread.
-                        if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                            return Err(Error::Io(std::io::Error::last_os_error()));
-                        }
-                        Transport::connect()
-                    })
+                    .spawn(|| connect_in(namespace))
                     .join()
                     .expect("connecting does not panic")
             })?;
@@ -256,11 +251,14 @@ impl Client {
     /// position: the dump may repeat a service (dropped here) or skip one
     /// (which nothing shows: IPVS does not flag interrupted dumps).
     pub fn services(&mut self) -> Result<Vec<Service>, Error> {
-        let replies = self.dump(request::dump_services(), || "list services".into())?;
+        let replies = self.dump(
+            request::dump_services(),
+            || "list services".into(),
+            |command, attributes| Ok(Service::decode_reply(command, attributes)?),
+        )?;
         let mut seen = std::collections::HashSet::with_capacity(replies.len());
         let mut services = Vec::with_capacity(replies.len());
-        for reply in &replies {
-            let service = Service::from_reply(reply)?;
+        for service in replies {
             if seen.insert(service.key) {
                 services.push(service);
             }
@@ -291,18 +289,108 @@ impl Client {
     /// The kernel answers an empty list, not an error, for a service that
     /// does not exist.
     pub fn destinations(&mut self, key: &ServiceKey) -> Result<Vec<Destination>, Error> {
-        let replies = self.dump(request::dump_destinations(key), || {
-            format!("list the destinations of service {key}")
-        })?;
-        Ok(replies
-            .iter()
-            .map(Destination::from_reply)
-            .collect::<Result<Vec<_>, _>>()?)
+        self.dump(
+            request::dump_destinations(key),
+            || format!("list the destinations of service {key}"),
+            |command, attributes| Ok(Destination::decode_reply(command, attributes)?),
+        )
     }
 
-    /// The destinations of each of `keys`, in order.
+    /// The destinations of each of `keys`, in order (see
+    /// [`Client::map_destinations`]).
     pub fn destinations_of(&mut self, keys: &[ServiceKey]) -> Result<Vec<Vec<Destination>>, Error> {
-        keys.iter().map(|key| self.destinations(key)).collect()
+        self.map_destinations(keys, |_, destinations| destinations)
+            .into_iter()
+            .collect()
+    }
+
+    /// The destinations of each of `keys`, each list handed to `each` with
+    /// its index, in the thread that read it; what `each` returns comes
+    /// back in the order of `keys`.
+    ///
+    /// A large table is read over several sockets at once, by one thread
+    /// each: the kernel can run only one dump per socket and needs one per
+    /// service, and reading the answers (and whatever `each` does, such as
+    /// formatting them) costs more than the kernel's work, so the threads
+    /// share it. A thread that cannot open its socket leaves its share to
+    /// the calling thread.
+    pub fn map_destinations<T: Send>(
+        &mut self,
+        keys: &[ServiceKey],
+        each: impl Fn(usize, Result<Vec<Destination>, Error>) -> T + Sync,
+    ) -> Vec<T> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |count| count.get())
+            .min(MOST_DUMP_THREADS)
+            .min(keys.len().div_ceil(SERVICES_PER_DUMP_THREAD))
+            .max(1);
+        let share = keys.len().div_ceil(workers).max(1);
+        let each = &each;
+        // The workers' own handle on the namespace, so that `self` stays
+        // free for the calling thread's share.
+        let namespace = match self.namespace.try_clone() {
+            Ok(namespace) if workers > 1 => namespace,
+            _ => {
+                return keys
+                    .iter()
+                    .enumerate()
+                    .map(|(index, key)| each(index, self.destinations(key)))
+                    .collect();
+            }
+        };
+        let namespace = &namespace;
+        let (mine, others) = std::thread::scope(|scope| {
+            let others: Vec<_> = keys
+                .chunks(share)
+                .enumerate()
+                .skip(1)
+                .map(|(part, chunk)| {
+                    let first = part * share;
+                    scope.spawn(move || {
+                        let mut client = Client {
+                            transport: Some(connect_in(namespace)?),
+                            namespace: namespace.try_clone()?,
+                        };
+                        Ok::<_, Error>(
+                            chunk
+                                .iter()
+                                .enumerate()
+                                .map(|(index, key)| each(first + index, client.destinations(key)))
+                                .collect::<Vec<T>>(),
+                        )
+                    })
+                })
+                .collect();
+            let mine: Vec<T> = keys[..share.min(keys.len())]
+                .iter()
+                .enumerate()
+                .map(|(index, key)| each(index, self.destinations(key)))
+                .collect();
+            let others: Vec<_> = others
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect();
+            (mine, others)
+        });
+        let mut results = mine;
+        for (part, outcome) in others.into_iter().enumerate() {
+            match outcome {
+                Ok(chunk) => results.extend(chunk),
+                Err(_) => {
+                    let first = (part + 1) * share;
+                    let end = (first + share).min(keys.len());
+                    for (index, key) in keys[first..end].iter().enumerate() {
+                        let destinations = self.destinations(key);
+                        results.push(each(first + index, destinations));
+                    }
+                }
+            }
+        }
+        results
     }
 
     pub fn create_destination(
@@ -331,7 +419,7 @@ impl Client {
 
     /// The running sync daemons (none, one or both of master and backup).
     pub fn daemons(&mut self) -> Result<Vec<SyncDaemon>, Error> {
-        let replies = self.dump(request::dump_daemons(), || "list sync daemons".into())?;
+        let replies = self.dump_messages(request::dump_daemons(), || "list sync daemons".into())?;
         replies
             .iter()
             .map(|reply| Ok(SyncDaemon::from_reply(reply)?))
@@ -460,17 +548,53 @@ impl Client {
         }
     }
 
-    fn dump(
+    /// A dump's entries, each read by `decode` from its command and
+    /// attribute bytes.
+    fn dump<T>(
+        &mut self,
+        request: Request,
+        describe: impl Fn() -> String,
+        decode: impl FnMut(IpvsCommand, &[u8]) -> Result<T, Error>,
+    ) -> Result<Vec<T>, Error> {
+        debug_assert_eq!(request.kind, RequestKind::Dump);
+        let outcome = self.transport()?.dump(&request, decode);
+        self.check(outcome)?
+            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))
+    }
+
+    /// A dump's entries as whole messages.
+    fn dump_messages(
         &mut self,
         request: Request,
         describe: impl Fn() -> String,
     ) -> Result<Vec<IpvsMessage>, Error> {
-        debug_assert_eq!(request.kind, RequestKind::Dump);
-        let outcome = self.transport()?.dump(&request);
-        self.check(outcome)?
-            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))
+        self.dump(request, describe, |command, attributes| {
+            let header = GenlHeader {
+                cmd: command.into(),
+                version: crate::IPVS_GENL_VERSION,
+            };
+            Ok(IpvsMessage::parse_with_param(attributes, header)?)
+        })
     }
 }
+
+/// Opens a socket in `namespace` from a thread of the caller's that it
+/// moves there: a short-lived one, or a worker of its own.
+fn connect_in(namespace: &std::fs::File) -> Result<Transport, Error> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setns on a namespace file we own; it moves only the calling
+    // thread, which the callers own and end after.
+    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(Error::Io(std::io::Error::last_os_error()));
+    }
+    Transport::connect()
+}
+
+/// At most this many threads read the destinations of a table.
+const MOST_DUMP_THREADS: usize = 4;
+/// Fewer services than this per thread and a thread costs more than it
+/// saves (its socket, and resolving the family).
+const SERVICES_PER_DUMP_THREAD: usize = 64;
 
 /// A refusal in words: ipvsadm's for the command and errno where it has
 /// some, else the C library's, and the kernel's own explanation if it gave

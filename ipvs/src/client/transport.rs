@@ -9,8 +9,8 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use netlink_packet_core::{
-    DecodeError, Emitable, ErrorMessage, NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
-    NetlinkPayload, NlasIterator, ParseableParametrized, parse_string, parse_u16,
+    DecodeError, Emitable, ErrorMessage, NLM_F_ACK, NLM_F_REQUEST, NetlinkBuffer, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload, NlasIterator, ParseableParametrized, parse_string, parse_u16,
 };
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -18,7 +18,7 @@ use netlink_packet_generic::{GenlHeader, GenlMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 
 use super::error::{Errno, Error};
-use crate::message::{IPVS_GENL_NAME, IPVS_GENL_VERSION, IpvsMessage};
+use crate::message::{IPVS_GENL_NAME, IPVS_GENL_VERSION, IpvsCommand, IpvsMessage};
 use crate::request::{Request, RequestKind};
 
 /// The receive buffer asked for. Refusals queue on the socket while the
@@ -38,6 +38,12 @@ const SEND_BUFFER_BYTES: usize = 1 << 20;
 const MOST_BYTES_PER_SEND: usize = 192 * 1024;
 /// A received datagram is at most one skb: dumps fill up to 32 KiB.
 const RECEIVE_CHUNK: usize = 64 * 1024;
+/// The netlink header, then the generic netlink header (cmd, version,
+/// reserved), then the attributes.
+const NETLINK_HEADER: usize = 16;
+const GENERIC_HEADERS: usize = NETLINK_HEADER + 4;
+/// Below this, netlink's own control messages (NOOP, ERROR, DONE, OVERRUN).
+const NLMSG_MIN_TYPE: u16 = 0x10;
 /// How long to wait for the kernel's answer before giving up on it. The
 /// kernel answers in microseconds (a datagram of 1,400 requests in 16 ms
 /// under emulation); silence this long means an answer was lost.
@@ -298,7 +304,13 @@ impl Transport {
         Ok(outcomes)
     }
 
-    /// Runs one dump request and returns its messages, or the refusal.
+    /// Runs one dump request and returns each entry as `decode` reads it
+    /// from its command and attribute bytes, or the kernel's refusal.
+    ///
+    /// Entries are read in place from the receive buffer, never as
+    /// `NetlinkMessage`s: a listing of a large table is mostly this loop.
+    /// An entry `decode` rejects does not stop the dump (the socket would be
+    /// left mid-dump); the first such error is returned once it is done.
     ///
     /// Dumps are not pipelined: the kernel runs one dump at a time per
     /// socket and refuses others with EBUSY until it is done, and a
@@ -306,7 +318,11 @@ impl Transport {
     /// request: the callback returns the length it wrote, so the kernel
     /// writes NLMSG_DONE only in a second pass, which our read of the first
     /// datagram triggers. Every dump sent behind another would be refused.
-    pub(crate) fn dump(&mut self, request: &Request) -> Result<Outcome, Error> {
+    pub(crate) fn dump<T>(
+        &mut self,
+        request: &Request,
+        mut decode: impl FnMut(IpvsCommand, &[u8]) -> Result<T, Error>,
+    ) -> Result<Result<Vec<T>, Refusal>, Error> {
         debug_assert_eq!(request.kind, RequestKind::Dump);
         let mut datagram = Vec::new();
         let sequence = self.sequence.wrapping_add(1);
@@ -318,14 +334,41 @@ impl Transport {
         );
         self.socket.send(&datagram, 0)?;
         let mut entries = Vec::new();
+        let mut first_error = None;
         let mut outcome: Option<Result<(), Refusal>> = None;
         while outcome.is_none() {
-            self.receive_messages(|header, payload| {
-                if header.sequence_number != sequence {
-                    return;
+            let received = self.receive()?;
+            for (offset, length) in split(&self.buffer[..received])? {
+                let bytes = &self.buffer[offset..offset + length];
+                let header = NetlinkBuffer::new(bytes);
+                if header.sequence_number() != sequence {
+                    continue;
                 }
-                match payload {
-                    NetlinkPayload::InnerMessage(message) => entries.push(message.payload),
+                let message_type = header.message_type();
+                if message_type == self.family {
+                    let Some(attributes) = bytes.get(GENERIC_HEADERS..) else {
+                        first_error.get_or_insert(Error::Protocol(format!(
+                            "a {length}-byte IPVS message, shorter than its headers"
+                        )));
+                        continue;
+                    };
+                    match decode(IpvsCommand::from(bytes[NETLINK_HEADER]), attributes) {
+                        Ok(entry) => entries.push(entry),
+                        Err(error) => {
+                            first_error.get_or_insert(error);
+                        }
+                    }
+                    continue;
+                }
+                if message_type >= NLMSG_MIN_TYPE {
+                    return Err(Error::Protocol(format!(
+                        "a reply of netlink type {message_type} on the IPVS socket (family {})",
+                        self.family
+                    )));
+                }
+                // Control messages: rare, read whole.
+                let message = NetlinkMessage::<GenlMessage<IpvsMessage>>::deserialize(bytes)?;
+                match message.payload {
                     // A dump that fails midway says so in its DONE.
                     NetlinkPayload::Done(done) if done.code < 0 => {
                         outcome = Some(Err(Refusal {
@@ -335,14 +378,17 @@ impl Transport {
                     }
                     NetlinkPayload::Done(_) => outcome = Some(Ok(())),
                     NetlinkPayload::Error(error) => {
-                        outcome = Some(match Refusal::from_error(header, &error) {
+                        outcome = Some(match Refusal::from_error(&message.header, &error) {
                             Some(refusal) => Err(refusal),
                             None => Ok(()),
                         })
                     }
                     _ => {}
                 }
-            })?;
+            }
+        }
+        if let Some(error) = first_error {
+            return Err(error);
         }
         Ok(outcome
             .expect("the loop ends with an outcome")

@@ -67,6 +67,13 @@ pub enum DestinationAttribute {
     Other(DefaultNla),
 }
 
+impl DestinationAttribute {
+    /// The kinds of the statistics nests, which a reader straight from the
+    /// bytes decodes in place rather than as attribute lists.
+    pub(crate) const STATS_KIND: u16 = IPVS_DEST_ATTR_STATS;
+    pub(crate) const STATS64_KIND: u16 = IPVS_DEST_ATTR_STATS64;
+}
+
 impl Nla for DestinationAttribute {
     fn value_len(&self) -> usize {
         match self {

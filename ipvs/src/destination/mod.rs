@@ -7,6 +7,9 @@ use std::net::{IpAddr, SocketAddr};
 
 pub use attribute::DestinationAttribute;
 
+use netlink_packet_core::{ErrorContext, NlasIterator, Parseable};
+
+use crate::message::{IPVS_CMD_ATTR_DEST, expect_command, find_attribute};
 use crate::{
     AddressBytes, Family, IpvsAttribute, IpvsCommand, IpvsMessage, ParseError, RequestError,
     Statistics,
@@ -295,66 +298,46 @@ impl Destination {
     /// Without `IPVS_DEST_ATTR_ADDR_FAMILY` (kernels before 3.18) a 4-byte
     /// address is taken as IPv4; a 16-byte one is ambiguous and rejected.
     pub fn from_attributes(attributes: &[DestinationAttribute]) -> Result<Self, ParseError> {
-        let mut address = None;
-        let mut port = None;
-        let mut family = None;
-        let mut method = None;
-        let mut weight = None;
-        let mut upper_threshold = None;
-        let mut lower_threshold = None;
-        let mut tunnel = Tunnel::default();
-        let mut counters: Option<ConnectionCounters> = None;
-        let mut stats = None;
-        let mut stats64 = None;
+        let mut fields = DestinationFields::default();
         for attribute in attributes {
-            match attribute {
-                DestinationAttribute::Address(v) => address = Some(*v),
-                DestinationAttribute::Port(v) => port = Some(*v),
-                DestinationAttribute::Family(v) => family = Some(*v),
-                DestinationAttribute::Forwarding(v) => method = Some(*v),
-                DestinationAttribute::Weight(v) => weight = Some(*v),
-                DestinationAttribute::UpperThreshold(v) => upper_threshold = Some(*v),
-                DestinationAttribute::LowerThreshold(v) => lower_threshold = Some(*v),
-                DestinationAttribute::TunnelType(v) => tunnel.kind = TunnelKind::from_raw(*v),
-                DestinationAttribute::TunnelPort(v) => tunnel.port = *v,
-                DestinationAttribute::TunnelFlags(v) => {
-                    tunnel.checksum = TunnelChecksum::from_raw(*v)
+            fields.add(attribute);
+        }
+        fields.finish()
+    }
+
+    /// Reads a GET_DEST dump entry (command NEW_DEST) straight from the
+    /// bytes of its attributes: what [`Destination::from_reply`] gives,
+    /// without building the message's attribute lists first. Listing a
+    /// large table is mostly this, and under emulation the lists cost more
+    /// than the kernel's work (tests check that both ways agree on every
+    /// captured reply).
+    pub(crate) fn decode_reply(
+        command: IpvsCommand,
+        attributes: &[u8],
+    ) -> Result<Self, ParseError> {
+        expect_command(command, IpvsCommand::NewDestination)?;
+        let nest = find_attribute(attributes, IPVS_CMD_ATTR_DEST)?
+            .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_DEST"))?;
+        let mut fields = DestinationFields::default();
+        for attribute in NlasIterator::new(nest) {
+            let attribute = attribute?;
+            match attribute.kind() {
+                kind if kind == DestinationAttribute::STATS_KIND => {
+                    fields.stats = Some(
+                        Statistics::decode(attribute.value())
+                            .context("invalid IPVS_DEST_ATTR_STATS value")?,
+                    )
                 }
-                DestinationAttribute::ActiveConnections(v) => {
-                    counters.get_or_insert_default().active = *v
+                kind if kind == DestinationAttribute::STATS64_KIND => {
+                    fields.stats64 = Some(
+                        Statistics::decode64(attribute.value())
+                            .context("invalid IPVS_DEST_ATTR_STATS64 value")?,
+                    )
                 }
-                DestinationAttribute::InactiveConnections(v) => {
-                    counters.get_or_insert_default().inactive = *v
-                }
-                DestinationAttribute::PersistentConnections(v) => {
-                    counters.get_or_insert_default().persistent = *v
-                }
-                DestinationAttribute::Stats(v) => stats = Some(v.as_slice()),
-                DestinationAttribute::Stats64(v) => stats64 = Some(v.as_slice()),
-                _ => {}
+                _ => fields.add(&DestinationAttribute::parse(&attribute)?),
             }
         }
-        let address = address.ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_ADDR"))?;
-        let family = match (family, address) {
-            (Some(raw), _) => Family::from_raw(raw, "IPVS_DEST_ATTR_ADDR_FAMILY")?,
-            (None, AddressBytes::Four(_)) => Family::Inet,
-            (None, AddressBytes::Sixteen(_)) => {
-                return Err(ParseError::MissingAttribute("IPVS_DEST_ATTR_ADDR_FAMILY"));
-            }
-        };
-        let method = method.ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_FWD_METHOD"))?;
-        Ok(Destination {
-            address: address.to_ip(family, "IPVS_DEST_ATTR_ADDR")?,
-            port: port.ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_PORT"))?,
-            forwarding: Forwarding::from_method(method, tunnel),
-            weight: weight.ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_WEIGHT"))?,
-            upper_threshold: upper_threshold
-                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_U_THRESH"))?,
-            lower_threshold: lower_threshold
-                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_L_THRESH"))?,
-            counters,
-            statistics: Statistics::from_nests(stats, stats64),
-        })
+        fields.finish()
     }
 
     /// Parse one message of a GET_DEST dump (command NEW_DEST).
@@ -369,6 +352,91 @@ impl Destination {
             })
             .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_DEST"))?;
         Self::from_attributes(nest)
+    }
+}
+
+/// The attributes of a destination nest, gathered one at a time: the one
+/// reading of their meaning, whether they come from a parsed attribute list
+/// or straight from the bytes.
+#[derive(Default)]
+struct DestinationFields {
+    address: Option<AddressBytes>,
+    port: Option<u16>,
+    family: Option<u16>,
+    method: Option<u32>,
+    weight: Option<u32>,
+    upper_threshold: Option<u32>,
+    lower_threshold: Option<u32>,
+    tunnel: Tunnel,
+    counters: Option<ConnectionCounters>,
+    stats: Option<Statistics>,
+    stats64: Option<Statistics>,
+}
+
+impl DestinationFields {
+    fn add(&mut self, attribute: &DestinationAttribute) {
+        match attribute {
+            DestinationAttribute::Address(v) => self.address = Some(*v),
+            DestinationAttribute::Port(v) => self.port = Some(*v),
+            DestinationAttribute::Family(v) => self.family = Some(*v),
+            DestinationAttribute::Forwarding(v) => self.method = Some(*v),
+            DestinationAttribute::Weight(v) => self.weight = Some(*v),
+            DestinationAttribute::UpperThreshold(v) => self.upper_threshold = Some(*v),
+            DestinationAttribute::LowerThreshold(v) => self.lower_threshold = Some(*v),
+            DestinationAttribute::TunnelType(v) => self.tunnel.kind = TunnelKind::from_raw(*v),
+            DestinationAttribute::TunnelPort(v) => self.tunnel.port = *v,
+            DestinationAttribute::TunnelFlags(v) => {
+                self.tunnel.checksum = TunnelChecksum::from_raw(*v)
+            }
+            DestinationAttribute::ActiveConnections(v) => {
+                self.counters.get_or_insert_default().active = *v
+            }
+            DestinationAttribute::InactiveConnections(v) => {
+                self.counters.get_or_insert_default().inactive = *v
+            }
+            DestinationAttribute::PersistentConnections(v) => {
+                self.counters.get_or_insert_default().persistent = *v
+            }
+            DestinationAttribute::Stats(v) => self.stats = Some(Statistics::from_attributes(v)),
+            DestinationAttribute::Stats64(v) => {
+                self.stats64 = Some(Statistics::from_attributes64(v))
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self) -> Result<Destination, ParseError> {
+        let address = self
+            .address
+            .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_ADDR"))?;
+        let family = match (self.family, address) {
+            (Some(raw), _) => Family::from_raw(raw, "IPVS_DEST_ATTR_ADDR_FAMILY")?,
+            (None, AddressBytes::Four(_)) => Family::Inet,
+            (None, AddressBytes::Sixteen(_)) => {
+                return Err(ParseError::MissingAttribute("IPVS_DEST_ATTR_ADDR_FAMILY"));
+            }
+        };
+        let method = self
+            .method
+            .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_FWD_METHOD"))?;
+        Ok(Destination {
+            address: address.to_ip(family, "IPVS_DEST_ATTR_ADDR")?,
+            port: self
+                .port
+                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_PORT"))?,
+            forwarding: Forwarding::from_method(method, self.tunnel),
+            weight: self
+                .weight
+                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_WEIGHT"))?,
+            upper_threshold: self
+                .upper_threshold
+                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_U_THRESH"))?,
+            lower_threshold: self
+                .lower_threshold
+                .ok_or(ParseError::MissingAttribute("IPVS_DEST_ATTR_L_THRESH"))?,
+            counters: self.counters,
+            statistics: Statistics::preferred(self.stats, self.stats64),
+        })
     }
 }
 

@@ -65,6 +65,13 @@ pub enum ServiceAttribute {
     Other(DefaultNla),
 }
 
+impl ServiceAttribute {
+    /// The kinds of the statistics nests, which a reader straight from the
+    /// bytes decodes in place rather than as attribute lists.
+    pub(crate) const STATS_KIND: u16 = IPVS_SVC_ATTR_STATS;
+    pub(crate) const STATS64_KIND: u16 = IPVS_SVC_ATTR_STATS64;
+}
+
 impl Nla for ServiceAttribute {
     fn value_len(&self) -> usize {
         match self {

@@ -9,6 +9,9 @@ use std::net::{IpAddr, Ipv4Addr};
 pub use attribute::ServiceAttribute;
 pub use flags::ServiceFlags;
 
+use netlink_packet_core::{ErrorContext, NlasIterator, Parseable};
+
+use crate::message::{IPVS_CMD_ATTR_SERVICE, expect_command, find_attribute};
 use crate::{
     AddressBytes, Family, IpvsAttribute, IpvsCommand, IpvsMessage, ParseError, RequestError,
     Statistics,
@@ -108,31 +111,54 @@ impl ServiceKey {
     /// Read the key out of a service nest, with the kernel's rule: AF, and
     /// either a (non-zero) FWMARK or all of PROTOCOL, ADDR and PORT.
     pub fn from_attributes(attributes: &[ServiceAttribute]) -> Result<Self, ParseError> {
-        let mut family = None;
-        let mut protocol = None;
-        let mut address = None;
-        let mut port = None;
-        let mut fwmark = None;
+        let mut fields = KeyFields::default();
         for attribute in attributes {
-            match attribute {
-                ServiceAttribute::Family(v) => family = Some(*v),
-                ServiceAttribute::Protocol(v) => protocol = Some(*v),
-                ServiceAttribute::Address(v) => address = Some(*v),
-                ServiceAttribute::Port(v) => port = Some(*v),
-                ServiceAttribute::Fwmark(v) => fwmark = Some(*v),
-                _ => {}
-            }
+            fields.add(attribute);
         }
+        fields.finish()
+    }
+}
+
+/// The key's attributes of a service nest, gathered one at a time.
+#[derive(Default)]
+struct KeyFields {
+    family: Option<u16>,
+    protocol: Option<u16>,
+    address: Option<AddressBytes>,
+    port: Option<u16>,
+    fwmark: Option<u32>,
+}
+
+impl KeyFields {
+    fn add(&mut self, attribute: &ServiceAttribute) {
+        match attribute {
+            ServiceAttribute::Family(v) => self.family = Some(*v),
+            ServiceAttribute::Protocol(v) => self.protocol = Some(*v),
+            ServiceAttribute::Address(v) => self.address = Some(*v),
+            ServiceAttribute::Port(v) => self.port = Some(*v),
+            ServiceAttribute::Fwmark(v) => self.fwmark = Some(*v),
+            _ => {}
+        }
+    }
+
+    fn finish(&self) -> Result<ServiceKey, ParseError> {
         let family = Family::from_raw(
-            family.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_AF"))?,
+            self.family
+                .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_AF"))?,
             "IPVS_SVC_ATTR_AF",
         )?;
-        if let Some(mark) = fwmark.filter(|mark| *mark != 0) {
+        if let Some(mark) = self.fwmark.filter(|mark| *mark != 0) {
             return Ok(ServiceKey::Fwmark { family, mark });
         }
-        let protocol = protocol.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_PROTOCOL"))?;
-        let address = address.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_ADDR"))?;
-        let port = port.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_PORT"))?;
+        let protocol = self
+            .protocol
+            .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_PROTOCOL"))?;
+        let address = self
+            .address
+            .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_ADDR"))?;
+        let port = self
+            .port
+            .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_PORT"))?;
         Ok(ServiceKey::Address {
             protocol: Protocol::from_raw(protocol),
             address: address.to_ip(family, "IPVS_SVC_ATTR_ADDR")?,
@@ -291,40 +317,44 @@ impl Service {
 
     /// Build the model from a full service nest (a GET_SERVICE reply).
     pub fn from_attributes(attributes: &[ServiceAttribute]) -> Result<Self, ParseError> {
-        let key = ServiceKey::from_attributes(attributes)?;
-        let mut scheduler = None;
-        let mut flags = None;
-        let mut timeout = None;
-        let mut netmask = None;
-        let mut persistence_engine = None;
-        let mut stats = None;
-        let mut stats64 = None;
+        let mut fields = ServiceFields::default();
         for attribute in attributes {
-            match attribute {
-                ServiceAttribute::Scheduler(v) => scheduler = Some(v.clone()),
-                // Only the bits the mask covers are meaningful (libipvs
-                // does the same); the kernel sends mask = !0.
-                ServiceAttribute::Flags { flags: f, mask } => {
-                    flags = Some(*f & ServiceFlags::from_bits(*mask))
+            fields.add(attribute);
+        }
+        fields.finish()
+    }
+
+    /// Reads a GET_SERVICE reply or dump entry (command NEW_SERVICE)
+    /// straight from the bytes of its attributes: what
+    /// [`Service::from_reply`] gives, without building the message's
+    /// attribute lists first (see `Destination::decode_reply`).
+    pub(crate) fn decode_reply(
+        command: IpvsCommand,
+        attributes: &[u8],
+    ) -> Result<Self, ParseError> {
+        expect_command(command, IpvsCommand::NewService)?;
+        let nest = find_attribute(attributes, IPVS_CMD_ATTR_SERVICE)?
+            .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_SERVICE"))?;
+        let mut fields = ServiceFields::default();
+        for attribute in NlasIterator::new(nest) {
+            let attribute = attribute?;
+            match attribute.kind() {
+                kind if kind == ServiceAttribute::STATS_KIND => {
+                    fields.stats = Some(
+                        Statistics::decode(attribute.value())
+                            .context("invalid IPVS_SVC_ATTR_STATS value")?,
+                    )
                 }
-                ServiceAttribute::Timeout(v) => timeout = Some(*v),
-                ServiceAttribute::Netmask(v) => netmask = Some(*v),
-                ServiceAttribute::PersistenceEngine(v) => persistence_engine = Some(v.clone()),
-                ServiceAttribute::Stats(v) => stats = Some(v.as_slice()),
-                ServiceAttribute::Stats64(v) => stats64 = Some(v.as_slice()),
-                _ => {}
+                kind if kind == ServiceAttribute::STATS64_KIND => {
+                    fields.stats64 = Some(
+                        Statistics::decode64(attribute.value())
+                            .context("invalid IPVS_SVC_ATTR_STATS64 value")?,
+                    )
+                }
+                _ => fields.add(&ServiceAttribute::parse(&attribute)?),
             }
         }
-        let netmask = netmask.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_NETMASK"))?;
-        Ok(Service {
-            key,
-            scheduler: scheduler.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_SCHED_NAME"))?,
-            flags: flags.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_FLAGS"))?,
-            timeout: timeout.ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_TIMEOUT"))?,
-            netmask: Netmask::from_raw(netmask, key.family())?,
-            persistence_engine,
-            statistics: Statistics::from_nests(stats, stats64),
-        })
+        fields.finish()
     }
 
     /// Parse one message of a GET_SERVICE reply or dump (command
@@ -345,6 +375,62 @@ pub(crate) fn service_nest(message: &IpvsMessage) -> Result<&[ServiceAttribute],
             _ => None,
         })
         .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_SERVICE"))
+}
+
+/// The attributes of a service nest, gathered one at a time: the one
+/// reading of their meaning, whether they come from a parsed attribute list
+/// or straight from the bytes.
+#[derive(Default)]
+struct ServiceFields {
+    key: KeyFields,
+    scheduler: Option<String>,
+    flags: Option<ServiceFlags>,
+    timeout: Option<u32>,
+    netmask: Option<u32>,
+    persistence_engine: Option<String>,
+    stats: Option<Statistics>,
+    stats64: Option<Statistics>,
+}
+
+impl ServiceFields {
+    fn add(&mut self, attribute: &ServiceAttribute) {
+        match attribute {
+            ServiceAttribute::Scheduler(v) => self.scheduler = Some(v.clone()),
+            // Only the bits the mask covers are meaningful (libipvs does the
+            // same); the kernel sends mask = !0.
+            ServiceAttribute::Flags { flags, mask } => {
+                self.flags = Some(*flags & ServiceFlags::from_bits(*mask))
+            }
+            ServiceAttribute::Timeout(v) => self.timeout = Some(*v),
+            ServiceAttribute::Netmask(v) => self.netmask = Some(*v),
+            ServiceAttribute::PersistenceEngine(v) => self.persistence_engine = Some(v.clone()),
+            ServiceAttribute::Stats(v) => self.stats = Some(Statistics::from_attributes(v)),
+            ServiceAttribute::Stats64(v) => self.stats64 = Some(Statistics::from_attributes64(v)),
+            other => self.key.add(other),
+        }
+    }
+
+    fn finish(self) -> Result<Service, ParseError> {
+        let key = self.key.finish()?;
+        let netmask = self
+            .netmask
+            .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_NETMASK"))?;
+        Ok(Service {
+            key,
+            scheduler: self
+                .scheduler
+                .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_SCHED_NAME"))?,
+            flags: self
+                .flags
+                .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_FLAGS"))?,
+            timeout: self
+                .timeout
+                .ok_or(ParseError::MissingAttribute("IPVS_SVC_ATTR_TIMEOUT"))?,
+            netmask: Netmask::from_raw(netmask, key.family())?,
+            persistence_engine: self.persistence_engine,
+            statistics: Statistics::preferred(self.stats, self.stats64),
+        })
+    }
 }
 
 pub(crate) fn check_name(field: &'static str, name: &str, max: usize) -> Result<(), RequestError> {

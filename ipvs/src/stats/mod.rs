@@ -11,6 +11,8 @@ mod attribute;
 
 pub use attribute::{Stats64Attribute, StatsAttribute};
 
+use netlink_packet_core::{DecodeError, NlasIterator, Parseable};
+
 /// Counters and rates of a service or destination, as 64-bit values.
 ///
 /// Rates are the kernel's estimator output: per second, averaged over a few
@@ -41,58 +43,76 @@ impl Statistics {
     pub fn from_attributes(attributes: &[StatsAttribute]) -> Self {
         let mut statistics = Statistics::default();
         for attribute in attributes {
-            match *attribute {
-                StatsAttribute::Connections(v) => statistics.connections = v.into(),
-                StatsAttribute::IncomingPackets(v) => statistics.incoming_packets = v.into(),
-                StatsAttribute::OutgoingPackets(v) => statistics.outgoing_packets = v.into(),
-                StatsAttribute::IncomingBytes(v) => statistics.incoming_bytes = v,
-                StatsAttribute::OutgoingBytes(v) => statistics.outgoing_bytes = v,
-                StatsAttribute::ConnectionRate(v) => statistics.connection_rate = v.into(),
-                StatsAttribute::IncomingPacketRate(v) => statistics.incoming_packet_rate = v.into(),
-                StatsAttribute::OutgoingPacketRate(v) => statistics.outgoing_packet_rate = v.into(),
-                StatsAttribute::IncomingByteRate(v) => statistics.incoming_byte_rate = v.into(),
-                StatsAttribute::OutgoingByteRate(v) => statistics.outgoing_byte_rate = v.into(),
-                StatsAttribute::Padding(_) | StatsAttribute::Other(_) => {}
-            }
+            statistics.add(attribute);
         }
         statistics
     }
 
-    /// Collect the 64-bit nest (missing counters stay 0, as above).
     pub fn from_attributes64(attributes: &[Stats64Attribute]) -> Self {
         let mut statistics = Statistics::default();
         for attribute in attributes {
-            match *attribute {
-                Stats64Attribute::Connections(v) => statistics.connections = v,
-                Stats64Attribute::IncomingPackets(v) => statistics.incoming_packets = v,
-                Stats64Attribute::OutgoingPackets(v) => statistics.outgoing_packets = v,
-                Stats64Attribute::IncomingBytes(v) => statistics.incoming_bytes = v,
-                Stats64Attribute::OutgoingBytes(v) => statistics.outgoing_bytes = v,
-                Stats64Attribute::ConnectionRate(v) => statistics.connection_rate = v,
-                Stats64Attribute::IncomingPacketRate(v) => statistics.incoming_packet_rate = v,
-                Stats64Attribute::OutgoingPacketRate(v) => statistics.outgoing_packet_rate = v,
-                Stats64Attribute::IncomingByteRate(v) => statistics.incoming_byte_rate = v,
-                Stats64Attribute::OutgoingByteRate(v) => statistics.outgoing_byte_rate = v,
-                Stats64Attribute::Padding(_) | Stats64Attribute::Other(_) => {}
-            }
+            statistics.add64(attribute);
         }
         statistics
     }
 
-    /// Pick the best source among the two nests of a reply.
-    pub(crate) fn from_nests(
-        stats: Option<&[StatsAttribute]>,
-        stats64: Option<&[Stats64Attribute]>,
-    ) -> Option<Self> {
-        match (stats64, stats) {
-            (Some(stats64), _) => Some(Self::from_attributes64(stats64)),
-            (None, Some(stats)) => Some(Self::from_attributes(stats)),
-            (None, None) => None,
+    /// Reads an `..._ATTR_STATS` nest straight from its bytes, attribute by
+    /// attribute, without gathering them in a list first.
+    pub(crate) fn decode(nest: &[u8]) -> Result<Self, DecodeError> {
+        let mut statistics = Statistics::default();
+        for attribute in NlasIterator::new(nest) {
+            statistics.add(&StatsAttribute::parse(&attribute?)?);
+        }
+        Ok(statistics)
+    }
+
+    /// [`Statistics::decode`] of an `..._ATTR_STATS64` nest.
+    pub(crate) fn decode64(nest: &[u8]) -> Result<Self, DecodeError> {
+        let mut statistics = Statistics::default();
+        for attribute in NlasIterator::new(nest) {
+            statistics.add64(&Stats64Attribute::parse(&attribute?)?);
+        }
+        Ok(statistics)
+    }
+
+    fn add(&mut self, attribute: &StatsAttribute) {
+        match *attribute {
+            StatsAttribute::Connections(v) => self.connections = v.into(),
+            StatsAttribute::IncomingPackets(v) => self.incoming_packets = v.into(),
+            StatsAttribute::OutgoingPackets(v) => self.outgoing_packets = v.into(),
+            StatsAttribute::IncomingBytes(v) => self.incoming_bytes = v,
+            StatsAttribute::OutgoingBytes(v) => self.outgoing_bytes = v,
+            StatsAttribute::ConnectionRate(v) => self.connection_rate = v.into(),
+            StatsAttribute::IncomingPacketRate(v) => self.incoming_packet_rate = v.into(),
+            StatsAttribute::OutgoingPacketRate(v) => self.outgoing_packet_rate = v.into(),
+            StatsAttribute::IncomingByteRate(v) => self.incoming_byte_rate = v.into(),
+            StatsAttribute::OutgoingByteRate(v) => self.outgoing_byte_rate = v.into(),
+            StatsAttribute::Padding(_) | StatsAttribute::Other(_) => {}
         }
     }
 
-    /// The 64-bit nest, in the kernel's order (used to build reply fixtures;
-    /// the kernel ignores statistics in requests).
+    fn add64(&mut self, attribute: &Stats64Attribute) {
+        match *attribute {
+            Stats64Attribute::Connections(v) => self.connections = v,
+            Stats64Attribute::IncomingPackets(v) => self.incoming_packets = v,
+            Stats64Attribute::OutgoingPackets(v) => self.outgoing_packets = v,
+            Stats64Attribute::IncomingBytes(v) => self.incoming_bytes = v,
+            Stats64Attribute::OutgoingBytes(v) => self.outgoing_bytes = v,
+            Stats64Attribute::ConnectionRate(v) => self.connection_rate = v,
+            Stats64Attribute::IncomingPacketRate(v) => self.incoming_packet_rate = v,
+            Stats64Attribute::OutgoingPacketRate(v) => self.outgoing_packet_rate = v,
+            Stats64Attribute::IncomingByteRate(v) => self.incoming_byte_rate = v,
+            Stats64Attribute::OutgoingByteRate(v) => self.outgoing_byte_rate = v,
+            Stats64Attribute::Padding(_) | Stats64Attribute::Other(_) => {}
+        }
+    }
+
+    /// The statistics of an object whose reply carried these nests: the
+    /// 64-bit one when present, it is not truncated.
+    pub(crate) fn preferred(stats: Option<Self>, stats64: Option<Self>) -> Option<Self> {
+        stats64.or(stats)
+    }
+
     pub fn to_attributes64(&self) -> Vec<Stats64Attribute> {
         vec![
             Stats64Attribute::Connections(self.connections),

@@ -83,16 +83,19 @@ fn stats64_wins_over_stats() {
     let stats = [StatsAttribute::Connections(1)];
     let stats64 = [Stats64Attribute::Connections(1 << 40)];
     assert_eq!(
-        Statistics::from_nests(Some(&stats), Some(&stats64))
-            .unwrap()
-            .connections,
+        Statistics::preferred(
+            Some(Statistics::from_attributes(&stats)),
+            Some(Statistics::from_attributes64(&stats64))
+        )
+        .unwrap()
+        .connections,
         1 << 40
     );
     assert_eq!(
-        Statistics::from_nests(Some(&stats), None)
+        Statistics::preferred(Some(Statistics::from_attributes(&stats)), None)
             .unwrap()
             .connections,
         1
     );
-    assert_eq!(Statistics::from_nests(None, None), None);
+    assert_eq!(Statistics::preferred(None, None), None);
 }
