@@ -302,16 +302,15 @@ impl Runner<'_> {
             format::title(options.kind, &mut text);
             self.print(text.as_bytes());
         }
-        for service in &services {
-            self.function = IpvsCommand::GetDestination;
-            let destinations = match self.client.destinations(&service.key) {
-                Ok(destinations) => destinations,
-                Err(error) => {
-                    self.complain_errno(errno_of(&error));
-                    return Err(Exit(1));
-                }
-            };
-            text.clear();
+        // Fetched and formatted by several threads for a large table, then
+        // printed in order up to the first service whose destinations could
+        // not be read: what ipvsadm, printing as it goes, would have left.
+        self.function = IpvsCommand::GetDestination;
+        let keys: Vec<ServiceKey> = services.iter().map(|service| service.key).collect();
+        let entries = self.client.map_destinations(&keys, |index, destinations| {
+            let destinations = destinations.map_err(|error| errno_of(&error))?;
+            let service = &services[index];
+            let mut text = String::new();
             if save {
                 format::save_entry(
                     service,
@@ -323,7 +322,16 @@ impl Runner<'_> {
             } else {
                 format::service_entry(service, &destinations, options, &resolver, &mut text);
             }
-            self.print(text.as_bytes());
+            Ok(text)
+        });
+        for entry in entries {
+            match entry {
+                Ok(text) => self.print(text.as_bytes()),
+                Err(errno) => {
+                    self.complain_errno(errno);
+                    return Err(Exit(1));
+                }
+            }
         }
         Ok(())
     }
