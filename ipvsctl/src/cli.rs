@@ -324,6 +324,9 @@ pub enum Key {
     Sort,
     /// `--atomic` (ipvsctl only, with `-R`): check every line, then apply.
     Atomic,
+    /// `--json` (ipvsctl only, with `-L`): the listing as one JSON document
+    /// (`docs/ipvsctl-json.md`).
+    Json,
 }
 
 impl Key {
@@ -366,10 +369,34 @@ impl Key {
             Key::TunNocsum => Column::TunNocsum,
             Key::TunCsum => Column::TunCsum,
             Key::TunRemcsum => Column::TunRemcsum,
-            Key::Command(_) | Key::Help | Key::Version | Key::Ipv6 | Key::Sort | Key::Atomic => {
+            Key::Command(_)
+            | Key::Help
+            | Key::Version
+            | Key::Ipv6
+            | Key::Sort
+            | Key::Atomic
+            | Key::Json => {
                 return None;
             }
         })
+    }
+}
+
+impl Key {
+    /// Whether the extension option is known on a line of `command`
+    /// (`reading_stdin` for the lines `-R` reads).
+    ///
+    /// `--atomic` belongs to `-R` alone. `--json` is known on every command
+    /// line, so that one given with the wrong command gets a message that
+    /// says so rather than popt's `unknown option`; the [`check`]s then
+    /// refuse it with anything but `-L`. It stays unknown on `-R`'s lines:
+    /// those are ipvsadm's rules, and a restore prints no documents.
+    pub fn extends(self, command: Command, reading_stdin: bool) -> bool {
+        match self {
+            Key::Atomic => command == Command::Restore,
+            Key::Json => !reading_stdin,
+            _ => false,
+        }
     }
 }
 
@@ -385,7 +412,8 @@ pub struct OptionDef {
     pub value_name: &'static str,
     /// The description in the help text (empty when the help has none).
     pub help: &'static str,
-    /// Not in ipvsadm: accepted only where ipvsctl extends it.
+    /// Not in ipvsadm: known only where ipvsctl extends it (see
+    /// [`Key::extends`]); elsewhere popt's `unknown option`, as in ipvsadm.
     pub extension: bool,
 }
 
@@ -478,6 +506,15 @@ pub static OPTIONS: &[OptionDef] = &[
         key: Key::Atomic,
         value_name: "",
         help: "with -R: check every line first, apply nothing if one is wrong",
+        extension: true,
+    },
+    OptionDef {
+        long: "json",
+        short: None,
+        arg: NoArg,
+        key: Key::Json,
+        value_name: "",
+        help: "with -L: the listing as one JSON document",
         extension: true,
     },
 ];
@@ -722,6 +759,8 @@ pub struct CommandLine {
     pub daemon: DaemonArgs,
     /// `-R --atomic`.
     pub atomic: bool,
+    /// `-L --json`.
+    pub json: bool,
 }
 
 impl CommandLine {
@@ -741,6 +780,7 @@ impl CommandLine {
             timeouts: [0; 3],
             daemon: DaemonArgs::default(),
             atomic: false,
+            json: false,
         }
     }
 
@@ -804,7 +844,9 @@ struct Scanner<'a> {
     rest_leftover: bool,
     leftovers: Vec<usize>,
     next_leftover: usize,
-    allow_extensions: bool,
+    /// The command and whether this is a `-R` line, once the command is
+    /// read: which extension options are known ([`Key::extends`]).
+    extensions_for: Option<(Command, bool)>,
 }
 
 impl<'a> Scanner<'a> {
@@ -816,7 +858,7 @@ impl<'a> Scanner<'a> {
             rest_leftover: false,
             leftovers: Vec::new(),
             next_leftover: 0,
-            allow_extensions: false,
+            extensions_for: None,
         }
     }
 
@@ -833,18 +875,23 @@ impl<'a> Scanner<'a> {
         Some(&self.argv[index])
     }
 
+    fn known(&self, option: &OptionDef) -> bool {
+        !option.extension
+            || self
+                .extensions_for
+                .is_some_and(|(command, reading_stdin)| option.key.extends(command, reading_stdin))
+    }
+
     fn find_long(&self, name: &[u8]) -> Option<&'static OptionDef> {
         OPTIONS.iter().find(|option| {
-            !option.long.is_empty()
-                && option.long.as_bytes() == name
-                && (self.allow_extensions || !option.extension)
+            !option.long.is_empty() && option.long.as_bytes() == name && self.known(option)
         })
     }
 
     fn find_short(&self, short: u8) -> Option<&'static OptionDef> {
-        OPTIONS.iter().find(|option| {
-            option.short == Some(short) && (self.allow_extensions || !option.extension)
-        })
+        OPTIONS
+            .iter()
+            .find(|option| option.short == Some(short) && self.known(option))
     }
 
     fn next_option(&mut self) -> Step<'a> {
@@ -943,7 +990,7 @@ impl<'a> Scanner<'a> {
 /// `process_options` does before it acts: popt, the values, the matrix and
 /// the checks of §3.8. `reading_stdin` is set for `-R` input lines.
 pub fn parse_command_line(argv: &[Vec<u8>], reading_stdin: bool) -> Result<Parsed, CliError> {
-    let parsed = parse(argv)?;
+    let parsed = parse(argv, reading_stdin)?;
     if let Parsed::Command(line) = &parsed {
         check(
             line,
@@ -961,7 +1008,8 @@ pub fn parse_command_line(argv: &[Vec<u8>], reading_stdin: bool) -> Result<Parse
 }
 
 /// The popt loops and value parsing (`parse_options`), without the checks.
-pub fn parse(argv: &[Vec<u8>]) -> Result<Parsed, CliError> {
+/// `reading_stdin` is set for `-R` input lines.
+pub fn parse(argv: &[Vec<u8>], reading_stdin: bool) -> Result<Parsed, CliError> {
     let program = argv.first().map(Vec::as_slice).unwrap_or_default();
     let mut scanner = Scanner::new(argv);
     let (option, value) = match scanner.next_option() {
@@ -975,6 +1023,7 @@ pub fn parse(argv: &[Vec<u8>]) -> Result<Parsed, CliError> {
         _ => return Err(CliError::try_help(program)),
     };
     let mut line = CommandLine::new(command);
+    scanner.extensions_for = Some((command, reading_stdin));
     match command {
         Command::StartDaemon | Command::StopDaemon => {
             line.daemon.state = match value.unwrap_or_default() {
@@ -986,7 +1035,6 @@ pub fn parse(argv: &[Vec<u8>]) -> Result<Parsed, CliError> {
                 _ => return Err(CliError::fail("illegal start_daemon specified")),
             };
         }
-        Command::Restore => scanner.allow_extensions = true,
         _ => {}
     }
 
@@ -1202,6 +1250,13 @@ fn apply_option(
             line.service.netmask = 128;
         }
         Key::Atomic => line.atomic = true,
+        Key::Json => {
+            // Not a matrix column, so its own "multiple" check.
+            if line.json {
+                return Err(CliError::fail("multiple 'json' options specified").into());
+            }
+            line.json = true;
+        }
         Key::Numeric
         | Key::Connection
         | Key::Timeout
@@ -1318,6 +1373,14 @@ pub fn check(line: &CommandLine, reading_stdin: bool, program: &[u8]) -> Result<
     }
     if command == Command::Restore && reading_stdin {
         return Err(CliError::try_help(program));
+    }
+    // After every ipvsadm check, so that a line ipvsadm would refuse gets
+    // ipvsadm's message: `--json` is accepted exactly where the listing is.
+    if line.json && command != Command::List {
+        return Err(CliError::fail(format!(
+            "Illegal 'json' option with the '{}' command: --json goes with -L/-l only",
+            command.name()
+        )));
     }
     Ok(())
 }

@@ -930,7 +930,7 @@ fn forwarding_switch(forwarding: Forwarding) -> &'static str {
 /// Index into ipvsadm's `{ "-c", "+c", "r+c" }` by the flags value. Values
 /// past the array are out-of-bounds reads in ipvsadm; ipvsctl shows what the
 /// kernel does with them (CSUM tested first, then REMCSUM).
-fn tunnel_flag_index(checksum: TunnelChecksum) -> usize {
+pub(crate) fn tunnel_flag_index(checksum: TunnelChecksum) -> usize {
     let raw = checksum.to_raw();
     match raw {
         0..=2 => usize::from(raw),

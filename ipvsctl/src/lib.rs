@@ -4,7 +4,11 @@
 //! ([`run`]) and the output ([`format`]) follow ipvsadm 1.31 as
 //! `docs/ipvsadm.md` specifies it; `tests/lab.rs` compares the two against
 //! the real kernel, case by case (`tests/differential.txt`).
+//!
+//! One addition to ipvsadm's listings: `-L --json` ([`json`]), one JSON
+//! document per listing, specified in `docs/ipvsctl-json.md`.
 
 pub mod cli;
 pub mod format;
+pub mod json;
 pub mod run;

@@ -16,6 +16,7 @@ use ipvs::{
 
 use crate::cli::{self, Column, Command, CommandLine, ErrorKind, Parsed};
 use crate::format::{self, ListKind, ListOptions};
+use crate::json;
 
 /// The program ends now with this status (ipvsadm's `exit()` from deep
 /// inside a command).
@@ -139,6 +140,19 @@ pub fn error_message(function: IpvsCommand, errno: i32) -> String {
     }
 }
 
+/// What a `-L --json` line's options add to a service listing: unlike the
+/// text formats, `--stats` and `--rate` both count; `--thresholds`,
+/// `--persistent-conn` and `--tun-info` add nothing, their fields being
+/// always there.
+pub fn json_options(options: u64) -> json::ServiceOptions {
+    let has = |column: Column| options & column.bit() != 0;
+    json::ServiceOptions {
+        statistics: has(Column::Stats),
+        rates: has(Column::Rate),
+        sort: !has(Column::NoSort),
+    }
+}
+
 /// The listing format from the options of a `-L` line (§5.2 precedence:
 /// stats, rate, thresholds, persistent-conn, tun-info).
 pub fn list_options(options: u64) -> ListOptions {
@@ -253,6 +267,9 @@ impl Runner<'_> {
 
     /// The `-L` dispatch (§5).
     fn list(&mut self, line: &CommandLine) -> Result<(), Exit> {
+        if line.json {
+            return self.list_json(line);
+        }
         let options = list_options(line.options);
         if line.has(Column::Connection) {
             self.list_connections(line.has(Column::Numeric), line.has(Column::PersistentConn))
@@ -275,6 +292,71 @@ impl Runner<'_> {
         } else {
             self.list_all(false, &options)
         }
+    }
+
+    /// `-L --json`: the same dispatch, the same kernel requests, messages
+    /// and exit statuses as the text listings, but the document is printed
+    /// only once everything has been fetched, so a failure leaves nothing on
+    /// stdout (never half a document).
+    fn list_json(&mut self, line: &CommandLine) -> Result<(), Exit> {
+        let document = if line.has(Column::Connection) {
+            let Ok(bytes) = std::fs::read(format::CONNECTIONS_FILE) else {
+                self.complain(format!("{}\n", format::CANNOT_OPEN_CONNECTIONS).as_bytes());
+                return Err(Exit(1));
+            };
+            match json::connections(&bytes) {
+                Ok(document) => document,
+                Err(error) => {
+                    self.complain(format!("{error}\n").as_bytes());
+                    return Err(Exit(1));
+                }
+            }
+        } else if line.has(Column::Service) {
+            self.function = IpvsCommand::GetService;
+            let service = self
+                .client
+                .service(&service_key(&line.service))
+                .map_err(|error| self.fail_with(&error))?;
+            let destinations = self.destinations(&service.key)?;
+            json::services(
+                &self.info,
+                &[(service, destinations)],
+                &json_options(line.options),
+            )
+        } else if line.has(Column::Timeout) {
+            self.function = IpvsCommand::GetConfig;
+            json::timeouts(&self.client.timeouts().map_err(|_| Exit(1))?)
+        } else if line.has(Column::Daemon) {
+            self.function = IpvsCommand::GetDaemon;
+            json::daemons(&self.client.daemons().map_err(|_| Exit(1))?)
+        } else {
+            let services = self
+                .client
+                .services()
+                .map_err(|error| self.fail_with(&error))?;
+            let mut table = Vec::with_capacity(services.len());
+            for service in services {
+                let destinations = self.destinations(&service.key)?;
+                table.push((service, destinations));
+            }
+            json::services(&self.info, &table, &json_options(line.options))
+        };
+        self.print(document.as_bytes());
+        Ok(())
+    }
+
+    /// A service's destinations, or the failure printed as ipvsadm would.
+    fn destinations(&mut self, key: &ServiceKey) -> Result<Vec<Destination>, Exit> {
+        self.function = IpvsCommand::GetDestination;
+        self.client
+            .destinations(key)
+            .map_err(|error| self.fail_with(&error))
+    }
+
+    /// A failed listing request: libipvs's message, exit 1.
+    fn fail_with(&mut self, error: &ipvs::Error) -> Exit {
+        self.complain_errno(errno_of(error));
+        Exit(1)
     }
 
     /// `list_all`: the whole table, as a listing or (`save`) as `-S` rules,
@@ -987,6 +1069,28 @@ mod tests {
                 port: 6080,
                 checksum: TunnelChecksum::Checksum
             })
+        );
+    }
+
+    #[test]
+    fn json_options_add_statistics_and_rates_together() {
+        let options = json_options(Column::Rate.bit() | Column::Stats.bit());
+        assert!(options.statistics && options.rates && options.sort);
+        let options = json_options(
+            Column::Thresholds.bit()
+                | Column::PersistentConn.bit()
+                | Column::TunInfo.bit()
+                | Column::Exact.bit()
+                | Column::Numeric.bit()
+                | Column::NoSort.bit(),
+        );
+        assert_eq!(
+            options,
+            json::ServiceOptions {
+                statistics: false,
+                rates: false,
+                sort: false
+            }
         );
     }
 

@@ -7,6 +7,9 @@
 //! status must be identical, and so must the tables they leave, in every
 //! listing format. A difference prints as a diff.
 //!
+//! `--json`, which ipvsadm lacks, is checked on its own: a table set up
+//! with ipvsctl must come back as documents that parse and match it.
+//!
 //! Run with `cargo xtask test`.
 
 use std::fmt::Write as _;
@@ -282,5 +285,124 @@ fn ipvsctl_behaves_as_ipvsadm_byte_for_byte() {
         reports.len(),
         cases.len(),
         reports.concat()
+    );
+}
+
+/// Runs ipvsctl in `namespace`; its stdout, after checking it succeeded.
+fn ipvsctl(namespace: &Namespace, arguments: &str) -> String {
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_ipvsctl"));
+    let arguments: Vec<String> = arguments.split_whitespace().map(str::to_owned).collect();
+    let outcome = run(namespace, &program, &arguments, "");
+    assert_eq!(
+        outcome.status,
+        Some(0),
+        "ipvsctl {}: {}",
+        arguments.join(" "),
+        outcome.stderr
+    );
+    outcome.stdout
+}
+
+fn json(namespace: &Namespace, arguments: &str) -> serde_json::Value {
+    let text = ipvsctl(namespace, arguments);
+    assert!(
+        text.ends_with('\n') && text.lines().count() == 1,
+        "one document on one line: {text:?}"
+    );
+    let document: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("ipvsctl {arguments}: {error}: {text}"));
+    assert_eq!(document["schema_version"], 1, "{text}");
+    document
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn json_listings_match_the_table() {
+    labkit::require_lab();
+    let namespace = Namespace::create("json-listings").unwrap();
+    for step in [
+        "-A -t 10.0.0.1:80 -s rr",
+        "-a -t 10.0.0.1:80 -r 10.0.2.11:80 -m -w 2 -x 10 -y 5",
+        "-a -t 10.0.0.1:80 -r 10.0.2.12:80 -m",
+        "-a -t 10.0.0.1:80 -r 10.0.2.14 -i --tun-type gue --tun-port 6080 --tun-csum",
+        "-A -u [2001:db8::1]:53 -s sh -b sh-port -p 60 -M 64",
+        "-A -f 4294967295 -s wlc -p --pe sip",
+        "-a -f 4294967295 -r 10.0.2.13 -g -w 0",
+    ] {
+        ipvsctl(&namespace, step);
+    }
+
+    let listing = json(&namespace, "-Ln --json");
+    let services = listing["services"].as_array().unwrap();
+    assert_eq!(services.len(), 3, "{listing}");
+    // ipvsadm's order: a mark of 2^31 or more first, then IPv4, IPv6.
+    assert_eq!(services[0]["fwmark"], 4_294_967_295_u64);
+    assert_eq!(services[0]["persistence"]["timeout"], 360);
+    assert_eq!(services[0]["persistence_engine"], "sip");
+    assert_eq!(services[0]["destinations"][0]["weight"], 0);
+    assert_eq!(services[1]["address"], "10.0.0.1");
+    let destinations = services[1]["destinations"].as_array().unwrap();
+    assert_eq!(destinations.len(), 3);
+    assert_eq!(destinations[0]["upper_threshold"], 10);
+    assert_eq!(destinations[0]["lower_threshold"], 5);
+    assert_eq!(
+        destinations[2]["tunnel"],
+        serde_json::json!({"type": "gue", "port": 6080, "checksum": "csum"})
+    );
+    assert_eq!(services[2]["protocol"], "udp");
+    assert_eq!(
+        services[2]["scheduler_flags"],
+        serde_json::json!(["sh-port"])
+    );
+    assert_eq!(services[2]["persistence"]["prefix_length"], 64);
+    // No name lookups, with or without -n.
+    assert_eq!(json(&namespace, "-L --json"), listing);
+
+    let one = json(&namespace, "-L -t 10.0.0.1:80 --stats --rate --json");
+    assert_eq!(one["services"].as_array().unwrap().len(), 1);
+    assert_eq!(one["services"][0]["statistics"]["connections"], 0);
+    assert_eq!(
+        one["services"][0]["destinations"][0]["rates"]["incoming_bytes"],
+        0
+    );
+    let timeouts = json(&namespace, "-L --timeout --json");
+    assert!(timeouts["timeouts"]["tcp"].as_u64().unwrap() > 0);
+    assert_eq!(
+        json(&namespace, "-L --daemon --json")["daemons"],
+        serde_json::json!([])
+    );
+    assert_eq!(
+        json(&namespace, "-L -c --json")["connections"],
+        serde_json::json!([])
+    );
+
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_ipvsctl"));
+    let save = run(&namespace, &program, &["-S".into(), "--json".into()], "");
+    assert_eq!(
+        (save.status, save.stdout.as_str(), save.stderr.as_str()),
+        (
+            Some(2),
+            "",
+            "Illegal 'json' option with the 'save' command: --json goes with -L/-l only\n"
+        )
+    );
+    let missing = run(
+        &namespace,
+        &program,
+        &[
+            "-L".into(),
+            "-t".into(),
+            "10.9.9.9:1".into(),
+            "--json".into(),
+        ],
+        "",
+    );
+    assert_eq!(
+        (
+            missing.status,
+            missing.stdout.as_str(),
+            missing.stderr.as_str()
+        ),
+        (Some(1), "", "No such service\n")
     );
 }

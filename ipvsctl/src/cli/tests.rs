@@ -1178,3 +1178,139 @@ fn non_utf8_arguments_are_echoed_as_given() {
     let error = parse_command_line(&args, false).unwrap_err();
     assert_eq!(error.message, b"unexpected argument \xff\xfe\n");
 }
+
+// --- --json (an ipvsctl extension) --------------------------------------
+
+#[test]
+fn json_goes_with_every_listing() {
+    for args in [
+        &["-L", "--json"][..],
+        &["-l", "--json"],
+        &["--list", "--json"],
+        &["-L", "-n", "--json"],
+        &["-Ln", "--json"],
+        &["-L", "--json", "-n"],
+        &["-L", "-t", "10.0.0.1:80", "--json"],
+        &["-L", "-u", "10.0.0.1:53", "--json", "--stats"],
+        &["-L", "--sctp-service", "10.0.0.1:80", "--json"],
+        &["-L", "-f", "1", "-6", "--json"],
+        &["-L", "--stats", "--rate", "--exact", "--json"],
+        &["-L", "--thresholds", "--json"],
+        &["-L", "--persistent-conn", "--json"],
+        &["-L", "--tun-info", "--json"],
+        &["-L", "--nosort", "--json"],
+        &["-L", "-c", "--json"],
+        &["-Lc", "--persistent-conn", "-n", "--json"],
+        &["-L", "--timeout", "--json"],
+        &["-L", "--daemon", "--json"],
+        &["-L", "--json", "--sort", "--syncid", "7"],
+    ] {
+        assert!(ok(args).json, "{args:?}");
+    }
+    assert!(!ok(&["-L"]).json);
+    assert!(!ok(&["-L", "-c"]).json);
+}
+
+#[test]
+fn json_comes_after_ipvsadms_own_checks() {
+    fails(
+        &["-L", "-c", "--stats", "--json"],
+        "options conflicts in the list command",
+    );
+    fails(
+        &["-L", "--timeout", "--persistent-conn", "--json"],
+        "options conflicts in the list command",
+    );
+    fails(
+        &["-L", "--json", "-r", "10.0.0.2"],
+        "Illegal 'real-server' option with the 'list' command",
+    );
+    fails(
+        &["-L", "--json", "-t", "10.0.0.1:80", "-f", "1"],
+        "multiple 'service-address' options specified",
+    );
+    fails(&["-L", "--json", "extra"], "unexpected argument extra");
+    fails(
+        &["-A", "--json"],
+        "You need to supply the 'service-address' option for the 'add-service' command",
+    );
+    fails(
+        &["-L", "--json", "--json"],
+        "multiple 'json' options specified",
+    );
+    assert_eq!(
+        error(&["-L", "--json=1"]),
+        ("--json=1: option does not take an argument".into(), 255)
+    );
+}
+
+#[test]
+fn json_with_a_command_that_lists_nothing_is_a_usage_error() {
+    let service = ["-t", "10.0.0.1:80"];
+    let server = ["-t", "10.0.0.1:80", "-r", "10.0.0.2"];
+    for (args, command) in [
+        (&["-S", "--json"][..], "save"),
+        (&["-Sn", "--json"], "save"),
+        (&["-A", service[0], service[1], "--json"], "add-service"),
+        (&["-E", service[0], service[1], "--json"], "edit-service"),
+        (&["-D", service[0], service[1], "--json"], "delete-service"),
+        (&["-C", "--json"], "flush"),
+        (
+            &["-a", server[0], server[1], server[2], server[3], "--json"],
+            "add-server",
+        ),
+        (
+            &["-e", server[0], server[1], server[2], server[3], "--json"],
+            "edit-server",
+        ),
+        (
+            &["-d", server[0], server[1], server[2], server[3], "--json"],
+            "delete-server",
+        ),
+        (&["--set", "1", "2", "3", "--json"], "set"),
+        (&["--start-daemon", "master", "--json"], "start-daemon"),
+        (&["--stop-daemon", "backup", "--json"], "stop-daemon"),
+        (&["-R", "--json"], "restore"),
+        (&["-R", "--atomic", "--json"], "restore"),
+        (&["-Z", "--json"], "zero"),
+    ] {
+        fails(
+            args,
+            &format!(
+                "Illegal 'json' option with the '{command}' command: --json goes with -L/-l only"
+            ),
+        );
+    }
+}
+
+#[test]
+fn json_is_unknown_before_the_command_and_on_restore_lines() {
+    assert_eq!(error(&["--json", "-L"]), (TRY_HELP.to_owned(), 255));
+    assert_eq!(error(&["--json"]), (TRY_HELP.to_owned(), 255));
+    // A restore's lines are ipvsadm's rules: a popt error, and the restore
+    // goes on.
+    assert_eq!(
+        error_in(&["-L", "--json"], true),
+        ("--json: unknown option".into(), 255)
+    );
+    let restore_line =
+        parse_command_line(&argv(&["-A", "-t", "10.0.0.1:80", "--json"]), true).unwrap_err();
+    assert_eq!(restore_line.kind, ErrorKind::Popt);
+    // --atomic stays -R's alone.
+    assert_eq!(
+        error(&["-L", "--json", "--atomic"]),
+        ("--atomic: unknown option".into(), 255)
+    );
+}
+
+#[test]
+fn the_help_is_ipvsadms_without_the_extensions() {
+    let help = String::from_utf8(help_text(b"ipvsadm")).unwrap();
+    for option in OPTIONS.iter().filter(|option| option.extension) {
+        assert!(
+            !help.contains(&format!("--{}", option.long)),
+            "{}",
+            option.long
+        );
+    }
+}
