@@ -7,4 +7,5 @@
 
 pub mod cli;
 pub mod format;
+pub mod generate;
 pub mod run;
