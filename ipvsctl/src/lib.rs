@@ -3,7 +3,9 @@
 //! Work in progress (issue 3): the command line ([`cli`]), the commands
 //! ([`run`]) and the output ([`format`]) follow ipvsadm 1.31 as
 //! `docs/ipvsadm.md` specifies it; `tests/lab.rs` compares the two against
-//! the real kernel, case by case (`tests/differential.txt`).
+//! the real kernel, case by case (`tests/differential.txt`). The man page
+//! and shell completions in `doc/` come from the same option table
+//! ([`generate`]).
 
 pub mod cli;
 pub mod format;
