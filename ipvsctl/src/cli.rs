@@ -45,6 +45,49 @@ pub const SVC_F_SCHED3: u32 = 0x20;
 pub const STATE_MASTER: u32 = 1;
 pub const STATE_BACKUP: u32 = 2;
 
+// The values the parser, the man page and the shell completions share:
+// one list each, so that a name added here is accepted, documented and
+// completed alike.
+
+/// The schedulers ipvsadm's help lists for `-s`, with what each does. The
+/// parser passes any name to the kernel unchecked (the kernel loads
+/// `ip_vs_NAME`), so this list feeds only the help's claims and the
+/// documentation.
+pub const SCHEDULERS: [(&str, &str); 13] = [
+    ("rr", "round robin"),
+    ("wrr", "weighted round robin"),
+    ("lc", "least connection"),
+    ("wlc", "weighted least connection"),
+    ("lblc", "locality-based least connection"),
+    ("lblcr", "locality-based least connection with replication"),
+    ("dh", "destination hashing"),
+    ("sh", "source hashing"),
+    ("sed", "shortest expected delay"),
+    ("nq", "never queue"),
+    ("fo", "weighted failover"),
+    ("ovf", "weighted overflow"),
+    ("mh", "Maglev hashing"),
+];
+
+/// `--start-daemon` and `--stop-daemon` states.
+pub const DAEMON_STATES: [(&str, u32); 2] = [("master", STATE_MASTER), ("backup", STATE_BACKUP)];
+
+/// `-b` flags [`parse_sched_flags`]: the name, its bit, and the scheduler
+/// it needs (`None`: any).
+pub const SCHED_FLAGS: [(&str, u32, Option<&str>); 7] = [
+    ("flag-1", SVC_F_SCHED1, None),
+    ("flag-2", SVC_F_SCHED2, None),
+    ("flag-3", SVC_F_SCHED3, None),
+    ("sh-fallback", SVC_F_SCHED1, Some("sh")),
+    ("sh-port", SVC_F_SCHED2, Some("sh")),
+    ("mh-fallback", SVC_F_SCHED1, Some("mh")),
+    ("mh-port", SVC_F_SCHED2, Some("mh")),
+];
+
+/// The persistence engines ipvsadm's help names for `--pe`; like `-s`,
+/// any name goes to the kernel unchecked.
+pub const PERSISTENCE_ENGINES: [&str; 1] = ["sip"];
+
 /// Whether a popt option takes an argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arg {
@@ -263,10 +306,11 @@ impl Column {
 }
 
 /// `tunnames[]` and `tunnel_types_v_options` (spec §4.2): for each tunnel
-/// type, its cell for tun-port, tun-nocsum, tun-csum, tun-remcsum.
+/// type, in the order of its `--tun-type` value, its cell for each of
+/// [`TUNNEL_COLUMNS`].
 pub const TUNNEL_MATRIX: [(&str, &[u8; 4]); 3] =
     [("ipip", b"xxxx"), ("gue", b"+111"), ("gre", b"x11x")];
-const TUNNEL_COLUMNS: [Column; 4] = [
+pub const TUNNEL_COLUMNS: [Column; 4] = [
     Column::TunPort,
     Column::TunNocsum,
     Column::TunCsum,
@@ -396,6 +440,16 @@ impl Key {
             Key::Atomic => command == Command::Restore,
             Key::Json => !reading_stdin,
             _ => false,
+        }
+    }
+
+    /// The command an extension option is accepted with (ipvsctl's rule:
+    /// the matrix has no column for it).
+    pub fn goes_with(self) -> Option<Command> {
+        match self {
+            Key::Atomic => Some(Command::Restore),
+            Key::Json => Some(Command::List),
+            _ => None,
         }
     }
 }
@@ -1026,13 +1080,16 @@ pub fn parse(argv: &[Vec<u8>], reading_stdin: bool) -> Result<Parsed, CliError> 
     scanner.extensions_for = Some((command, reading_stdin));
     match command {
         Command::StartDaemon | Command::StopDaemon => {
-            line.daemon.state = match value.unwrap_or_default() {
-                b"master" => STATE_MASTER,
-                b"backup" => STATE_BACKUP,
-                _ if command == Command::StartDaemon => {
+            let value = value.unwrap_or_default();
+            line.daemon.state = match DAEMON_STATES
+                .iter()
+                .find(|(name, _)| name.as_bytes() == value)
+            {
+                Some((_, state)) => *state,
+                None if command == Command::StartDaemon => {
                     return Err(CliError::fail("illegal start-daemon parameter specified"));
                 }
-                _ => return Err(CliError::fail("illegal start_daemon specified")),
+                None => return Err(CliError::fail("illegal start_daemon specified")),
             };
         }
         _ => {}
@@ -1229,12 +1286,11 @@ fn apply_option(
                 number(value, 1, 65535 - 20 - 8, "illegal sync-maxlen specified")? as u16
         }
         Key::TunType => {
-            line.dest.tun_type = match value {
-                b"ipip" => 0,
-                b"gue" => 1,
-                b"gre" => 2,
-                _ => return Err(CliError::fail("illegal tunnel type specified").into()),
-            }
+            line.dest.tun_type = TUNNEL_MATRIX
+                .iter()
+                .position(|(name, _)| name.as_bytes() == value)
+                .ok_or_else(|| CliError::fail("illegal tunnel type specified"))?
+                as u8
         }
         Key::TunPort => {
             line.dest.tun_port = number(value, 1, 65535, "illegal tunnel port specified")? as u16
@@ -1376,7 +1432,7 @@ pub fn check(line: &CommandLine, reading_stdin: bool, program: &[u8]) -> Result<
     }
     // After every ipvsadm check, so that a line ipvsadm would refuse gets
     // ipvsadm's message: `--json` is accepted exactly where the listing is.
-    if line.json && command != Command::List {
+    if line.json && Key::Json.goes_with() != Some(command) {
         return Err(CliError::fail(format!(
             "Illegal 'json' option with the '{}' command: --json goes with -L/-l only",
             command.name()
@@ -1684,18 +1740,14 @@ pub fn parse_sched_flags(scheduler: &[u8], argument: &[u8]) -> Result<u32, CliEr
     // NULL (undefined behaviour); report it as an empty flag.
     let first = tokens.next().unwrap_or_default();
     for flag in std::iter::once(first).chain(tokens) {
-        let (bit, needs) = match flag {
-            b"flag-1" => (SVC_F_SCHED1, None),
-            b"flag-2" => (SVC_F_SCHED2, None),
-            b"flag-3" => (SVC_F_SCHED3, None),
-            b"sh-fallback" => (SVC_F_SCHED1, Some(&b"sh"[..])),
-            b"sh-port" => (SVC_F_SCHED2, Some(&b"sh"[..])),
-            b"mh-fallback" => (SVC_F_SCHED1, Some(&b"mh"[..])),
-            b"mh-port" => (SVC_F_SCHED2, Some(&b"mh"[..])),
-            _ => return Err(CliError::fail_with("invalid scheduler flag `", flag, "'")),
+        let Some(&(_, bit, needs)) = SCHED_FLAGS
+            .iter()
+            .find(|(name, ..)| name.as_bytes() == flag)
+        else {
+            return Err(CliError::fail_with("invalid scheduler flag `", flag, "'"));
         };
         flags |= bit;
-        if needs.is_some_and(|needed| needed != scheduler) {
+        if needs.is_some_and(|needed| needed.as_bytes() != scheduler) {
             return Err(CliError::fail_with(
                 "incompatible scheduler flag `",
                 flag,

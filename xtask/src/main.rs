@@ -3,6 +3,7 @@
 //! - `lab -- CMD...`: run CMD as root in a guest with Debian's kernel (real IPVS).
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
+//! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
 mod capture;
@@ -68,6 +69,10 @@ enum Task {
     /// In the guest: the capture itself.
     #[command(hide = true)]
     GuestCapture { output: PathBuf },
+    /// Write ipvsctl's man page and bash, zsh and fish completions into
+    /// ipvsctl/doc/, from its option table (a test fails when they are
+    /// stale).
+    Generate,
 }
 
 #[derive(clap::Args)]
@@ -180,6 +185,20 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestCapture { output } => {
             capture::run_in_guest(&output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Generate => {
+            let directory = repository
+                .join("ipvsctl")
+                .join(ipvsctl::generate::DIRECTORY);
+            let changed = ipvsctl::generate::write_all(&directory)
+                .with_context(|| format!("cannot write into {}", directory.display()))?;
+            if changed.is_empty() {
+                eprintln!("xtask: {} is up to date", directory.display());
+            }
+            for name in changed {
+                eprintln!("xtask: wrote {}", directory.join(name).display());
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -97,6 +97,66 @@ fn the_help_describes_every_option_of_the_table() {
 }
 
 #[test]
+fn the_help_names_every_short_option_and_value_of_the_table() {
+    let help = String::from_utf8(help_text(b"ipvsadm")).unwrap();
+    for option in OPTIONS.iter().filter(|option| !option.extension) {
+        // ipvsadm's help leaves out `-X` (spec §2.2) and `-v`.
+        if let Some(short) = option.short
+            && !matches!(option.key, Key::Exact | Key::Version)
+        {
+            let short = format!("-{}", short as char);
+            assert!(
+                help.split([' ', '|', '\n', '[']).any(|word| word == short),
+                "{short}"
+            );
+        }
+        assert!(help.contains(option.value_name), "{}", option.value_name);
+    }
+}
+
+/// The value tables the man page and the completions use are the lists
+/// ipvsadm's help gives.
+#[test]
+fn the_value_tables_are_the_help_s_lists() {
+    let help_of = |key: Key| {
+        OPTIONS
+            .iter()
+            .find(|option| option.key == key)
+            .expect("in the table")
+    };
+    let schedulers: Vec<&str> = SCHEDULERS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        help_of(Key::Scheduler).help,
+        format!("one of {},", schedulers.join("|"))
+    );
+    let types: Vec<&str> = TUNNEL_MATRIX.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        help_of(Key::TunType).help,
+        format!("one of {},", types.join("|"))
+    );
+    let states: Vec<&str> = DAEMON_STATES.iter().map(|(name, _)| *name).collect();
+    for command in [Command::StartDaemon, Command::StopDaemon] {
+        assert_eq!(help_of(Key::Command(command)).value_name, states.join("|"));
+    }
+    assert_eq!(
+        help_of(Key::Pe).help,
+        format!(
+            "alternate persistence engine may be {},",
+            PERSISTENCE_ENGINES.join("|")
+        )
+    );
+    assert!(
+        SCHEDULERS
+            .iter()
+            .any(|(name, _)| name.as_bytes() == DEFAULT_SCHEDULER)
+    );
+    // Each flag needs a scheduler of the list, if any.
+    for (_, _, scheduler) in SCHED_FLAGS {
+        assert!(scheduler.is_none_or(|needed| schedulers.contains(&needed)));
+    }
+}
+
+#[test]
 fn help_text_is_appendix_c() {
     let help = String::from_utf8(help_text(b"/usr/sbin/ipvsadm")).unwrap();
     assert!(help.starts_with(
