@@ -118,10 +118,16 @@ fn sockopt_errno() -> i32 {
 pub fn errno_of(error: &ipvs::Error) -> i32 {
     match error {
         ipvs::Error::Kernel { errno, .. } => errno.0,
-        ipvs::Error::Invalid {
-            source: RequestError::Weight(_) | RequestError::Thresholds { .. },
-            ..
-        } => libc::ERANGE,
+        ipvs::Error::Invalid { source, .. } => refused_errno(source),
+        _ => libc::EINVAL,
+    }
+}
+
+/// The errno the kernel answers a request with that the library refuses
+/// before sending.
+fn refused_errno(error: &RequestError) -> i32 {
+    match error {
+        RequestError::Weight(_) | RequestError::Thresholds { .. } => libc::ERANGE,
         _ => libc::EINVAL,
     }
 }
@@ -470,101 +476,96 @@ impl Runner<'_> {
     }
 
     /// `restore_table` (§8). ipvsadm runs each line as it reads it, one
-    /// exchange with the kernel per line; here consecutive changes are
-    /// gathered and sent as one pipelined batch, up to a line that is not a
-    /// change (a listing, a line that does not parse, ...) or the end of the
-    /// input. Refusals are then reported in line order, in libipvs's words
-    /// for each line: the same output and exit status as ipvsadm's.
+    /// exchange with the kernel per line. Here each run of consecutive
+    /// changes is read, checked and built into requests by this thread
+    /// while another sends them in pipelined chunks, up to a line that is
+    /// not a change (a listing, a line that does not parse, ...) or the end
+    /// of the input. Refusals are then reported in line order, in
+    /// libipvs's words for each line: the same output and exit status as
+    /// ipvsadm's.
     fn restore(&mut self) -> Result<i32, Exit> {
         let mut result = 0;
-        let mut pending: Vec<(Operation, Option<IpvsCommand>)> = Vec::new();
-        while let Some(words) = read_restore_line(self.input) {
-            if words.is_empty() {
-                continue;
+        loop {
+            let (outcomes, stopped_at) = self.restore_changes();
+            if !outcomes.is_empty() {
+                result = self.report(outcomes);
             }
-            let mut argv = Vec::with_capacity(words.len() + 1);
-            argv.push(self.program.clone());
-            argv.extend(words);
-            if let Ok(Parsed::Command(line)) = cli::parse_command_line(&argv, true)
-                && !matches!(
-                    line.command,
-                    Command::List | Command::Save | Command::Restore
-                )
-            {
-                pending.push(operation(&line));
-                continue;
+            match stopped_at {
+                Some(argv) => result = self.process_options(&argv, true)?,
+                None => return Ok(result),
             }
-            if !pending.is_empty() {
-                self.apply_in_order(std::mem::take(&mut pending));
-            }
-            result = self.process_options(&argv, true)?;
         }
-        if !pending.is_empty() {
-            result = self.apply_in_order(pending);
-        }
-        Ok(result)
     }
 
-    /// Applies changes as a pipelined batch and reports each refusal in
-    /// order, as if each had been applied alone; the status of the last (0
-    /// or -1). A change the library refuses before sending (ipvsadm would
-    /// have sent it, and the kernel refused it) splits the batch, so that
-    /// the changes around it are still applied and its message comes in
-    /// its place.
-    fn apply_in_order(&mut self, changes: Vec<(Operation, Option<IpvsCommand>)>) -> i32 {
-        let mut status = 0;
-        let mut batch: Vec<(Operation, Option<IpvsCommand>)> = Vec::new();
-        for (operation, function) in changes {
-            if operation.request().is_ok() {
-                batch.push((operation, function));
-                continue;
+    /// Reads and applies changes until a line that is not one (returned)
+    /// or the end of the input: each change's libipvs call and errno.
+    fn restore_changes(&mut self) -> (Vec<Outcome>, Option<Vec<Vec<u8>>>) {
+        let Runner {
+            client,
+            input,
+            program,
+            ..
+        } = self;
+        std::thread::scope(|scope| {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Change>>(4);
+            let applier = scope.spawn(move || {
+                let mut outcomes = Vec::new();
+                for chunk in receiver {
+                    apply_chunk(client, chunk, &mut outcomes);
+                }
+                outcomes
+            });
+            let mut chunk = Vec::with_capacity(RESTORE_CHUNK);
+            let mut stopped_at = None;
+            while let Some(words) = read_restore_line(*input) {
+                if words.is_empty() {
+                    continue;
+                }
+                let mut argv = Vec::with_capacity(words.len() + 1);
+                argv.push(program.clone());
+                argv.extend(words);
+                if let Ok(Parsed::Command(line)) = cli::parse_command_line(&argv, true)
+                    && !matches!(
+                        line.command,
+                        Command::List | Command::Save | Command::Restore
+                    )
+                {
+                    let (operation, function) = operation(&line);
+                    chunk.push(Change {
+                        request: operation.request().map_err(|error| refused_errno(&error)),
+                        function,
+                    });
+                    if chunk.len() == RESTORE_CHUNK
+                        && sender.send(std::mem::take(&mut chunk)).is_err()
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                stopped_at = Some(argv);
+                break;
             }
-            if !batch.is_empty() {
-                self.apply_batch(std::mem::take(&mut batch));
+            if !chunk.is_empty() {
+                let _ = sender.send(chunk);
             }
-            status = self.change(operation, function);
-        }
-        if !batch.is_empty() {
-            status = self.apply_batch(batch);
-        }
-        status
+            drop(sender);
+            let outcomes = applier
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (outcomes, stopped_at)
+        })
     }
 
-    /// Applies valid changes in one pipelined exchange; see `apply_in_order`.
-    fn apply_batch(&mut self, batch: Vec<(Operation, Option<IpvsCommand>)>) -> i32 {
-        let (operations, functions): (Vec<Operation>, Vec<Option<IpvsCommand>>) =
-            batch.into_iter().unzip();
-        let (mut refused, unknown_from) = match self.client.apply(&operations) {
-            Ok(()) => (Vec::new(), None),
-            Err(error) => {
-                let unknown = error
-                    .interrupted
-                    .map(|(index, error)| (index, errno_of(&error)));
-                let refused: Vec<(usize, i32)> = error
-                    .failures
-                    .iter()
-                    .map(|(index, error)| (*index, errno_of(error)))
-                    .collect();
-                (refused, unknown)
-            }
-        };
-        // An exchange that broke midway: what happened to the changes from
-        // there on is unknown, so each is reported as failed.
-        if let Some((from, errno)) = unknown_from {
-            refused.extend((from..operations.len()).map(|index| (index, errno)));
-        }
-        let mut refused = refused.into_iter().peekable();
+    /// Reports each change's refusal in order, as if each had been applied
+    /// alone; the status of the last (0 or -1).
+    fn report(&mut self, outcomes: Vec<Outcome>) -> i32 {
         let mut status = 0;
-        for (index, function) in functions.into_iter().enumerate() {
-            if let Some(function) = function {
+        for outcome in outcomes {
+            if let Some(function) = outcome.function {
                 self.function = function;
             }
             status = 0;
-            if refused
-                .peek()
-                .is_some_and(|(refused_index, _)| *refused_index == index)
-            {
-                let (_, errno) = refused.next().expect("peeked");
+            if let Some(errno) = outcome.errno {
                 self.complain_errno(errno);
                 status = -1;
             }
@@ -577,7 +578,7 @@ impl Runner<'_> {
     /// changes are allowed. Then all are sent as one batch; each refusal
     /// is printed as `-R` would, and the status is 255 if any.
     fn restore_atomic(&mut self) -> Result<i32, Exit> {
-        let mut operations = Vec::new();
+        let mut requests = Vec::new();
         let mut functions = Vec::new();
         let mut number = 0;
         while let Some(words) = read_restore_line(self.input) {
@@ -596,8 +597,8 @@ impl Runner<'_> {
                     _ => {
                         let (operation, function) = operation(&line);
                         match operation.request() {
-                            Ok(_) => {
-                                operations.push(operation);
+                            Ok(request) => {
+                                requests.push(request);
                                 functions.push(function);
                                 Ok(())
                             }
@@ -613,10 +614,10 @@ impl Runner<'_> {
                 return Err(Exit(2));
             }
         }
-        if operations.is_empty() {
+        if requests.is_empty() {
             return Ok(0);
         }
-        match self.client.apply(&operations) {
+        match self.client.apply_requests(&requests) {
             Ok(()) => Ok(0),
             Err(batch) => {
                 for (index, error) in batch.failures.iter().chain(batch.interrupted.iter()) {
@@ -626,6 +627,61 @@ impl Runner<'_> {
                     self.complain_errno(errno_of(error));
                 }
                 Ok(-1)
+            }
+        }
+    }
+}
+
+/// How many changes `-R` sends per exchange while it reads on: enough to
+/// fill datagrams, few enough that sending starts early.
+const RESTORE_CHUNK: usize = 1024;
+
+/// A change read by `-R`: its request, or the errno the kernel would have
+/// refused it with (the library refuses it before sending), with the
+/// libipvs call whose words report a refusal.
+struct Change {
+    request: Result<ipvs::Request, i32>,
+    function: Option<IpvsCommand>,
+}
+
+/// What became of a change.
+struct Outcome {
+    function: Option<IpvsCommand>,
+    errno: Option<i32>,
+}
+
+/// Sends a chunk's requests as one pipelined batch and appends each
+/// change's outcome. A change refused before sending does not split the
+/// batch: it would not have reached the kernel anyway.
+fn apply_chunk(client: &mut Client, chunk: Vec<Change>, outcomes: &mut Vec<Outcome>) {
+    let mut requests = Vec::with_capacity(chunk.len());
+    let mut positions = Vec::with_capacity(chunk.len());
+    for change in chunk {
+        let errno = match change.request {
+            Ok(request) => {
+                positions.push(outcomes.len());
+                requests.push(request);
+                None
+            }
+            Err(errno) => Some(errno),
+        };
+        outcomes.push(Outcome {
+            function: change.function,
+            errno,
+        });
+    }
+    if requests.is_empty() {
+        return;
+    }
+    if let Err(batch) = client.apply_requests(&requests) {
+        for (index, error) in &batch.failures {
+            outcomes[positions[*index]].errno = Some(errno_of(error));
+        }
+        // An exchange that broke midway: what happened to the changes from
+        // there on is unknown, so each is reported as failed.
+        if let Some((from, error)) = &batch.interrupted {
+            for position in &positions[*from..] {
+                outcomes[*position].errno = Some(errno_of(error));
             }
         }
     }

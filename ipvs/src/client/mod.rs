@@ -479,8 +479,27 @@ impl Client {
                 total: operations.len(),
             });
         }
+        self.send_batch(&requests, |index| operations[index].to_string())
+    }
+
+    /// Applies requests built beforehand with [`Operation::request`], as
+    /// [`Client::apply`] applies operations: for a caller that checks each
+    /// operation as it reads it and should not build its request twice.
+    /// Refusals name the request's command.
+    pub fn apply_requests(&mut self, requests: &[Request]) -> Result<(), BatchError> {
+        self.send_batch(requests, |index| {
+            format!("{:?}", requests[index].message.command)
+        })
+    }
+
+    fn send_batch(
+        &mut self,
+        requests: &[Request],
+        describe: impl Fn(usize) -> String,
+    ) -> Result<(), BatchError> {
+        let mut failures = Vec::new();
         let exchange = match self.transport() {
-            Ok(transport) => transport.execute(&requests),
+            Ok(transport) => transport.execute(requests),
             Err(error) => Exchange {
                 outcomes: Vec::new(),
                 error: Some(error),
@@ -488,10 +507,9 @@ impl Client {
         };
         for (index, outcome) in exchange.outcomes.iter().enumerate() {
             if let Err(refusal) = outcome {
-                let operation = operations[index].to_string();
                 failures.push((
                     index,
-                    kernel_error(&operation, &requests[index].message, refusal),
+                    kernel_error(&describe(index), &requests[index].message, refusal),
                 ));
             }
         }
@@ -507,7 +525,7 @@ impl Client {
             Err(BatchError {
                 failures,
                 interrupted,
-                total: operations.len(),
+                total: requests.len(),
             })
         }
     }
