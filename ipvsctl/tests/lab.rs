@@ -240,8 +240,13 @@ fn compare(case: &Case, reference: &Path, ours: &Path) -> Option<String> {
 #[ignore = "runs in the lab"]
 fn ipvsctl_behaves_as_ipvsadm_byte_for_byte() {
     labkit::require_lab();
-    let cases = corpus();
+    let mut cases = corpus();
     assert!(!cases.is_empty(), "the corpus is empty");
+    // To rerun the cases whose names contain a text, while working on them.
+    if let Ok(only) = std::env::var("FULCRUM_DIFFERENTIAL_ONLY") {
+        cases.retain(|case| case.name.contains(&only));
+        assert!(!cases.is_empty(), "no case name contains {only:?}");
+    }
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_ipvsctl"));
     let reference = PathBuf::from(IPVSADM);
     let next = AtomicUsize::new(0);
