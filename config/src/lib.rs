@@ -1,4 +1,9 @@
 //! The keepalived.conf parser and its typed model.
 //!
-//! Nothing here yet: the grammar, the model and the diagnostics are the subject
-//! of a later issue.
+//! Two layers meet at [`syntax`]: the lexical layer turns files into
+//! keepalived's lines of words, with locations; the grammar turns lines into
+//! the model, with keepalived's defaults, and reports every problem as a
+//! [`diagnostic::Diagnostic`].
+
+pub mod diagnostic;
+pub mod syntax;
