@@ -6,4 +6,6 @@
 //! [`diagnostic::Diagnostic`].
 
 pub mod diagnostic;
+pub mod grammar;
+pub mod model;
 pub mod syntax;
