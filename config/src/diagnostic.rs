@@ -67,11 +67,16 @@ impl Diagnostics {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.items.iter().any(|item| item.severity == Severity::Error)
+        self.items
+            .iter()
+            .any(|item| item.severity == Severity::Error)
     }
 
     pub fn count(&self, severity: Severity) -> usize {
-        self.items.iter().filter(|item| item.severity == severity).count()
+        self.items
+            .iter()
+            .filter(|item| item.severity == severity)
+            .count()
     }
 
     /// All diagnostics as text, sorted by file and position.
@@ -94,14 +99,24 @@ fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
         Severity::Note => "note",
     };
     let span = diagnostic.span;
-    let _ = writeln!(
-        out,
-        "{}:{}:{}: {label}: {}",
-        sources.file(span.file).name,
-        span.line,
-        span.start,
-        diagnostic.message
-    );
+    if span.line == 0 {
+        // About a whole file (e.g. one that cannot be read): no position.
+        let _ = writeln!(
+            out,
+            "{}: {label}: {}",
+            sources.file(span.file).name,
+            diagnostic.message
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}:{}:{}: {label}: {}",
+            sources.file(span.file).name,
+            span.line,
+            span.start,
+            diagnostic.message
+        );
+    }
     snippet(sources, span, out);
     for (note_span, message) in &diagnostic.notes {
         match note_span {

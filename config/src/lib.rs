@@ -7,5 +7,6 @@
 
 pub mod diagnostic;
 pub mod grammar;
+pub mod lexer;
 pub mod model;
 pub mod syntax;

@@ -19,7 +19,8 @@ pub struct FileId(pub u32);
 /// Lines and columns are 1-based; columns count bytes, like compilers'
 /// `file:line:col`. `end` is exclusive. A word produced by a `$NAME`
 /// substitution points at the `$NAME` use; a word produced by `~SEQ` points
-/// at the `~SEQ(...)` text.
+/// at the `~SEQ(...)` text. Line 0 means the whole file (a file that
+/// cannot be read has no line to point at).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Span {
     pub file: FileId,
@@ -54,9 +55,35 @@ impl Word {
 /// arguments. Braces are words of their own, wherever they were written
 /// (`virtual_server 10.0.0.1 80 {` is one line of four words; a `}` alone
 /// on a source line is a line of one word).
+///
+/// keepalived splits `keyword args {` into two lines (`keyword args`, then
+/// `{`); here the `{` stays the last word of the keyword's line. Note that
+/// keepalived itself compares words, not quoting, when it looks for braces:
+/// a line whose first word is a quoted `"{"` is taken as an unexpected `{`
+/// by keepalived 2.2.7 (verified); [`Word::quoted`] lets the grammar choose.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     pub words: Vec<Word>,
+    /// The line as keepalived's keyword handlers see it (its `buf_extern`):
+    /// after comments, conditionals and substitutions, before the split
+    /// into words, without a trailing `{`. Keywords that take a command
+    /// line (notify scripts, `misc_path`, track scripts) re-split it with
+    /// `lexer::split_quoted_escaped`, which knows `'` quotes and escapes.
+    pub raw: String,
+}
+
+impl Line {
+    /// A line of `words`, its raw text being the words joined by spaces
+    /// (for tests that build lines by hand).
+    pub fn new(words: Vec<Word>) -> Self {
+        let raw = words
+            .iter()
+            .filter(|word| !word.is_open())
+            .map(|word| word.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Line { words, raw }
+    }
 }
 
 /// One source file as read (the text diagnostics quote).
