@@ -1,0 +1,160 @@
+//! Grammar tests on text split by a tiny stand-in for the lexer.
+
+use super::parse;
+use crate::diagnostic::{Diagnostics, Severity};
+use crate::model::Config;
+use crate::syntax::{FileId, Line, Span, Word};
+
+/// Splits text on whitespace into keepalived lines: braces are words of
+/// their own, `#`/`!` start comments, no quoting.
+pub(crate) fn lines(text: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for (number, source) in text.split('\n').enumerate() {
+        let source = source.split(['#', '!']).next().unwrap_or("");
+        let mut words = Vec::new();
+        let mut start = None;
+        let bytes = source.as_bytes();
+        for index in 0..=bytes.len() {
+            let byte = bytes.get(index).copied();
+            let is_space = byte.is_none_or(|byte| byte.is_ascii_whitespace());
+            let is_brace = matches!(byte, Some(b'{') | Some(b'}'));
+            if (is_space || is_brace)
+                && let Some(first) = start.take()
+            {
+                words.push(word(&source[first..index], number, first));
+            }
+            if is_brace {
+                words.push(word(&source[index..index + 1], number, index));
+            } else if !is_space && start.is_none() {
+                start = Some(index);
+            }
+        }
+        if !words.is_empty() {
+            lines.push(Line::new(words));
+        }
+    }
+    lines
+}
+
+fn word(text: &str, line: usize, start: usize) -> Word {
+    Word {
+        text: text.to_string(),
+        span: Span {
+            file: FileId(0),
+            line: line as u32 + 1,
+            start: start as u32 + 1,
+            end: (start + text.len()) as u32 + 1,
+        },
+        quoted: false,
+    }
+}
+
+pub(crate) fn check(text: &str) -> (Config, Diagnostics) {
+    let mut diagnostics = Diagnostics::default();
+    let config = parse(&lines(text), &mut diagnostics);
+    (config, diagnostics)
+}
+
+fn errors(diagnostics: &Diagnostics) -> Vec<(u32, String)> {
+    diagnostics
+        .items
+        .iter()
+        .filter(|item| item.severity == Severity::Error)
+        .map(|item| (item.span.line, item.message.clone()))
+        .collect()
+}
+
+#[test]
+fn a_plain_virtual_server_gets_keepalived_defaults() {
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method DR\n  persistence_timeout\n  real_server 10.0.0.2 {\n    TCP_CHECK {\n    }\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let server = &config.virtual_servers[0];
+    assert_eq!(
+        server.persistence_timeout,
+        Some(std::time::Duration::from_secs(360))
+    );
+    let real = &server.real_servers[0];
+    assert_eq!(real.port, 80);
+    let checker = &real.checkers[0];
+    assert_eq!(
+        checker.common.connect_timeout,
+        std::time::Duration::from_secs(5)
+    );
+    assert_eq!(
+        checker.common.delay_loop,
+        std::time::Duration::from_secs(60)
+    );
+    assert_eq!(checker.common.retry, 1);
+}
+
+#[test]
+fn an_unknown_keyword_is_one_error_with_a_suggestion_and_its_block_is_skipped() {
+    let (_, diagnostics) =
+        check("global_defs {\n  router_idd x\n  bogus {\n    a b\n    c d\n  }\n}\n");
+    let found = errors(&diagnostics);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, 2);
+    assert!(diagnostics.items[0].notes[0].1.contains("router_id"));
+    assert_eq!(found[1].0, 3);
+}
+
+#[test]
+fn a_missing_close_brace_is_reported_once_and_parsing_resumes() {
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  real_server 10.0.0.2 80 {\n    weight 1\n\nvirtual_server 10.0.0.1 81 {\n  protocol TCP\n  real_server 10.0.0.3 81 {\n  }\n}\n",
+    );
+    let found = errors(&diagnostics);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, 6);
+    assert_eq!(config.virtual_servers.len(), 2);
+}
+
+#[test]
+fn invalid_values_point_at_the_word() {
+    let (_, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  delay_loop 1.1234567\n  protocol TCP\n  real_server 10.0.0.2 80 {\n    weight x\n  }\n}\n",
+    );
+    let found = errors(&diagnostics);
+    assert_eq!(found.len(), 2, "{found:?}");
+    let first = &diagnostics
+        .items
+        .iter()
+        .find(|item| item.severity == Severity::Error)
+        .unwrap();
+    assert_eq!(first.span.start, 14);
+}
+
+#[test]
+fn vrrp_instance_with_addresses_routes_and_tracking() {
+    let (config, diagnostics) = check(
+        "vrrp_instance VI_1 {\n state MASTER\n interface eth0\n virtual_router_id 51\n priority 150\n advert_int 0.5\n authentication {\n  auth_type PASS\n  auth_pass secret\n }\n virtual_ipaddress {\n  10.0.0.10/24 dev eth0 label eth0:1\n  fe80::1\n }\n virtual_routes {\n  src 10.0.0.1 to 10.1.0.0/16 via 10.0.0.254 dev eth0\n  blackhole 10.2.0.0/16\n }\n virtual_rules {\n  from 10.0.0.0/24 table 100\n }\n unicast_peer {\n  10.0.0.2\n }\n track_interface {\n  eth1 weight -10\n }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let instance = &config.vrrp_instances[0];
+    assert_eq!(instance.virtual_addresses.len(), 2);
+    assert_eq!(instance.virtual_addresses[0].address.length, 24);
+    assert_eq!(instance.virtual_routes.len(), 2);
+    assert_eq!(
+        instance.advert_interval,
+        std::time::Duration::from_millis(500)
+    );
+    assert_eq!(instance.tracking.interfaces[0].weight, Some(-10));
+}
+
+#[test]
+fn sh_flags_depend_on_the_order_of_keywords() {
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  sh-port\n  lvs_sched sh\n  sh-fallback\n  protocol TCP\n  real_server 10.0.0.2 80 {\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .any(|item| item.span.line == 2 && item.severity == Severity::Warning)
+    );
+    let flags = config.virtual_servers[0].flags;
+    assert!(flags.flag_1 && !flags.flag_2);
+}

@@ -1,0 +1,1262 @@
+//! VRRP blocks (keepalived's vrrp_parser.c): vrrp_script,
+//! vrrp_track_process, track_file, vrrp_sync_group, garp_group,
+//! vrrp_instance, and the address/route/rule sub-syntax (vrrp_ipaddress.c,
+//! vrrp_iproute.c, vrrp_iprule.c) shared with the static_* blocks.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::common::{self, script};
+use super::{Context, Keyword, Node, values};
+use crate::model::{
+    Authentication, Config, GarpGroup, GarpSettings, Notify, Prefix, Route, Rule, Scope, SyncGroup,
+    TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer, VirtualAddress, VrrpInstance,
+    VrrpScript, VrrpState,
+};
+use crate::syntax::Word;
+
+pub static SCRIPT: &[Keyword] = &[
+    Keyword::leaf("script", 1, None),
+    Keyword::leaf("interval", 1, Some(1)),
+    Keyword::leaf("timeout", 1, Some(1)),
+    Keyword::leaf("weight", 1, Some(2)),
+    Keyword::leaf("rise", 1, Some(1)),
+    Keyword::leaf("fall", 1, Some(1)),
+    Keyword::leaf("user", 1, Some(2)),
+    Keyword::leaf("init_fail", 0, Some(0)),
+];
+
+pub static TRACK_PROCESS: &[Keyword] = &[
+    Keyword::leaf("process", 1, None),
+    Keyword::leaf("quorum", 1, Some(1)),
+    Keyword::leaf("quorum_max", 1, Some(1)),
+    Keyword::leaf("weight", 1, Some(2)),
+    Keyword::leaf("delay", 1, Some(1)),
+    Keyword::leaf("terminate_delay", 1, Some(1)),
+    Keyword::leaf("fork_delay", 1, Some(1)),
+    Keyword::leaf("full_command", 0, Some(0)),
+    Keyword::leaf("param_match", 1, Some(1)),
+];
+
+pub static TRACK_FILE: &[Keyword] = &[
+    Keyword::leaf("file", 1, Some(1)),
+    Keyword::leaf("weight", 1, Some(2)),
+    Keyword::leaf("init_file", 0, Some(2)),
+];
+
+macro_rules! notify_keywords {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            Keyword::leaf("notify_master", 1, Some(3)),
+            Keyword::leaf("notify_backup", 1, Some(3)),
+            Keyword::leaf("notify_fault", 1, Some(3)),
+            Keyword::leaf("notify_stop", 1, Some(3)),
+            Keyword::leaf("notify", 1, Some(3)),
+            Keyword::leaf("notify_priority_changes", 0, Some(1)),
+            Keyword::leaf("smtp_alert", 0, Some(1)),
+            Keyword::lines("track_interface", 0, Some(0)),
+            Keyword::lines("track_script", 0, Some(0)),
+            Keyword::lines("track_file", 0, Some(0)),
+            Keyword::lines("track_process", 0, Some(0)),
+            Keyword::lines("track_bfd", 0, Some(0)),
+            $($extra,)*
+        ]
+    };
+}
+
+pub static SYNC_GROUP: &[Keyword] = notify_keywords!(
+    Keyword::lines("group", 0, Some(0)),
+    Keyword::leaf("global_tracking", 0, Some(0)),
+    Keyword::leaf("sync_group_tracking_weight", 0, Some(0)),
+);
+
+pub static GARP_GROUP: &[Keyword] = &[
+    Keyword::leaf("garp_interval", 1, Some(1)),
+    Keyword::leaf("gna_interval", 1, Some(1)),
+    Keyword::leaf("interface", 1, Some(1)),
+    Keyword::lines("interfaces", 0, Some(0)),
+];
+
+pub static AUTHENTICATION: &[Keyword] = &[
+    Keyword::leaf("auth_type", 1, Some(1)),
+    Keyword::leaf("auth_pass", 1, None),
+];
+
+pub static INSTANCE: &[Keyword] = notify_keywords!(
+    Keyword::leaf("state", 1, Some(1)),
+    Keyword::leaf("interface", 1, Some(1)),
+    Keyword::leaf("virtual_router_id", 1, Some(1)),
+    Keyword::leaf("priority", 1, Some(1)),
+    Keyword::leaf("advert_int", 1, Some(1)),
+    Keyword::leaf("version", 1, Some(1)),
+    Keyword::block("authentication", 0, Some(0), AUTHENTICATION),
+    Keyword::lines("virtual_ipaddress", 0, Some(0)),
+    Keyword::lines("virtual_ipaddress_excluded", 0, Some(0)),
+    Keyword::lines("virtual_routes", 0, Some(0)),
+    Keyword::lines("virtual_rules", 0, Some(0)),
+    Keyword::leaf("unicast_src_ip", 1, Some(1)),
+    Keyword::lines("unicast_peer", 0, Some(0)),
+    Keyword::leaf("unicast_ttl", 1, Some(1)),
+    Keyword::leaf("unicast_fault_no_peer", 0, Some(0)),
+    Keyword::leaf("check_unicast_src", 0, Some(0)),
+    Keyword::leaf("old_unicast_checksum", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("mcast_src_ip", 1, Some(1)),
+    Keyword::leaf("mcast_dst_ip", 1, Some(1)),
+    Keyword::leaf("dont_track_primary", 0, Some(0)),
+    Keyword::leaf("track_src_ip", 0, Some(0)),
+    Keyword::leaf("notify_deleted", 0, Some(3)),
+    Keyword::leaf("notify_master_rx_lower_pri", 1, Some(3)),
+    Keyword::leaf("nopreempt", 0, Some(0)),
+    // "for backwards compatibility": preempting is the default.
+    Keyword::leaf("preempt", 0, Some(0)),
+    Keyword::leaf("preempt_delay", 1, Some(1)),
+    Keyword::leaf("accept", 0, Some(0)),
+    Keyword::leaf("no_accept", 0, Some(0)),
+    Keyword::leaf("strict_mode", 0, Some(1)),
+    Keyword::leaf("skip_check_adv_addr", 0, Some(1)),
+    Keyword::leaf("use_vmac", 0, Some(2)),
+    Keyword::leaf("use_vmac_addr", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("vmac_xmit_base", 0, Some(0)),
+    Keyword::leaf("use_ipvlan", 0, Some(3)),
+    Keyword::leaf("native_ipv6", 0, Some(0)),
+    Keyword::leaf("promote_secondaries", 0, Some(0)),
+    Keyword::leaf("garp_master_delay", 1, Some(1)),
+    Keyword::leaf("garp_master_repeat", 1, Some(1)),
+    Keyword::leaf("garp_lower_prio_delay", 1, Some(1)),
+    Keyword::leaf("garp_lower_prio_repeat", 1, Some(1)),
+    Keyword::leaf("garp_master_refresh", 1, Some(1)),
+    Keyword::leaf("garp_master_refresh_repeat", 1, Some(1)),
+    Keyword::leaf("garp_extra_if", 1, Some(2)),
+    Keyword::leaf("vmac_garp_intvl", 1, Some(2)).not_acted_on(),
+    Keyword::leaf("lower_prio_no_advert", 0, Some(1)),
+    Keyword::leaf("higher_prio_send_advert", 0, Some(1)),
+    Keyword::leaf("down_timer_adverts", 1, Some(1)),
+    Keyword::leaf("debug", 0, Some(1)),
+    Keyword::leaf("kernel_rx_buf_size", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("linkbeat_use_polling", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("vrf", 1, Some(1)).not_acted_on(),
+    // Obsolete: keepalived only logs that it is ignored.
+    Keyword::leaf("lvs_sync_daemon_interface", 1, Some(1)).not_acted_on(),
+);
+
+/// `vrrp_script NAME { ... }`.
+pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut vrrp_script = VrrpScript {
+        name: common::first(node),
+        script: None,
+        interval: Duration::from_secs(1),
+        timeout: None,
+        weight: 0,
+        weight_reverse: false,
+        rise: 1,
+        fall: 1,
+        init_fail: false,
+    };
+    let mut user = None;
+    for child in &node.children {
+        let argument = child.argument(0);
+        match child.name() {
+            "script" => {
+                vrrp_script.script = Some(crate::model::Script {
+                    command: common::joined(child),
+                    user: None,
+                    group: None,
+                })
+            }
+            "interval" => {
+                if let Some(value) = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 1, u32::MAX.into(), "interval")
+                }) {
+                    vrrp_script.interval = value;
+                }
+            }
+            "timeout" => {
+                vrrp_script.timeout = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 1, u32::MAX.into(), "timeout")
+                })
+            }
+            "weight" => {
+                let (weight, reverse) = common::weight_and_reverse(
+                    context,
+                    &child.words(),
+                    -253,
+                    253,
+                    "vrrp_script weight",
+                );
+                vrrp_script.weight = weight.unwrap_or(0);
+                vrrp_script.weight_reverse = reverse;
+            }
+            "rise" => {
+                if let Some(value) = argument
+                    .and_then(|word| values::integer(context, word, 1, u32::MAX.into(), "rise"))
+                {
+                    vrrp_script.rise = value;
+                }
+            }
+            "fall" => {
+                if let Some(value) = argument
+                    .and_then(|word| values::integer(context, word, 1, u32::MAX.into(), "fall"))
+                {
+                    vrrp_script.fall = value;
+                }
+            }
+            "user" => {
+                user = Some((
+                    common::first(child),
+                    child.argument(1).map(|w| w.text.clone()),
+                ))
+            }
+            "init_fail" => vrrp_script.init_fail = true,
+            _ => context.not_acted_on(child),
+        }
+    }
+    if let (Some(script), Some((user, group))) = (&mut vrrp_script.script, user) {
+        script.user = Some(user);
+        script.group = group;
+    }
+    if vrrp_script.script.is_none() {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "vrrp_script '{}' has no 'script': keepalived ignores it",
+                vrrp_script.name
+            ),
+        );
+        return;
+    }
+    config.vrrp_scripts.push(vrrp_script);
+}
+
+/// `vrrp_track_process NAME { ... }`.
+pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut process = TrackProcess {
+        name: common::first(node),
+        process: None,
+        quorum: 1,
+        quorum_max: None,
+        weight: 0,
+        weight_reverse: false,
+        delay: None,
+        terminate_delay: None,
+        fork_delay: None,
+        full_command: false,
+        param_match: None,
+    };
+    for child in &node.children {
+        let argument = child.argument(0);
+        match child.name() {
+            "process" => {
+                process.process = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                )
+            }
+            "quorum" => {
+                if let Some(value) = argument
+                    .and_then(|word| values::integer(context, word, 1, u32::MAX.into(), "quorum"))
+                {
+                    process.quorum = value;
+                }
+            }
+            "quorum_max" => {
+                process.quorum_max = argument.and_then(|word| {
+                    values::integer(context, word, 1, u32::MAX.into(), "quorum_max")
+                })
+            }
+            "weight" => {
+                let (weight, reverse) =
+                    common::weight_and_reverse(context, &child.words(), -254, 254, "weight");
+                process.weight = weight.unwrap_or(0);
+                process.weight_reverse = reverse;
+            }
+            "delay" => {
+                process.delay = argument.and_then(|word| values::timer(context, word, "delay"))
+            }
+            "terminate_delay" => {
+                process.terminate_delay =
+                    argument.and_then(|word| values::timer(context, word, "terminate_delay"))
+            }
+            "fork_delay" => {
+                process.fork_delay =
+                    argument.and_then(|word| values::timer(context, word, "fork_delay"))
+            }
+            "full_command" => process.full_command = true,
+            "param_match" => process.param_match = Some(common::first(child)),
+            _ => context.not_acted_on(child),
+        }
+    }
+    config.track_processes.push(process);
+}
+
+/// `track_file NAME { ... }` (also `vrrp_track_file`).
+pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut file = TrackFile {
+        name: common::first(node),
+        file: None,
+        weight: 1,
+        weight_reverse: false,
+        init_file: None,
+    };
+    for child in &node.children {
+        match child.name() {
+            "file" => file.file = Some(common::first(child)),
+            "weight" => {
+                let (weight, reverse) =
+                    common::weight_and_reverse(context, &child.words(), -254, 254, "weight");
+                file.weight = weight.unwrap_or(1);
+                file.weight_reverse = reverse;
+            }
+            "init_file" => {
+                file.init_file = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                )
+            }
+            _ => context.not_acted_on(child),
+        }
+    }
+    if file.file.is_none() {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "track_file '{}' has no 'file': keepalived ignores it",
+                file.name
+            ),
+        );
+        return;
+    }
+    config.track_files.push(file);
+}
+
+/// The lines of a `track_*` block: `NAME [weight N] [reverse|noreverse]`.
+fn read_tracked(node: &Node, context: &mut Context, limit: i128) -> Vec<Tracked> {
+    let mut tracked = Vec::new();
+    for line in &node.children {
+        let (weight, reverse) = common::weight_and_reverse(
+            context,
+            &line.arguments,
+            -limit,
+            limit,
+            &format!("{} weight", node.name()),
+        );
+        tracked.push(Tracked {
+            name: line.keyword.text.clone(),
+            weight,
+            reverse,
+        });
+    }
+    tracked
+}
+
+/// Keywords shared by sync groups and instances; returns false for others.
+fn read_notify_or_tracking(
+    child: &Node,
+    notify: &mut Notify,
+    tracking: &mut Tracking,
+    smtp_alert: &mut Option<bool>,
+    context: &mut Context,
+) -> bool {
+    let argument = child.argument(0);
+    let slot = match child.name() {
+        "notify_master" => &mut notify.master,
+        "notify_backup" => &mut notify.backup,
+        "notify_fault" => &mut notify.fault,
+        "notify_stop" => &mut notify.stop,
+        "notify" => &mut notify.any,
+        "notify_master_rx_lower_pri" => &mut notify.master_rx_lower_priority,
+        "notify_deleted" => {
+            notify.deleted = Some(script(child));
+            return true;
+        }
+        "notify_priority_changes" => {
+            notify.priority_changes =
+                values::optional_boolean(context, argument, "notify_priority_changes");
+            return true;
+        }
+        "smtp_alert" => {
+            *smtp_alert = values::optional_boolean(context, argument, "smtp_alert");
+            return true;
+        }
+        "track_interface" => {
+            tracking
+                .interfaces
+                .extend(read_tracked(child, context, 253));
+            return true;
+        }
+        "track_script" => {
+            tracking.scripts.extend(read_tracked(child, context, 253));
+            return true;
+        }
+        "track_file" => {
+            tracking.files.extend(read_tracked(child, context, 254));
+            return true;
+        }
+        "track_process" => {
+            tracking.processes.extend(read_tracked(child, context, 254));
+            return true;
+        }
+        "track_bfd" => {
+            tracking.bfds.extend(read_tracked(child, context, 253));
+            return true;
+        }
+        _ => return false,
+    };
+    if slot.is_some() {
+        context.replaced(child);
+    }
+    *slot = script(child);
+    true
+}
+
+/// `vrrp_sync_group NAME { group { ... } ... }`.
+pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut group = SyncGroup {
+        name: common::first(node),
+        instances: Vec::new(),
+        tracking: Tracking::default(),
+        notify: Notify::default(),
+        smtp_alert: None,
+        global_tracking: false,
+        sync_group_tracking_weight: false,
+    };
+    for child in &node.children {
+        if read_notify_or_tracking(
+            child,
+            &mut group.notify,
+            &mut group.tracking,
+            &mut group.smtp_alert,
+            context,
+        ) {
+            continue;
+        }
+        match child.name() {
+            // keepalived reads every word of every line: `group { VI_1 VI_2 }`.
+            "group" => {
+                for line in &child.children {
+                    for word in line.words() {
+                        group.instances.push(word.text.clone());
+                    }
+                }
+            }
+            "global_tracking" => {
+                context.warning(
+                    child.keyword.span,
+                    "'global_tracking' is deprecated: use track_* blocks in the sync group",
+                );
+                group.global_tracking = true;
+            }
+            "sync_group_tracking_weight" => group.sync_group_tracking_weight = true,
+            _ => context.not_acted_on(child),
+        }
+    }
+    if group.instances.is_empty() {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "sync group '{}' has no 'group' of instances: keepalived ignores it",
+                group.name
+            ),
+        );
+        return;
+    }
+    config.sync_groups.push(group);
+}
+
+/// `garp_group { ... }`.
+pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut group = GarpGroup::default();
+    for child in &node.children {
+        let argument = child.argument(0);
+        match child.name() {
+            "garp_interval" => {
+                group.garp_interval =
+                    argument.and_then(|word| values::timer(context, word, "garp_interval"))
+            }
+            "gna_interval" => {
+                group.gna_interval =
+                    argument.and_then(|word| values::timer(context, word, "gna_interval"))
+            }
+            "interface" => group.interface = Some(common::first(child)),
+            "interfaces" => {
+                for line in &child.children {
+                    for word in line.words() {
+                        group.interfaces.push(word.text.clone());
+                    }
+                }
+            }
+            _ => context.not_acted_on(child),
+        }
+    }
+    if group.interface.is_some() && !group.interfaces.is_empty() {
+        context.warning(
+            node.keyword.span,
+            "garp_group: use only one of 'interface' and 'interfaces'",
+        );
+    }
+    config.garp_groups.push(group);
+}
+
+/// `vrrp_instance NAME { ... }`.
+pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut instance = VrrpInstance {
+        name: common::first(node),
+        state: None,
+        interface: None,
+        virtual_router_id: None,
+        priority: 100,
+        advert_interval: Duration::from_secs(1),
+        version: None,
+        authentication: None,
+        virtual_addresses: Vec::new(),
+        excluded_addresses: Vec::new(),
+        virtual_routes: Vec::new(),
+        virtual_rules: Vec::new(),
+        unicast_source: None,
+        unicast_peers: Vec::new(),
+        unicast_ttl: None,
+        unicast_fault_no_peer: false,
+        check_unicast_source: false,
+        multicast_source: None,
+        multicast_destination: None,
+        tracking: Tracking::default(),
+        dont_track_primary: false,
+        track_source_ip: false,
+        notify: Notify::default(),
+        smtp_alert: None,
+        nopreempt: false,
+        preempt_delay: Duration::ZERO,
+        accept: None,
+        strict_mode: None,
+        skip_check_adv_addr: None,
+        use_vmac: None,
+        vmac_xmit_base: false,
+        use_ipvlan: None,
+        native_ipv6: false,
+        promote_secondaries: false,
+        garp: GarpSettings::default(),
+        lower_prio_no_advert: None,
+        higher_prio_send_advert: None,
+        down_timer_adverts: None,
+        debug: None,
+        other: Vec::new(),
+    };
+    if config
+        .vrrp_instances
+        .iter()
+        .any(|other| other.name == instance.name)
+    {
+        context.error(
+            node.keyword.span,
+            format!("vrrp_instance '{}' is defined twice", instance.name),
+        );
+    }
+    for child in &node.children {
+        if read_notify_or_tracking(
+            child,
+            &mut instance.notify,
+            &mut instance.tracking,
+            &mut instance.smtp_alert,
+            context,
+        ) {
+            continue;
+        }
+        let argument = child.argument(0);
+        let garp = &mut instance.garp;
+        match child.name() {
+            "state" => {
+                if let Some(word) = argument {
+                    instance.state = values::choice(
+                        context,
+                        word,
+                        &[("MASTER", VrrpState::Master), ("BACKUP", VrrpState::Backup)],
+                        "state",
+                    );
+                }
+            }
+            "interface" => instance.interface = Some(common::first(child)),
+            "virtual_router_id" => {
+                instance.virtual_router_id = argument
+                    .and_then(|word| values::integer(context, word, 1, 255, "virtual_router_id"))
+            }
+            "priority" => {
+                if let Some(value) =
+                    argument.and_then(|word| values::integer(context, word, 1, 255, "priority"))
+                {
+                    instance.priority = value;
+                }
+            }
+            "advert_int" => {
+                if let Some(value) = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::from_millis(10),
+                        Duration::from_secs(255),
+                        "advert_int",
+                    )
+                }) {
+                    instance.advert_interval = value;
+                }
+            }
+            "version" => {
+                instance.version =
+                    argument.and_then(|word| values::integer(context, word, 2, 3, "version"))
+            }
+            "authentication" => read_authentication(child, &mut instance, context),
+            "virtual_ipaddress" => read_addresses(child, &mut instance.virtual_addresses, context),
+            "virtual_ipaddress_excluded" => {
+                read_addresses(child, &mut instance.excluded_addresses, context)
+            }
+            "virtual_routes" => read_routes(child, &mut instance.virtual_routes, context),
+            "virtual_rules" => read_rules(child, &mut instance.virtual_rules, context),
+            "unicast_src_ip" => {
+                instance.unicast_source =
+                    argument.and_then(|word| values::address(context, word, "unicast_src_ip"))
+            }
+            "unicast_peer" => read_unicast_peers(child, &mut instance.unicast_peers, context),
+            "unicast_ttl" => {
+                instance.unicast_ttl =
+                    argument.and_then(|word| values::integer(context, word, 0, 255, "unicast_ttl"))
+            }
+            "unicast_fault_no_peer" => instance.unicast_fault_no_peer = true,
+            "check_unicast_src" => instance.check_unicast_source = true,
+            "mcast_src_ip" => {
+                instance.multicast_source =
+                    argument.and_then(|word| values::address(context, word, "mcast_src_ip"))
+            }
+            "mcast_dst_ip" => {
+                if let Some(word) = argument
+                    && let Some(address) = values::address(context, word, "mcast_dst_ip")
+                {
+                    if address.is_multicast() {
+                        instance.multicast_destination = Some(address);
+                    } else {
+                        context.error(
+                            word.span,
+                            format!("mcast_dst_ip '{}' is not a multicast address", word.text),
+                        );
+                    }
+                }
+            }
+            "dont_track_primary" => instance.dont_track_primary = true,
+            "track_src_ip" => instance.track_source_ip = true,
+            "nopreempt" => instance.nopreempt = true,
+            "preempt" => instance.nopreempt = false,
+            "preempt_delay" => {
+                if let Some(value) = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::ZERO,
+                        Duration::from_secs(1000),
+                        "preempt_delay",
+                    )
+                }) {
+                    instance.preempt_delay = value;
+                }
+            }
+            "accept" => instance.accept = Some(true),
+            "no_accept" => instance.accept = Some(false),
+            "strict_mode" => {
+                instance.strict_mode = values::optional_boolean(context, argument, "strict_mode")
+            }
+            "skip_check_adv_addr" => {
+                instance.skip_check_adv_addr =
+                    values::optional_boolean(context, argument, "skip_check_adv_addr")
+            }
+            "use_vmac" => {
+                instance.use_vmac = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                )
+            }
+            "vmac_xmit_base" => instance.vmac_xmit_base = true,
+            "use_ipvlan" => {
+                instance.use_ipvlan = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                )
+            }
+            "native_ipv6" => instance.native_ipv6 = true,
+            "promote_secondaries" => instance.promote_secondaries = true,
+            "garp_master_delay" => {
+                garp.master_delay = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 0, 255, "garp_master_delay")
+                })
+            }
+            "garp_master_repeat" => {
+                garp.master_repeat = argument
+                    .and_then(|word| values::integer(context, word, 1, 255, "garp_master_repeat"))
+            }
+            "garp_lower_prio_delay" => {
+                garp.lower_prio_delay = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 0, 255, "garp_lower_prio_delay")
+                })
+            }
+            "garp_lower_prio_repeat" => {
+                garp.lower_prio_repeat = argument.and_then(|word| {
+                    values::integer(context, word, 0, 255, "garp_lower_prio_repeat")
+                })
+            }
+            "garp_master_refresh" => {
+                garp.master_refresh = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 0, u32::MAX.into(), "garp_master_refresh")
+                })
+            }
+            "garp_master_refresh_repeat" => {
+                garp.master_refresh_repeat = argument.and_then(|word| {
+                    values::integer(context, word, 1, 255, "garp_master_refresh_repeat")
+                })
+            }
+            "garp_extra_if" => {
+                let (all, delay_word) = match (child.argument(0), child.argument(1)) {
+                    (Some(first), Some(second)) if first.text == "all" => (true, Some(second)),
+                    (Some(first), _) => (false, Some(first)),
+                    _ => (false, None),
+                };
+                if let Some(delay) = delay_word.and_then(|word| {
+                    values::whole_seconds(context, word, 0, 86400, "garp_extra_if delay")
+                }) {
+                    garp.extra_if = Some((all, delay));
+                }
+            }
+            "lower_prio_no_advert" => {
+                instance.lower_prio_no_advert =
+                    values::optional_boolean(context, argument, "lower_prio_no_advert")
+            }
+            "higher_prio_send_advert" => {
+                instance.higher_prio_send_advert =
+                    values::optional_boolean(context, argument, "higher_prio_send_advert")
+            }
+            "down_timer_adverts" => {
+                instance.down_timer_adverts = argument
+                    .and_then(|word| values::integer(context, word, 1, 100, "down_timer_adverts"))
+            }
+            "debug" => {
+                instance.debug = match argument {
+                    None => Some(0),
+                    Some(word) => values::integer(context, word, 0, 4, "debug"),
+                }
+            }
+            _ => instance.other.push(common::raw(child)),
+        }
+    }
+    if instance.virtual_router_id.is_none() {
+        context.error(
+            node.keyword.span,
+            format!(
+                "vrrp_instance '{}' has no virtual_router_id (1 to 255): keepalived ignores the instance",
+                instance.name
+            ),
+        );
+    }
+    if instance.nopreempt && instance.state == Some(VrrpState::Master) {
+        context.warning(
+            node.keyword.span,
+            "nopreempt only works when the initial state is not MASTER",
+        );
+    }
+    if instance.priority == 255 && instance.state == Some(VrrpState::Backup) {
+        context.warning(
+            node.keyword.span,
+            "priority 255 (address owner) with state BACKUP: keepalived makes it MASTER",
+        );
+    }
+    config.vrrp_instances.push(instance);
+}
+
+fn read_authentication(node: &Node, instance: &mut VrrpInstance, context: &mut Context) {
+    let mut kind: Option<&str> = None;
+    let mut password: Option<&Word> = None;
+    for child in &node.children {
+        match child.name() {
+            "auth_type" => {
+                if let Some(word) = child.argument(0) {
+                    kind = values::choice(
+                        context,
+                        word,
+                        &[("PASS", "PASS"), ("AH", "AH")],
+                        "auth_type",
+                    );
+                }
+            }
+            "auth_pass" => password = child.argument(0),
+            _ => context.not_acted_on(child),
+        }
+    }
+    let Some(password) = password else {
+        context.warning(
+            node.keyword.span,
+            "authentication without 'auth_pass' is ignored",
+        );
+        return;
+    };
+    if password.text.len() > 8 {
+        // keepalived truncates silently; say so.
+        context.warning(
+            password.span,
+            "only the first 8 characters of auth_pass are used",
+        );
+    }
+    let text: String = password.text.chars().take(8).collect();
+    instance.authentication = Some(match kind {
+        Some("AH") => Authentication::Ah(text),
+        _ => Authentication::Password(text),
+    });
+}
+
+fn read_unicast_peers(node: &Node, peers: &mut Vec<UnicastPeer>, context: &mut Context) {
+    for line in &node.children {
+        let Some(address) = values::address(context, line.keyword, "unicast peer address") else {
+            continue;
+        };
+        let mut peer = UnicastPeer {
+            address,
+            min_ttl: None,
+            max_ttl: None,
+        };
+        let mut words = line.arguments.iter();
+        while let Some(word) = words.next() {
+            let slot = match word.text.as_str() {
+                "min_ttl" => &mut peer.min_ttl,
+                "max_ttl" => &mut peer.max_ttl,
+                other => {
+                    context.error(
+                        word.span,
+                        format!(
+                            "unexpected '{other}' after a unicast peer: expected min_ttl or max_ttl"
+                        ),
+                    );
+                    break;
+                }
+            };
+            match words.next() {
+                Some(value) => *slot = values::integer(context, value, 0, 255, &word.text),
+                None => context.error(word.span, format!("'{}' needs a value", word.text)),
+            }
+        }
+        peers.push(peer);
+    }
+}
+
+fn scope(context: &mut Context, word: &Word) -> Option<Scope> {
+    match word.text.as_str() {
+        "global" | "universe" => Some(Scope::Global),
+        "site" => Some(Scope::Site),
+        "link" => Some(Scope::Link),
+        "host" => Some(Scope::Host),
+        "nowhere" => Some(Scope::Nowhere),
+        other => match other.parse::<u8>() {
+            Ok(number) => Some(Scope::Number(number)),
+            Err(_) => {
+                context.error(
+                    word.span,
+                    format!("invalid scope '{other}': expected global, site, link, host, nowhere or a number"),
+                );
+                None
+            }
+        },
+    }
+}
+
+/// The lines of `virtual_ipaddress`, `virtual_ipaddress_excluded` and
+/// `static_ipaddress`.
+pub fn read_addresses(node: &Node, addresses: &mut Vec<VirtualAddress>, context: &mut Context) {
+    for line in &node.children {
+        if let Some(address) = read_address(line, context) {
+            addresses.push(address);
+        }
+    }
+}
+
+fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
+    let prefix = values::prefix(context, line.keyword, "address")?;
+    let mut address = VirtualAddress {
+        address: prefix,
+        broadcast: None,
+        device: None,
+        scope: Scope::Global,
+        label: None,
+        peer: None,
+        home: false,
+        no_dad: false,
+        manage_temporary_address: false,
+        no_prefix_route: false,
+        autojoin: false,
+        no_track: false,
+        use_vmac: false,
+        preferred_lifetime: None,
+        track_group: None,
+    };
+    let words = &line.arguments;
+    let mut index = 0;
+    while index < words.len() {
+        let word = words[index];
+        let value = words.get(index + 1).copied();
+        let takes_value = matches!(
+            word.text.as_str(),
+            "brd"
+                | "broadcast"
+                | "dev"
+                | "scope"
+                | "label"
+                | "peer"
+                | "preferred_lft"
+                | "track_group"
+        );
+        if takes_value && value.is_none() {
+            context.error(word.span, format!("'{}' needs a value", word.text));
+            return None;
+        }
+        match (word.text.as_str(), value) {
+            ("brd" | "broadcast", Some(value)) => {
+                address.broadcast = match value.text.as_str() {
+                    // `ip`'s "+": the address with all host bits set.
+                    "+" => Some(broadcast_of(prefix)),
+                    "-" => None,
+                    _ => Some(values::address(context, value, "broadcast address")?),
+                }
+            }
+            ("dev", Some(value)) => address.device = Some(value.text.clone()),
+            ("scope", Some(value)) => address.scope = scope(context, value)?,
+            ("label", Some(value)) => address.label = Some(value.text.clone()),
+            ("peer", Some(value)) => address.peer = Some(values::prefix(context, value, "peer")?),
+            ("preferred_lft", Some(value)) => {
+                address.preferred_lifetime = Some(if value.text == "forever" {
+                    None
+                } else {
+                    Some(values::integer(
+                        context,
+                        value,
+                        0,
+                        u32::MAX.into(),
+                        "preferred_lft",
+                    )?)
+                })
+            }
+            ("track_group", Some(value)) => address.track_group = Some(value.text.clone()),
+            ("home", _) => address.home = true,
+            ("-nodad", _) | ("nodad", _) => address.no_dad = true,
+            ("mngtmpaddr", _) => address.manage_temporary_address = true,
+            ("noprefixroute", _) => address.no_prefix_route = true,
+            ("autojoin", _) => address.autojoin = true,
+            ("no_track", _) => address.no_track = true,
+            ("use_vmac", _) => address.use_vmac = true,
+            (other, _) => {
+                let options = [
+                    "brd",
+                    "dev",
+                    "scope",
+                    "label",
+                    "peer",
+                    "home",
+                    "-nodad",
+                    "mngtmpaddr",
+                    "noprefixroute",
+                    "autojoin",
+                    "no_track",
+                    "preferred_lft",
+                    "use_vmac",
+                    "track_group",
+                ];
+                let mut message = format!("unknown address option '{other}'");
+                if let Some(best) = super::suggestion(other, options.into_iter()) {
+                    message.push_str(&format!(" (did you mean '{best}'?)"));
+                }
+                context.error(word.span, message);
+                return None;
+            }
+        }
+        index += if takes_value { 2 } else { 1 };
+    }
+    Some(address)
+}
+
+fn broadcast_of(prefix: Prefix) -> IpAddr {
+    match prefix.address {
+        IpAddr::V4(address) => {
+            let host_bits = if prefix.length >= 32 {
+                0
+            } else {
+                u32::MAX >> prefix.length
+            };
+            IpAddr::from((u32::from(address) | host_bits).to_be_bytes())
+        }
+        other => other,
+    }
+}
+
+/// `ip route` options that take one value (kept in `options`).
+const ROUTE_VALUE_OPTIONS: &[&str] = &[
+    "src",
+    "via",
+    "gw",
+    "or",
+    "dev",
+    "oif",
+    "table",
+    "metric",
+    "preference",
+    "priority",
+    "scope",
+    "proto",
+    "protocol",
+    "realms",
+    "mtu",
+    "advmss",
+    "rtt",
+    "rttvar",
+    "reordering",
+    "window",
+    "cwnd",
+    "initcwnd",
+    "initrwnd",
+    "ssthresh",
+    "features",
+    "quickack",
+    "congctl",
+    "rto_min",
+    "hoplimit",
+    "pref",
+    "tos",
+    "dsfield",
+    "fastopen_no_cookie",
+    "ttl-propagate",
+    "expires",
+    "track_group",
+    "weight",
+    "nexthop",
+    "encap",
+    "as",
+    "from",
+];
+
+const ROUTE_FLAGS: &[&str] = &["onlink", "no_track", "pervasive", "lock"];
+
+const ROUTE_TYPES: &[&str] = &[
+    "unicast",
+    "local",
+    "broadcast",
+    "multicast",
+    "throw",
+    "unreachable",
+    "prohibit",
+    "blackhole",
+    "nat",
+];
+
+/// The lines of `virtual_routes` and `static_routes`:
+/// `[TYPE] [src ADDR] [to] PREFIX|default [via|gw ADDR] [or ADDR] [dev IF] ...`.
+pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) {
+    'lines: for line in &node.children {
+        let words = line.words();
+        let mut route = Route {
+            kind: None,
+            destination: Prefix {
+                address: IpAddr::from([0, 0, 0, 0]),
+                length: 0,
+            },
+            source: None,
+            gateways: Vec::new(),
+            device: None,
+            table: None,
+            metric: None,
+            scope: None,
+            no_track: false,
+            options: Vec::new(),
+        };
+        let mut destination_seen = false;
+        let mut index = 0;
+        while index < words.len() {
+            let word = words[index];
+            let text = word.text.as_str();
+            if ROUTE_TYPES.contains(&text) && !destination_seen {
+                route.kind = Some(text.to_string());
+                index += 1;
+                continue;
+            }
+            if ROUTE_FLAGS.contains(&text) {
+                if text == "no_track" {
+                    route.no_track = true;
+                } else {
+                    route.options.push(text.to_string());
+                }
+                index += 1;
+                continue;
+            }
+            if text == "to" && !destination_seen {
+                index += 1;
+                continue;
+            }
+            if ROUTE_VALUE_OPTIONS.contains(&text) {
+                let Some(value) = words.get(index + 1) else {
+                    context.error(word.span, format!("'{text}' needs a value"));
+                    continue 'lines;
+                };
+                match text {
+                    "src" => route.source = values::address(context, value, "route source"),
+                    "via" | "gw" | "or" => {
+                        if let Some(address) = values::address(context, value, "gateway") {
+                            route.gateways.push(address);
+                        }
+                    }
+                    "dev" | "oif" => route.device = Some(value.text.clone()),
+                    "table" => route.table = Some(value.text.clone()),
+                    "metric" | "preference" | "priority" => {
+                        route.metric = values::integer(context, value, 0, u32::MAX.into(), "metric")
+                    }
+                    "scope" => route.scope = scope(context, value),
+                    _ => {}
+                }
+                route.options.push(text.to_string());
+                route.options.push(value.text.clone());
+                index += 2;
+                continue;
+            }
+            if !destination_seen {
+                destination_seen = true;
+                if text == "default" {
+                    index += 1;
+                    continue;
+                }
+                match values::prefix(context, word, "route destination") {
+                    Some(prefix) => route.destination = prefix,
+                    None => continue 'lines,
+                }
+                index += 1;
+                continue;
+            }
+            let mut message = format!("unknown route option '{text}'");
+            if let Some(best) =
+                super::suggestion(text, ROUTE_VALUE_OPTIONS.iter().chain(ROUTE_FLAGS).copied())
+            {
+                message.push_str(&format!(" (did you mean '{best}'?)"));
+            }
+            context.error(word.span, message);
+            continue 'lines;
+        }
+        if !destination_seen {
+            context.error(line.span(), "route without a destination");
+            continue;
+        }
+        routes.push(route);
+    }
+}
+
+const RULE_VALUE_OPTIONS: &[&str] = &[
+    "from",
+    "to",
+    "table",
+    "lookup",
+    "priority",
+    "preference",
+    "pref",
+    "fwmark",
+    "iif",
+    "oif",
+    "tos",
+    "dsfield",
+    "realms",
+    "goto",
+    "uidrange",
+    "ipproto",
+    "sport",
+    "dport",
+    "suppress_prefixlength",
+    "suppress_ifgroup",
+    "protocol",
+    "tun_id",
+    "track_group",
+];
+
+const RULE_FLAGS: &[&str] = &[
+    "no_track",
+    "not",
+    "blackhole",
+    "prohibit",
+    "unreachable",
+    "nop",
+    "l3mdev",
+];
+
+/// The lines of `virtual_rules` and `static_rules` (`ip rule` syntax).
+pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
+    'lines: for line in &node.children {
+        let words = line.words();
+        let mut rule = Rule {
+            from: None,
+            to: None,
+            table: None,
+            priority: None,
+            fwmark: None,
+            no_track: false,
+            options: Vec::new(),
+        };
+        let mut index = 0;
+        while index < words.len() {
+            let word = words[index];
+            let text = word.text.as_str();
+            if RULE_FLAGS.contains(&text) {
+                if text == "no_track" {
+                    rule.no_track = true;
+                } else {
+                    rule.options.push(text.to_string());
+                }
+                index += 1;
+                continue;
+            }
+            if RULE_VALUE_OPTIONS.contains(&text) {
+                let Some(value) = words.get(index + 1) else {
+                    context.error(word.span, format!("'{text}' needs a value"));
+                    continue 'lines;
+                };
+                match text {
+                    "from" if value.text != "all" => {
+                        rule.from = values::prefix(context, value, "rule source")
+                    }
+                    "to" if value.text != "all" => {
+                        rule.to = values::prefix(context, value, "rule destination")
+                    }
+                    "table" | "lookup" => rule.table = Some(value.text.clone()),
+                    "priority" | "preference" | "pref" => {
+                        rule.priority =
+                            values::integer(context, value, 0, u32::MAX.into(), "priority")
+                    }
+                    "fwmark" => rule.fwmark = Some(value.text.clone()),
+                    _ => {}
+                }
+                rule.options.push(text.to_string());
+                rule.options.push(value.text.clone());
+                index += 2;
+                continue;
+            }
+            let mut message = format!("unknown rule option '{text}'");
+            if let Some(best) =
+                super::suggestion(text, RULE_VALUE_OPTIONS.iter().chain(RULE_FLAGS).copied())
+            {
+                message.push_str(&format!(" (did you mean '{best}'?)"));
+            }
+            context.error(word.span, message);
+            continue 'lines;
+        }
+        rules.push(rule);
+    }
+}
+
+/// Cross-references once everything is read: sync group members and tracked
+/// scripts must exist (keepalived warns and ignores them).
+pub fn finish(config: &mut Config, context: &mut Context) {
+    let _ = (config, context);
+}
