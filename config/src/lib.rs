@@ -8,5 +8,8 @@
 pub mod diagnostic;
 pub mod grammar;
 pub mod lexer;
+mod load;
 pub mod model;
 pub mod syntax;
+
+pub use load::{Loaded, load, load_str};
