@@ -219,6 +219,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "lvs_timeouts" => read_lvs_timeouts(child, global, context),
             "lvs_sync_daemon" => {
+                read_lvs_sync_daemon(child, context);
                 global.lvs_sync_daemon = Some(
                     child
                         .arguments
@@ -299,8 +300,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     values::seconds(
                         context,
                         word,
-                        Duration::ZERO,
-                        Duration::from_secs(1),
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
                         "vrrp_garp_interval",
                     )
                 })
@@ -310,8 +311,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     values::seconds(
                         context,
                         word,
-                        Duration::ZERO,
-                        Duration::from_secs(1),
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
                         "vrrp_gna_interval",
                     )
                 })
@@ -374,7 +375,71 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 vrrp.notify_priority_changes =
                     values::optional_boolean(context, argument, "vrrp_notify_priority_changes")
             }
-            _ => global.other.push(common::raw(child)),
+            name => {
+                if let (Some((minimum, maximum)), Some(word)) = (numeric_range(name), argument) {
+                    values::integer::<i64>(context, word, minimum, maximum, name);
+                }
+                global.other.push(common::raw(child));
+            }
+        }
+    }
+}
+
+/// The range of the number that some stored-as-written keywords take, so
+/// that a typo is still caught.
+fn numeric_range(name: &str) -> Option<(i128, i128)> {
+    Some(match name {
+        "vrrp_rt_priority" | "checker_rt_priority" | "bfd_rt_priority" => (1, 99),
+        "checker_priority" | "bfd_priority" => (-20, 19),
+        "vrrp_rlimit_rtime"
+        | "vrrp_rlimit_rttime"
+        | "checker_rlimit_rtime"
+        | "checker_rlimit_rttime"
+        | "bfd_rlimit_rtime"
+        | "bfd_rlimit_rttime" => (1, u32::MAX.into()),
+        "startup_script_timeout" | "shutdown_script_timeout" => (1, 1000),
+        "min_auto_priority_delay" | "reload_repeat" | "vrrp_rx_bufs_multiplier" => {
+            (1, u32::MAX.into())
+        }
+        "lvs_netlink_cmd_rcv_bufs"
+        | "lvs_netlink_monitor_rcv_bufs"
+        | "vrrp_netlink_cmd_rcv_bufs"
+        | "vrrp_netlink_monitor_rcv_bufs"
+        | "process_monitor_rcv_bufs" => (1, u32::MAX.into()),
+        "nftables_priority" | "nftables_ipvs_priority" => (i32::MIN.into(), i32::MAX.into()),
+        "nftables_ipvs_start_fwmark" => (1, u32::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Checks `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N]
+/// [ttl N] [group ADDR]` (stored as written).
+fn read_lvs_sync_daemon(node: &Node, context: &mut Context) {
+    let mut words = node.arguments.iter().skip(2);
+    while let Some(word) = words.next() {
+        let Some(value) = words.next() else {
+            context.error(word.span, format!("'{}' needs a value", word.text));
+            return;
+        };
+        match word.text.as_str() {
+            "id" => drop(values::integer::<u8>(
+                context,
+                value,
+                0,
+                255,
+                "sync daemon id",
+            )),
+            "maxlen" => drop(values::integer::<u16>(context, value, 1, 65507, "maxlen")),
+            "port" => drop(values::integer::<u16>(context, value, 1, 65535, "port")),
+            "ttl" => drop(values::integer::<u8>(context, value, 1, 255, "ttl")),
+            "group" => drop(values::address(context, value, "multicast group")),
+            other => {
+                context.error(
+                    word.span,
+                    format!("unknown lvs_sync_daemon option '{other}': expected id, maxlen, port, ttl or group"),
+                );
+                return;
+            }
         }
     }
 }

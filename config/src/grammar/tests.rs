@@ -158,3 +158,193 @@ fn sh_flags_depend_on_the_order_of_keywords() {
     let flags = config.virtual_servers[0].flags;
     assert!(flags.flag_1 && !flags.flag_2);
 }
+
+/// The corpus loop: `cargo test -p fulcrum-config corpus_figures -- --ignored --nocapture`.
+/// Counts the files keepalived 2.2.7 accepts cleanly that we accept without
+/// an error, and how many of keepalived's line-level objections we report on
+/// the same line (or inside a block we reported and skipped).
+#[test]
+#[ignore = "reads /work/shared/corpus; a measuring tool, not a check"]
+fn corpus_figures() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let root = std::path::Path::new("/work/shared/corpus/keepalived");
+    let Ok(verdicts) = std::fs::read_to_string(root.join("verdicts.jsonl")) else {
+        return;
+    };
+    std::env::set_current_dir(root.join("configs")).unwrap();
+    let objection = |message: &str| -> Option<(Option<String>, u32)> {
+        let rest = message.strip_prefix('(')?;
+        let (location, text) = rest.split_once(") ")?;
+        let (file, line) = match location.split_once(": Line ") {
+            Some((file, line)) => (Some(file.to_string()), line),
+            None => (None, location.strip_prefix("Line ")?),
+        };
+        let line: u32 = line.parse().ok()?;
+        let about_file = [
+            "Unknown keyword",
+            "Unexpected",
+            "invalid",
+            "Invalid",
+            "outside range",
+            "decimal places",
+            "Missing '{'",
+            "malformed",
+            "not valid",
+            "unknown",
+        ]
+        .iter()
+        .any(|needle| text.contains(needle));
+        // Judgements about the machine, not the file.
+        let about_machine = [
+            "Invalid smtp server",
+            "unknown interface",
+            "Invalid startup script",
+            "Invalid shutdown script",
+        ]
+        .iter()
+        .any(|needle| text.contains(needle));
+        (about_file && !about_machine).then_some((file, line))
+    };
+    let (mut clean, mut clean_passed, mut objections, mut matched, mut covered, mut cascade) =
+        (0, 0, 0, 0, 0, 0);
+    let mut failures = Vec::new();
+    let mut misses = Vec::new();
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in verdicts.lines() {
+        let file = entry
+            .split("\"file\": \"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let rc = entry
+            .split("\"keepalived_rc\": ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap();
+        let messages: Vec<String> = entry
+            .split("\"messages\": [")
+            .nth(1)
+            .unwrap_or("")
+            .split("\", \"")
+            .map(|message| {
+                message
+                    .trim_matches(|c| c == '"' || c == ']' || c == '}')
+                    .replace("\\\"", "\"")
+            })
+            .collect();
+        let mut sources = crate::syntax::Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        let lines = crate::lexer::read_file(
+            std::path::Path::new(file),
+            &crate::lexer::Options::default(),
+            &mut sources,
+            &mut diagnostics,
+        );
+        let _ = parse(&lines, &mut diagnostics);
+        // keepalived's exit status is 0 even after "Unknown keyword": a
+        // clean acceptance is status 0 without objections to lines.
+        if rc == "0" && messages.iter().all(|message| objection(message).is_none()) {
+            clean += 1;
+            if diagnostics.has_errors() {
+                let first = diagnostics
+                    .items
+                    .iter()
+                    .find(|item| item.severity == Severity::Error)
+                    .unwrap();
+                failures.push(format!(
+                    "{file}:{}:{} {}",
+                    first.span.line, first.span.start, first.message
+                ));
+                *kinds
+                    .entry(first.message.chars().take(40).collect())
+                    .or_default() += 1;
+            } else {
+                clean_passed += 1;
+            }
+        }
+        let reported: BTreeSet<(String, u32)> = diagnostics
+            .items
+            .iter()
+            .filter(|item| item.severity >= Severity::Warning)
+            .map(|item| {
+                let name = sources.file(item.span.file).name.clone();
+                (name.rsplit('/').next().unwrap().to_string(), item.span.line)
+            })
+            .collect();
+        let skipped: Vec<(String, u32, u32)> = diagnostics
+            .items
+            .iter()
+            .flat_map(|item| {
+                item.notes.iter().filter_map(move |(span, note)| {
+                    let span = (*span)?;
+                    note.starts_with(super::tree::SKIPPED).then_some((
+                        item.span.file,
+                        item.span.line,
+                        span.line,
+                    ))
+                })
+            })
+            .map(|(file, first, last)| {
+                let name = sources.file(file).name.clone();
+                (name.rsplit('/').next().unwrap().to_string(), first, last)
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        let mut after_unexpected_brace = false;
+        for message in &messages {
+            if message.contains("Unexpected '{'") {
+                after_unexpected_brace = true;
+            }
+            let Some((place, line)) = objection(message) else {
+                continue;
+            };
+            let place = place.unwrap_or_else(|| file.to_string());
+            let base = place.rsplit('/').next().unwrap().to_string();
+            if !seen.insert((base.clone(), line)) {
+                continue;
+            }
+            objections += 1;
+            if reported.contains(&(base.clone(), line)) {
+                matched += 1;
+            } else if skipped
+                .iter()
+                .any(|(name, first, last)| *name == base && (*first..=*last).contains(&line))
+            {
+                covered += 1;
+            } else if after_unexpected_brace && !message.contains("Unexpected '{'") {
+                // keepalived ignores a stray `{` but then takes the next `}`
+                // as the end of the enclosing block: everything up to the
+                // end of that block is reported again at the wrong level.
+                cascade += 1;
+            } else {
+                misses.push(format!("{file} ({base}:{line}) {message}"));
+            }
+        }
+    }
+    println!("rc-0 files: {clean_passed}/{clean} pass without error");
+    println!(
+        "keepalived's line objections: {objections}; reported on the same line: {matched}; inside a block we reported and skipped: {covered}; keepalived's cascade after a stray '{{': {cascade}; missed: {}",
+        objections - matched - covered - cascade
+    );
+    for (kind, count) in &kinds {
+        println!("  {count} x {kind}");
+    }
+    for failure in &failures {
+        println!("FAIL {failure}");
+    }
+    for miss in &misses {
+        println!("MISS {miss}");
+    }
+}
+
+#[test]
+fn lvs_sync_daemon_options_are_checked() {
+    let (_, diagnostics) =
+        check("global_defs {\n  lvs_sync_daemon eth0 VI_1 id 12 maxlen 120000 port 2000\n}\n");
+    let found = errors(&diagnostics);
+    assert_eq!(found.len(), 1, "{found:?}");
+}

@@ -62,6 +62,9 @@ enum Item<'a> {
     Close(&'a Word),
 }
 
+/// The start of the note saying which lines a recovery skipped.
+pub const SKIPPED: &str = "the block is skipped up to its '}'";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// The block's `}` was found.
@@ -393,9 +396,17 @@ impl<'a> Builder<'a, '_> {
         while let Some(item) = self.items.get(self.position) {
             self.position += 1;
             match item {
-                Item::Close(_) => {
+                Item::Close(close) => {
                     depth -= 1;
                     if depth == 0 {
+                        // Say how far the recovery went, on the error just
+                        // reported about this block.
+                        if let Some(last) = self.diagnostics.items.last_mut() {
+                            last.notes.push((
+                                Some(close.span),
+                                format!("{SKIPPED} (lines {} to {})", open.line, close.span.line),
+                            ));
+                        }
                         return;
                     }
                 }

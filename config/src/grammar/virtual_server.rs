@@ -604,13 +604,10 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             "persistence_timeout" => match argument {
                 None => server.persistence_timeout = Some(DEFAULT_PERSISTENCE_TIMEOUT),
                 Some(word) => {
-                    if let Some(value) = values::whole_seconds(
-                        context,
-                        word,
-                        1,
-                        u32::MAX.into(),
-                        "persistence_timeout",
-                    ) {
+                    // keepalived's limit: 31 days.
+                    if let Some(value) =
+                        values::whole_seconds(context, word, 1, 2_678_400, "persistence_timeout")
+                    {
                         server.persistence_timeout = Some(value);
                     }
                 }
@@ -919,11 +916,11 @@ fn read_granularity(context: &mut Context, word: &Word, server: &mut VirtualServ
         let bits = u32::from(mask);
         // keepalived: the netmask must be "solid" (ones then zeros).
         if bits.leading_ones() + bits.trailing_zeros() != 32 {
-            context.error(
+            // keepalived 2.2.7 accepts it silently; IPVS masks with it as is.
+            context.warning(
                 word.span,
-                format!("IPv4 persistence_granularity netmask '{text}' is not solid"),
+                format!("IPv4 persistence_granularity netmask '{text}' is not a solid netmask (ones then zeros)"),
             );
-            return;
         }
         server.persistence_granularity = Some(Granularity::Netmask(mask));
     } else {

@@ -475,12 +475,26 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
         let argument = child.argument(0);
         match child.name() {
             "garp_interval" => {
-                group.garp_interval =
-                    argument.and_then(|word| values::timer(context, word, "garp_interval"))
+                group.garp_interval = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
+                        "garp_interval",
+                    )
+                })
             }
             "gna_interval" => {
-                group.gna_interval =
-                    argument.and_then(|word| values::timer(context, word, "gna_interval"))
+                group.gna_interval = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
+                        "gna_interval",
+                    )
+                })
             }
             "interface" => group.interface = Some(common::first(child)),
             "interfaces" => {
@@ -932,7 +946,19 @@ fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
             ("dev", Some(value)) => address.device = Some(value.text.clone()),
             ("scope", Some(value)) => address.scope = scope(context, value)?,
             ("label", Some(value)) => address.label = Some(value.text.clone()),
-            ("peer", Some(value)) => address.peer = Some(values::prefix(context, value, "peer")?),
+            ("peer", Some(value)) => {
+                let peer = values::prefix(context, value, "peer")?;
+                // keepalived refuses a prefix length on both the address and
+                // its peer ("VRRP parsed invalid IP").
+                if value.text.contains('/') && line.keyword.text.contains('/') {
+                    context.error(
+                        value.span,
+                        "a prefix length is given on both the address and its peer: give it on one only",
+                    );
+                    return None;
+                }
+                address.peer = Some(peer);
+            }
             ("preferred_lft", Some(value)) => {
                 address.preferred_lifetime = Some(if value.text == "forever" {
                     None
@@ -1118,6 +1144,13 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
                         route.metric = values::integer(context, value, 0, u32::MAX.into(), "metric")
                     }
                     "scope" => route.scope = scope(context, value),
+                    "rtt" | "rttvar" | "rto_min" if !route_time(value) => {
+                        context.error(
+                                value.span,
+                                format!("invalid {text} '{}': expected a time such as 300ms or 0.3s (millisecond resolution)", value.text),
+                            );
+                        continue 'lines;
+                    }
                     _ => {}
                 }
                 route.options.push(text.to_string());
@@ -1127,7 +1160,16 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
             }
             if !destination_seen {
                 destination_seen = true;
-                if text == "default" {
+                // `default4`/`default6`: a default route of one family.
+                if text == "default6" {
+                    route.destination = Prefix {
+                        address: IpAddr::from([0u16; 8]),
+                        length: 0,
+                    };
+                    index += 1;
+                    continue;
+                }
+                if text == "default" || text == "default4" {
                     index += 1;
                     continue;
                 }
@@ -1153,6 +1195,27 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
         }
         routes.push(route);
     }
+}
+
+/// `ip route`'s times: a number with an optional unit (`s`, `sec`, `secs`,
+/// `ms`, `msec`, `msecs`); keepalived keeps milliseconds, so seconds may
+/// have at most 3 decimal places and milliseconds none.
+fn route_time(value: &Word) -> bool {
+    let text = value.text.as_str();
+    let split = text
+        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let decimals = number
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
+    let valid_number = !number.is_empty() && number.matches('.').count() <= 1 && number != ".";
+    valid_number
+        && match unit {
+            "" | "ms" | "msec" | "msecs" => decimals == 0,
+            "s" | "sec" | "secs" => decimals <= 3,
+            _ => false,
+        }
 }
 
 const RULE_VALUE_OPTIONS: &[&str] = &[
