@@ -145,14 +145,15 @@ impl Lexer<'_> {
         } else {
             at(buffer, name + length) == 0
         };
-        let name_bytes: Vec<u8> = buffer[name..name + length]
-            .iter()
-            .map(|cell| cell.byte)
-            .collect();
+        let name_cells = &buffer[name..name + length];
         let index = self.definitions.iter().position(|definition| {
             definition.name.len() == length
                 && (allow_multiline || !definition.multiline)
-                && definition.name == name_bytes
+                && definition
+                    .name
+                    .iter()
+                    .zip(name_cells)
+                    .all(|(byte, cell)| *byte == cell.byte)
         })?;
         if parameter_start.is_some() && self.definitions[index].max_params == 0 {
             return None;
@@ -308,8 +309,13 @@ impl Lexer<'_> {
             found = true;
             let extra_braces = if at(buffer, dollar + 1) == b'{' { 2 } else { 0 };
             next = multiline_cursor.clone();
-            let definition = self.definitions[found_use.index].clone();
-            if definition.multiline {
+            let definition = &self.definitions[found_use.index];
+            let (multiline, builtin, stored_value) = (
+                definition.multiline,
+                definition.builtin,
+                definition.value.clone(),
+            );
+            if multiline {
                 if let Some(cursor) = &multiline_cursor {
                     self.multiline_stack
                         .push((cursor.clone(), self.multiline_sequence_depth));
@@ -326,13 +332,13 @@ impl Lexer<'_> {
             let use_span = covering(&buffer[dollar..(dollar + total).min(buffer.len())])
                 .unwrap_or(buffer[dollar].span);
 
-            let value: Rc<Vec<u8>> = match definition.builtin {
-                None => definition.value.clone(),
+            let value: Rc<Vec<u8>> = match builtin {
+                None => stored_value,
                 Some(builtin) => {
                     Rc::new(self.builtin_value(builtin, buffer, found_use.parameters, use_span))
                 }
             };
-            let replacing: Vec<u8> = if definition.multiline {
+            let replacing: Vec<u8> = if multiline {
                 let line_end = value
                     .iter()
                     .position(|&byte| byte == b'\n')
@@ -351,7 +357,7 @@ impl Lexer<'_> {
             // The complete multi-line replacement value is in `value`; the
             // `total` computed above is keepalived's (name only for a
             // multi-line use, which has no parameters).
-            let total = if definition.multiline {
+            let total = if multiline {
                 found_use.name_length + 1 + extra_braces
             } else {
                 total
@@ -384,6 +390,9 @@ impl Lexer<'_> {
                     // reads "e5r_RANDOM 5 5}r"; verified).
                     let (_, parameter_end) = found_use.parameters.unwrap_or_default();
                     let stop = parameter_end + if extra_braces > 0 { 2 } else { 1 };
+                    // At the end of the line the copy includes the
+                    // terminator and all is well.
+                    let garbled = stop < buffer.len();
                     let mut source = dollar + total - replacing.len();
                     let mut destination = dollar;
                     loop {
@@ -400,10 +409,12 @@ impl Lexer<'_> {
                         destination += 1;
                         source += 1;
                     }
-                    self.diagnostics.push(Diagnostic::warning(
-                        use_span,
-                        "keepalived 2.2.7 garbles the text that follows `${_RANDOM MIN MAX}` on the same line; reproduced",
-                    ));
+                    if garbled {
+                        self.diagnostics.push(Diagnostic::warning(
+                            use_span,
+                            "keepalived 2.2.7 garbles the text that follows `${_RANDOM MIN MAX}` on the same line; reproduced",
+                        ));
+                    }
                 }
                 length_used += replacing.len() as isize - total as isize;
             }

@@ -418,7 +418,37 @@ impl Lexer<'_> {
                 .collect();
             let found = super::comment::decomment(&mut buffer);
             self.report_unterminated_quote(found.unterminated_quote);
+            // keepalived 2.2.7's parent process reads the files and writes
+            // each line, comments removed, to a copy; its VRRP and checker
+            // processes, which parse everything but global_defs, read that
+            // copy and remove comments again. So for them `\#` and `\!`
+            // are a `#` or `!` that starts a comment (verified: `bogus_\#two`
+            // in a vrrp_instance reads `bogus_`), and that is what pulse
+            // reproduces.
+            let once = buffer.clone();
+            super::comment::decomment(&mut buffer);
+            if buffer != once {
+                let span = super::text::covering(&once[buffer.len()..]).unwrap_or(once[0].span);
+                self.diagnostics.push(Diagnostic::warning(
+                    span,
+                    "keepalived 2.2.7 removes comments twice outside global_defs, so the '#' or '!' escaped here starts a comment; removed",
+                ));
+            }
             if buffer.is_empty() {
+                // In that copy a comment-only line is a blank line, and a
+                // blank line ends a multi-line definition (verified).
+                if let Some(index) = self.defining.take() {
+                    self.diagnostics.push(Diagnostic::warning(
+                        Span {
+                            file: id,
+                            line: line_number,
+                            start: 1,
+                            end: raw.len() as u32 + 1,
+                        },
+                        "this comment ends the multi-line definition: keepalived 2.2.7's VRRP and checker processes see it as a blank line",
+                    ));
+                    self.end_definition(index);
+                }
                 continue;
             }
             return Some(buffer);

@@ -111,7 +111,7 @@ const LINE_BUFFER: usize = 1024;
 /// At most this many lines produced by `~SEQ`, `~LST` and multi-line
 /// definitions per configuration: keepalived has no limit, so a tiny file
 /// could keep it busy for ever.
-pub(crate) const EXPANSION_LIMIT: u64 = 200_000;
+pub(crate) const EXPANSION_LIMIT: u64 = 1_000_000;
 
 /// Include nesting deeper than this is refused (keepalived recurses until
 /// it runs out of file descriptors).

@@ -76,10 +76,30 @@ fn comments_start_anywhere_outside_double_quotes() {
 
 #[test]
 fn escaped_comment_characters() {
-    // verified: a\#b reads a#b; "a\#b" keeps its backslash.
-    expect("a\\#b\n", &[&["a#b"]]);
+    // verified: outside global_defs keepalived 2.2.7 removes comments twice
+    // (its VRRP and checker processes re-read a decommented copy), so `\#`
+    // ends up starting a comment: `bogus_\#two x` reads `bogus_`. Inside
+    // double quotes the backslash stays.
+    let lexed = lex("a\\#b c\n");
+    assert_eq!(lexed.words(), [["a"]]);
+    assert_eq!(lexed.count(Severity::Warning), 1, "{}", lexed.messages());
     expect("\"a\\#b\"\n", &[&["a\\#b"]]);
-    expect("x\\!y z\n", &[&["x!y", "z"]]);
+    expect("x\\!y z\n", &[&["x"]]);
+    // One pass of comment removal, as global_defs sees it.
+    let mut text: Vec<_> = "a\\#b \\\" # c"
+        .bytes()
+        .map(|byte| text::Cell {
+            byte,
+            span: Span {
+                file: crate::syntax::FileId(0),
+                line: 1,
+                start: 1,
+                end: 2,
+            },
+        })
+        .collect();
+    comment::decomment(&mut text);
+    assert_eq!(text::to_string(&text), "a#b \\\"");
 }
 
 #[test]
@@ -257,6 +277,14 @@ fn multiline_definitions() {
             &["weight", "1"],
         ],
     );
+    // verified: a comment line ends a multi-line definition for
+    // keepalived's VRRP and checker processes.
+    let lexed = lex("$D= \\\nvrrp_instance V { \\\n# note\n bogus \\\n}\n\n$D\n");
+    assert_eq!(
+        lexed.words(),
+        [vec!["bogus\\"], vec!["}"], vec!["vrrp_instance", "V", "{"]]
+    );
+    assert_eq!(lexed.count(Severity::Warning), 1, "{}", lexed.messages());
     // A multi-line definition only expands where its use ends the line.
     expect("$M=a \\\nb\n\nx $M y\n", &[&["x", "$M", "y"]]);
     // `$X= \` and one line is an ordinary definition.

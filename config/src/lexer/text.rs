@@ -63,7 +63,11 @@ pub(crate) fn bytes(text: &[Cell]) -> Vec<u8> {
 }
 
 pub(crate) fn to_string(text: &[Cell]) -> String {
-    String::from_utf8_lossy(&bytes(text)).into_owned()
+    if text.iter().all(|cell| cell.byte.is_ascii()) {
+        text.iter().map(|cell| cell.byte as char).collect()
+    } else {
+        String::from_utf8_lossy(&bytes(text)).into_owned()
+    }
 }
 
 pub(crate) fn starts_with(text: &[Cell], prefix: &[u8]) -> bool {
