@@ -71,10 +71,10 @@ pub static SSL_GET: &[Keyword] = connection_keywords!(
     Keyword::block("url", 0, Some(0), URL),
 );
 
-/// MISC_CHECK has the common options from `alpha` on only.
+/// MISC_CHECK has the common options from `alpha` on only, without
+/// `connect_timeout` (`misc_timeout` plays its part).
 pub static MISC: &[Keyword] = &[
     Keyword::leaf("alpha", 0, Some(1)),
-    Keyword::leaf("connect_timeout", 1, Some(1)),
     Keyword::leaf("retry", 1, Some(1)),
     Keyword::leaf("delay_before_retry", 1, Some(1)),
     Keyword::leaf("warmup", 1, Some(1)),
@@ -89,8 +89,18 @@ pub static MISC: &[Keyword] = &[
 pub static SMTP: &[Keyword] = connection_keywords!(
     Keyword::leaf("helo_name", 1, None),
     // Older configs wrote the connection options in `host { }` blocks.
-    Keyword::block("host", 0, Some(0), TCP),
+    Keyword::block("host", 0, Some(0), SMTP_HOST),
 );
+
+/// SMTP_CHECK's `host { }`: where to connect.
+pub static SMTP_HOST: &[Keyword] = &[
+    Keyword::leaf("connect_ip", 1, Some(1)),
+    Keyword::leaf("connect_port", 1, Some(1)),
+    Keyword::leaf("bindto", 1, Some(1)),
+    Keyword::leaf("bind_if", 1, Some(1)),
+    Keyword::leaf("bind_port", 1, Some(1)),
+    Keyword::leaf("fwmark", 1, Some(1)),
+];
 
 pub static DNS: &[Keyword] = connection_keywords!(
     Keyword::leaf("type", 1, Some(1)),
@@ -240,7 +250,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             (CheckerKind::Misc(misc), "misc_timeout") => {
                 if let Some(word) = argument {
                     misc.timeout =
-                        values::whole_seconds(context, word, 1, u32::MAX.into(), "misc_timeout");
+                        values::whole_seconds(context, word, 0, u32::MAX.into(), "misc_timeout");
                 }
             }
             (CheckerKind::Misc(misc), "misc_dynamic") => misc.dynamic = true,
@@ -297,17 +307,15 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 }
             }
             (CheckerKind::Udp(udp), "min_reply_length") => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer(context, word, 0, 65535, "min_reply_length")
+                if let Some(value) = argument
+                    .and_then(|word| values::integer(context, word, 0, 65535, "min_reply_length"))
                 {
                     udp.min_reply_length = value;
                 }
             }
             (CheckerKind::Udp(udp), "max_reply_length") => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer(context, word, 0, 65535, "max_reply_length")
+                if let Some(value) = argument
+                    .and_then(|word| values::integer(context, word, 0, 65535, "max_reply_length"))
                 {
                     udp.max_reply_length = value;
                 }
@@ -330,9 +338,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
         }
     }
     if let CheckerKind::Misc(misc) = &mut kind {
-        if let Some(path) = &mut misc.path
-            && let Some((user, group)) = misc_user
-        {
+        if let (Some(path), Some((user, group))) = (&mut misc.path, misc_user) {
             path.user = Some(user);
             path.group = group;
         }
@@ -416,7 +422,9 @@ fn read_common(
     };
     match node.name() {
         "connect_ip" => common.connect_ip = values::address(context, word, "connect_ip"),
-        "connect_port" => common.connect_port = values::port(context, word, "connect_port"),
+        "connect_port" => {
+            common.connect_port = values::integer(context, word, 1, 65535, "connect_port")
+        }
         "bindto" => common.bind_to = values::address(context, word, "bindto"),
         "bind_if" => common.bind_interface = Some(word.text.clone()),
         "bind_port" => common.bind_port = values::port(context, word, "bind_port"),

@@ -261,22 +261,40 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "vrrp_garp_master_delay" => {
                 vrrp.garp_master_delay = argument.and_then(|word| {
-                    values::whole_seconds(context, word, 0, 255, "vrrp_garp_master_delay")
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_master_delay",
+                    )
                 })
             }
             "vrrp_garp_master_repeat" => {
                 vrrp.garp_master_repeat = argument.and_then(|word| {
-                    values::integer(context, word, 1, 255, "vrrp_garp_master_repeat")
+                    values::integer(context, word, 1, u32::MAX.into(), "vrrp_garp_master_repeat")
                 })
             }
             "vrrp_garp_lower_prio_delay" => {
                 vrrp.garp_lower_prio_delay = argument.and_then(|word| {
-                    values::whole_seconds(context, word, 0, 255, "vrrp_garp_lower_prio_delay")
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_lower_prio_delay",
+                    )
                 })
             }
             "vrrp_garp_lower_prio_repeat" => {
                 vrrp.garp_lower_prio_repeat = argument.and_then(|word| {
-                    values::integer(context, word, 0, 255, "vrrp_garp_lower_prio_repeat")
+                    values::integer(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_lower_prio_repeat",
+                    )
                 })
             }
             "vrrp_garp_master_refresh" => {
@@ -292,7 +310,13 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "vrrp_garp_master_refresh_repeat" => {
                 vrrp.garp_master_refresh_repeat = argument.and_then(|word| {
-                    values::integer(context, word, 1, 255, "vrrp_garp_master_refresh_repeat")
+                    values::integer(
+                        context,
+                        word,
+                        1,
+                        u32::MAX.into(),
+                        "vrrp_garp_master_refresh_repeat",
+                    )
                 })
             }
             "vrrp_garp_interval" => {

@@ -209,10 +209,14 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
                 continue;
             };
             let Some(mark) =
-                values::integer::<u32>(context, mark_word, 1, u32::MAX.into(), "fwmark")
+                values::integer::<u32>(context, mark_word, 0, u32::MAX.into(), "fwmark")
             else {
                 continue;
             };
+            if mark == 0 {
+                // keepalived accepts it; IPVS has no service for mark 0.
+                context.warning(mark_word.span, "fwmark 0 matches no packet");
+            }
             let family = match line.argument(1) {
                 None => None,
                 Some(word) => values::choice(
@@ -265,9 +269,7 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
 }
 
 fn warn_extra(context: &mut Context, words: &[&Word], allowed: usize, what: &str) {
-    if words.len() > allowed
-        && let Some(span) = super::span_of(&words[allowed..])
-    {
+    if let Some(span) = words.get(allowed..).and_then(super::span_of) {
         context.warning(span, format!("extra words after {what} ignored"));
     }
 }
@@ -542,23 +544,21 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "lb_algo" | "lvs_sched" => {
                 if let Some(word) = argument {
-                    let scheduler = Scheduler::from_name(&word.text);
-                    if let Scheduler::Other(name) = &scheduler {
+                    // keepalived checks the name ("Invalid lvs_scheduler").
+                    let Some(scheduler) = Scheduler::from_name(&word.text) else {
                         let mut message = format!(
-                            "unknown scheduler '{name}': the kernel will refuse it unless it has such a module"
+                            "unknown scheduler '{}': expected one of {}",
+                            word.text,
+                            Scheduler::NAMES.join(", ")
                         );
-                        if let Some(best) = super::suggestion(
-                            name,
-                            [
-                                "rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq",
-                                "fo", "ovf", "mh", "twos",
-                            ]
-                            .into_iter(),
-                        ) {
+                        if let Some(best) =
+                            super::suggestion(&word.text, Scheduler::NAMES.iter().copied())
+                        {
                             message.push_str(&format!(" (did you mean '{best}'?)"));
                         }
-                        context.warning(word.span, message);
-                    }
+                        context.error(word.span, message);
+                        continue;
+                    };
                     scheduler_name = Some(word.text.clone());
                     server.scheduler = scheduler;
                     pending.scheduler_written = true;
@@ -640,6 +640,8 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                     }
                 }
             }
+            // keepalived ignores any word after these (`alpha no` still
+            // sets alpha); the tree warns about the extra words.
             "ha_suspend" => server.ha_suspend = true,
             "alpha" => server.alpha = true,
             "omega" => server.omega = true,
@@ -658,26 +660,23 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
             }
             "quorum" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 1, u32::MAX.into(), "quorum")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 1, u32::MAX.into(), "quorum")
+                }) {
                     server.quorum = value;
                 }
             }
             "hysteresis" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 0, u32::MAX.into(), "hysteresis")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 0, u32::MAX.into(), "hysteresis")
+                }) {
                     server.hysteresis = value;
                 }
             }
             "weight" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 1, WEIGHT_MAXIMUM, "weight")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 1, WEIGHT_MAXIMUM, "weight")
+                }) {
                     server.weight = value;
                 }
             }
@@ -852,10 +851,8 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
                 port = virtual_port;
             }
-        } else if port == 0
-            && let Some(virtual_port) = virtual_port
-        {
-            port = virtual_port;
+        } else if port == 0 {
+            port = virtual_port.unwrap_or(0);
         }
         server.sorry_server = Some(SorryServer {
             address,
@@ -900,13 +897,14 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
 
 fn read_granularity(context: &mut Context, word: &Word, server: &mut VirtualServer) {
     let text = word.text.as_str();
-    let is_ipv4 = match server.ip_family {
-        Some(Family::Inet) => true,
-        Some(Family::Inet6) => false,
-        None => text.contains('.'),
+    let is_ipv4 = match (&server.address, server.ip_family) {
+        (VirtualServerAddress::Address { address, .. }, _) => address.is_ipv4(),
+        (_, Some(Family::Inet)) => true,
+        (_, Some(Family::Inet6)) => false,
+        (_, None) => text.contains('.'),
     };
     if is_ipv4 {
-        let Ok(mask) = text.parse::<std::net::Ipv4Addr>() else {
+        let Some(mask) = inet_aton(text) else {
             context.error(
                 word.span,
                 format!("invalid IPv4 persistence_granularity '{text}': expected a netmask such as 255.255.255.0"),
@@ -935,6 +933,30 @@ fn read_granularity(context: &mut Context, word: &Word, server: &mut VirtualServ
     if server.persistence_timeout.is_none() {
         server.persistence_timeout = Some(DEFAULT_PERSISTENCE_TIMEOUT);
     }
+}
+
+/// The IPv4 forms `inet_aton` accepts with decimal parts (`a.b.c.d`,
+/// `a.b.c`, `a.b`, `a`: the last part fills the remaining bytes), which is
+/// how keepalived reads a granularity netmask.
+fn inet_aton(text: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<u64> = text
+        .split('.')
+        .map(|part| part.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    let (last, leading) = parts.split_last()?;
+    if leading.len() > 3 || leading.iter().any(|part| *part > 255) {
+        return None;
+    }
+    let remaining_bits = 8 * (4 - leading.len() as u32);
+    if remaining_bits < 64 && *last >= 1u64 << remaining_bits {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for part in leading {
+        value = (value << 8) | part;
+    }
+    value = (value << remaining_bits) | last;
+    u32::try_from(value).ok().map(std::net::Ipv4Addr::from)
 }
 
 fn virtual_server_address(node: &Node, context: &mut Context) -> Option<VirtualServerAddress> {
@@ -1015,10 +1037,9 @@ fn read_real_server<'n, 'a>(
         match child.name() {
             "snmp_name" => real_server.snmp_name = Some(common::joined(child)),
             "weight" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 0, WEIGHT_MAXIMUM, "weight")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 0, WEIGHT_MAXIMUM, "weight")
+                }) {
                     real_server.weight = value;
                     weight_written = true;
                 }
@@ -1029,18 +1050,16 @@ fn read_real_server<'n, 'a>(
                 }
             }
             "uthreshold" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 0, u32::MAX.into(), "uthreshold")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 0, u32::MAX.into(), "uthreshold")
+                }) {
                     real_server.upper_threshold = value;
                 }
             }
             "lthreshold" => {
-                if let Some(word) = argument
-                    && let Some(value) =
-                        values::integer::<u32>(context, word, 0, u32::MAX.into(), "lthreshold")
-                {
+                if let Some(value) = argument.and_then(|word| {
+                    values::integer::<u32>(context, word, 0, u32::MAX.into(), "lthreshold")
+                }) {
                     real_server.lower_threshold = value;
                 }
             }
@@ -1238,8 +1257,8 @@ pub fn finish(config: &mut Config, context: &mut Context) {
             }
         }
         for real_server in &mut server.real_servers {
-            if real_server.defaults.smtp_alert.is_none()
-                && let Some(value) = server.defaults.smtp_alert
+            if let (None, Some(value)) =
+                (real_server.defaults.smtp_alert, server.defaults.smtp_alert)
             {
                 real_server.smtp_alert = value;
             }

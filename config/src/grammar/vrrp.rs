@@ -645,9 +645,8 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     argument.and_then(|word| values::address(context, word, "mcast_src_ip"))
             }
             "mcast_dst_ip" => {
-                if let Some(word) = argument
-                    && let Some(address) = values::address(context, word, "mcast_dst_ip")
-                {
+                let Some(word) = argument else { continue };
+                if let Some(address) = values::address(context, word, "mcast_dst_ip") {
                     if address.is_multicast() {
                         instance.multicast_destination = Some(address);
                     } else {
@@ -707,21 +706,28 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             "promote_secondaries" => instance.promote_secondaries = true,
             "garp_master_delay" => {
                 garp.master_delay = argument.and_then(|word| {
-                    values::whole_seconds(context, word, 0, 255, "garp_master_delay")
+                    values::whole_seconds(context, word, 0, u32::MAX.into(), "garp_master_delay")
                 })
             }
             "garp_master_repeat" => {
-                garp.master_repeat = argument
-                    .and_then(|word| values::integer(context, word, 1, 255, "garp_master_repeat"))
+                garp.master_repeat = argument.and_then(|word| {
+                    values::integer(context, word, 1, u32::MAX.into(), "garp_master_repeat")
+                })
             }
             "garp_lower_prio_delay" => {
                 garp.lower_prio_delay = argument.and_then(|word| {
-                    values::whole_seconds(context, word, 0, 255, "garp_lower_prio_delay")
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "garp_lower_prio_delay",
+                    )
                 })
             }
             "garp_lower_prio_repeat" => {
                 garp.lower_prio_repeat = argument.and_then(|word| {
-                    values::integer(context, word, 0, 255, "garp_lower_prio_repeat")
+                    values::integer(context, word, 0, u32::MAX.into(), "garp_lower_prio_repeat")
                 })
             }
             "garp_master_refresh" => {
@@ -731,7 +737,13 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "garp_master_refresh_repeat" => {
                 garp.master_refresh_repeat = argument.and_then(|word| {
-                    values::integer(context, word, 1, 255, "garp_master_refresh_repeat")
+                    values::integer(
+                        context,
+                        word,
+                        1,
+                        u32::MAX.into(),
+                        "garp_master_refresh_repeat",
+                    )
                 })
             }
             "garp_extra_if" => {
@@ -774,6 +786,19 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                 "vrrp_instance '{}' has no virtual_router_id (1 to 255): keepalived ignores the instance",
                 instance.name
             ),
+        );
+    }
+    let version = instance.version.or(config.global.vrrp.version).unwrap_or(2);
+    let advert_micros = instance.advert_interval.as_micros();
+    if version == 2 && advert_micros % 1_000_000 != 0 {
+        context.warning(
+            node.keyword.span,
+            "VRRPv2 advertisement intervals are whole seconds: keepalived rounds advert_int",
+        );
+    } else if version == 3 && advert_micros % 10_000 != 0 {
+        context.warning(
+            node.keyword.span,
+            "VRRPv3 advertisement intervals are in units of 10 ms: keepalived rounds advert_int",
         );
     }
     if instance.nopreempt && instance.state == Some(VrrpState::Master) {
@@ -974,7 +999,7 @@ fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
             }
             ("track_group", Some(value)) => address.track_group = Some(value.text.clone()),
             ("home", _) => address.home = true,
-            ("-nodad", _) | ("nodad", _) => address.no_dad = true,
+            ("-nodad", _) => address.no_dad = true,
             ("mngtmpaddr", _) => address.manage_temporary_address = true,
             ("noprefixroute", _) => address.no_prefix_route = true,
             ("autojoin", _) => address.autojoin = true,

@@ -49,7 +49,7 @@ pub enum VirtualServerAddress {
 
 /// An IPVS scheduler (`lvs_sched`/`lb_algo`). Default: `wlc`, with
 /// keepalived's warning "no scheduler set".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Scheduler {
     Rr,
     Wrr,
@@ -65,14 +65,17 @@ pub enum Scheduler {
     Ovf,
     Mh,
     Twos,
-    /// A name keepalived passes to the kernel as is (it does not check
-    /// scheduler names; the kernel refuses unknown ones).
-    Other(String),
 }
 
 impl Scheduler {
-    pub fn from_name(name: &str) -> Scheduler {
-        match name {
+    /// Every scheduler keepalived accepts.
+    pub const NAMES: &[&str] = &[
+        "rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh",
+        "twos",
+    ];
+
+    pub fn from_name(name: &str) -> Option<Scheduler> {
+        Some(match name {
             "rr" => Scheduler::Rr,
             "wrr" => Scheduler::Wrr,
             "lc" => Scheduler::Lc,
@@ -87,11 +90,11 @@ impl Scheduler {
             "ovf" => Scheduler::Ovf,
             "mh" => Scheduler::Mh,
             "twos" => Scheduler::Twos,
-            other => Scheduler::Other(other.to_string()),
-        }
+            _ => return None,
+        })
     }
 
-    pub fn name(&self) -> &str {
+    pub fn name(&self) -> &'static str {
         match self {
             Scheduler::Rr => "rr",
             Scheduler::Wrr => "wrr",
@@ -107,7 +110,6 @@ impl Scheduler {
             Scheduler::Ovf => "ovf",
             Scheduler::Mh => "mh",
             Scheduler::Twos => "twos",
-            Scheduler::Other(name) => name,
         }
     }
 }
