@@ -353,3 +353,534 @@ fn lvs_sync_daemon_options_are_checked() {
     let found = errors(&diagnostics);
     assert_eq!(found.len(), 1, "{found:?}");
 }
+
+#[test]
+fn agrees_with_keepalived_on_crafted_cases() {
+    let mut disagreements = Vec::new();
+    for (name, text, objected) in KEEPALIVED_CASES {
+        let (_, diagnostics) = check(text);
+        if objected.is_empty() {
+            for item in &diagnostics.items {
+                if item.severity == Severity::Error {
+                    disagreements.push(format!(
+                        "{name}: unexpected error on line {}: {}",
+                        item.span.line, item.message
+                    ));
+                }
+            }
+        }
+        for line in *objected {
+            let reported = diagnostics
+                .items
+                .iter()
+                .any(|item| item.severity >= Severity::Warning && item.span.line == *line);
+            if !reported {
+                disagreements.push(format!(
+                    "{name}: keepalived objects to line {line}, we do not"
+                ));
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// Crafted configurations and the lines keepalived 2.2.7 (`keepalived -t`)
+/// objects to; where it objects to none, the grammar must report no error.
+const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
+    (
+        "chk_ct0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_timeout 0\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "chk_delay0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      delay_loop 0\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "chk_fwmark0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      fwmark 0\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "chk_port0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_port 0\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "chk_retry0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      retry 0\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "dns_type_foo",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type foo\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "dns_type_lower",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type a\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "gd_garp_delay256",
+        "global_defs {\n  vrrp_garp_master_delay 256\n}\n",
+        &[],
+    ),
+    (
+        "gd_gmd_big",
+        "global_defs {\n  vrrp_garp_master_delay 1000\n}\n",
+        &[],
+    ),
+    (
+        "gd_gmr_big",
+        "global_defs {\n  vrrp_garp_master_repeat 1000\n}\n",
+        &[],
+    ),
+    (
+        "gd_lvs_timeouts",
+        "global_defs {\n  lvs_timeouts tcp 0 udp 5\n}\n",
+        &[],
+    ),
+    (
+        "gd_mcast4_bad",
+        "global_defs {\n  vrrp_mcast_group4 10.0.0.1\n}\n",
+        &[2],
+    ),
+    ("gd_prio", "global_defs {\n  vrrp_priority -21\n}\n", &[2]),
+    (
+        "gd_smtp_ct0",
+        "global_defs {\n  smtp_connect_timeout 0\n}\n",
+        &[2],
+    ),
+    (
+        "gd_vrrp_version4",
+        "global_defs {\n  vrrp_version 4\n}\n",
+        &[2],
+    ),
+    (
+        "misc_timeout0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      misc_timeout 0\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "misc_timeout_dec",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      misc_timeout 1.5\n    }\n  }\n}\n",
+        &[8],
+    ),
+    (
+        "rs_delay0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    delay_loop 0\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "rs_dr_port",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method DR\n  real_server 10.0.0.2 8080 {\n  }\n}\n",
+        &[],
+    ),
+    (
+        "rs_inhibit_x",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    inhibit_on_failure x\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "rs_port0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 0 {\n  }\n}\n",
+        &[],
+    ),
+    (
+        "rs_port_big",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 65536 {\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "rs_retry0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    retry 0\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "rs_uthreshold_neg",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    uthreshold -1\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "rs_weight_65536",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    weight 65536\n  }\n}\n",
+        &[],
+    ),
+    (
+        "rs_weight_big",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    weight 2147483648\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "rs_weight_neg",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    weight -1\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "script_user_missing",
+        "vrrp_script chk {\n  script /bin/true\n  user\n}\n",
+        &[3],
+    ),
+    (
+        "track_script_w254",
+        "vrrp_script chk {\n  script /bin/true\n}\nvrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  track_script {\n    chk weight 254\n  }\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "udp_min_big",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      min_reply_length 70000\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_payload_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload 12zz\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "url_digest_short",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest abc\n      }\n    }\n  }\n}\n",
+        &[9],
+    ),
+    (
+        "url_sc600",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        status_code 600\n      }\n    }\n  }\n}\n",
+        &[9],
+    ),
+    (
+        "url_sc99",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        status_code 99\n      }\n    }\n  }\n}\n",
+        &[9],
+    ),
+    (
+        "url_sc_rev",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        status_code 200-199\n      }\n    }\n  }\n}\n",
+        &[9],
+    ),
+    (
+        "vi_adv0",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  advert_int 0\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_adv15",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  advert_int 1.5\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_adv256",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  advert_int 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_adv_small",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  advert_int 0.001\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_adv_v3",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  version 3\n  advert_int 0.015\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_auth_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  authentication {\n    auth_type PASSX\n    auth_pass x\n  }\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vi_debug5",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  debug 5\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_dta101",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  down_timer_adverts 101\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_glpr_big",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_lower_prio_repeat 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_gmd256",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_master_delay 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_gmd_big",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_master_delay 99999999999\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_gmr0",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_master_repeat 0\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_gmr_big",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_master_repeat 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_gmrr_big",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  garp_master_refresh_repeat 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_mcast_dst",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  mcast_dst_ip 10.0.0.1\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_pd1001",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  preempt_delay 1001\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_pd_dec",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  preempt_delay 0.0000001\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_prio0",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  priority 0\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_prio256",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  priority 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_state_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  state FOO\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_state_lower",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  state master\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_track_if_253",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  track_interface {\n    lo weight 253\n  }\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vi_track_if_254",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  track_interface {\n    lo weight 254\n  }\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vi_uttl256",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  unicast_ttl 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_version4",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  version 4\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_vrid0",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_router_id 0\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vi_vrid256",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_router_id 256\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "vip_brd_plus",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 brd +\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vip_dev_missing",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 dev\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_len33",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/33\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_nodad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 nodad\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_opt_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 foo\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_scope_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 scope foo\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vs_alpha_arg",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  alpha yes\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_alpha_no",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  alpha no\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_ct0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  connect_timeout 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_dbr0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  delay_before_retry 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_delay0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  delay_loop 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_fall0",
+        "vrrp_script chk {\n  script /bin/true\n  fall 0\n}\n",
+        &[3],
+    ),
+    (
+        "vs_ha_suspend_arg",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  ha_suspend yes\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_hysteresis",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  quorum 1\n  hysteresis 1\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_interval0",
+        "vrrp_script chk {\n  script /bin/true\n  interval 0\n}\n",
+        &[3],
+    ),
+    (
+        "vs_interval_dec",
+        "vrrp_script chk {\n  script /bin/true\n  interval 1.5\n}\n",
+        &[3],
+    ),
+    (
+        "vs_kind_nat",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  lb_kind nat\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_omega_no",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  omega no\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_pgr_v6",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  persistence_granularity 129\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_port_big",
+        "virtual_server 10.0.0.1 65536 {\n  protocol TCP\n  lvs_sched rr\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[1],
+    ),
+    (
+        "vs_proto_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  protocol icmp\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_proto_lower",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  protocol Tcp\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_pto0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  persistence_timeout 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_quorum0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  quorum 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_quorum_up4",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  quorum_up /bin/true a b c\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_retry0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  retry 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_rise0",
+        "vrrp_script chk {\n  script /bin/true\n  rise 0\n}\n",
+        &[3],
+    ),
+    (
+        "vs_sched_xyz",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  lvs_sched xyz\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_timeout0",
+        "vrrp_script chk {\n  script /bin/true\n  timeout 0\n}\n",
+        &[3],
+    ),
+    (
+        "vs_tun_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  lvs_method TUN type foo\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_tun_gue",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  lvs_method TUN type gue port 6080 csum\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_warmup0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  warmup 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vs_weight0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  weight 0\n  real_server 10.0.0.2 80 {\n    weight 1\n  }\n}\n",
+        &[5],
+    ),
+    (
+        "vs_weight254",
+        "vrrp_script chk {\n  script /bin/true\n  weight 254\n}\n",
+        &[3],
+    ),
+    (
+        "vsg_fwmark0",
+        "virtual_server_group G {\n  fwmark 0\n}\nvirtual_server group G {\n  lvs_sched rr\n  real_server 10.0.0.2 {\n    weight 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vsg_range",
+        "virtual_server_group G {\n  10.0.0.1-10 80\n  10.0.0.1-9.0.0.1 80\n  fwmark 0\n}\n",
+        &[3],
+    ),
+    (
+        "zroute_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 foo\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "zrule_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_rules {\n    from 10.0.0.0/8 table 100 foo\n  }\n}\n",
+        &[7],
+    ),
+];
