@@ -114,13 +114,17 @@ pub static UDP: &[Keyword] = connection_keywords!(
     Keyword::leaf("max_reply_length", 1, Some(1)),
 );
 
+/// keepalived 2.2.7's FILE_CHECK (its man page also shows `dynamic`, which
+/// 2.2.7 does not know).
 pub static FILE: &[Keyword] = &[
     Keyword::leaf("track_file", 1, Some(1)),
-    Keyword::leaf("dynamic", 0, Some(0)),
     Keyword::leaf("weight", 1, Some(2)),
 ];
 
-pub static BFD: &[Keyword] = &[Keyword::leaf("name", 1, Some(1))];
+pub static BFD: &[Keyword] = &[
+    Keyword::leaf("name", 1, Some(1)),
+    Keyword::leaf("alpha", 0, Some(1)),
+];
 
 pub static SSL: &[Keyword] = &[
     Keyword::leaf("password", 1, None),
@@ -211,7 +215,6 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
         "PING_CHECK" => CheckerKind::Ping,
         "FILE_CHECK" => CheckerKind::File(FileCheck {
             track_file: None,
-            dynamic: false,
             weight: None,
             reverse: false,
         }),
@@ -320,8 +323,15 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                     udp.max_reply_length = value;
                 }
             }
-            (CheckerKind::File(file), "track_file") => file.track_file = Some(common::first(child)),
-            (CheckerKind::File(file), "dynamic") => file.dynamic = true,
+            (CheckerKind::File(file), "track_file") => {
+                file.track_file = Some(common::first(child));
+                context.references.push(super::Reference {
+                    kind: super::ReferenceKind::File,
+                    name: common::first(child),
+                    span: child.arguments[0].span,
+                });
+            }
+
             (CheckerKind::File(file), "weight") => {
                 let (weight, reverse) = common::weight_and_reverse(
                     context,
@@ -333,8 +343,33 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 file.weight = weight;
                 file.reverse = reverse;
             }
-            (CheckerKind::Bfd(bfd), "name") => bfd.name = Some(common::first(child)),
+            (CheckerKind::Bfd(bfd), "name") => {
+                bfd.name = Some(common::first(child));
+                context.references.push(super::Reference {
+                    kind: super::ReferenceKind::Bfd,
+                    name: common::first(child),
+                    span: child.arguments[0].span,
+                });
+            }
             _ => context.not_acted_on(child),
+        }
+    }
+    if let CheckerKind::File(file) = &kind {
+        if file.track_file.is_none() {
+            context.warning(
+                node.keyword.span,
+                "FILE_CHECK without 'track_file': keepalived ignores it",
+            );
+            return None;
+        }
+    }
+    if let CheckerKind::Bfd(bfd) = &kind {
+        if bfd.name.is_none() {
+            context.warning(
+                node.keyword.span,
+                "BFD_CHECK without 'name': keepalived ignores it",
+            );
+            return None;
         }
     }
     if let CheckerKind::Misc(misc) = &mut kind {

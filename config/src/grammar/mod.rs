@@ -36,6 +36,7 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
     let mut context = Context {
         diagnostics,
         virtual_servers: Vec::new(),
+        references: Vec::new(),
     };
     let mut config = Config::default();
     for node in &nodes {
@@ -100,6 +101,26 @@ pub struct Context<'d> {
     pub diagnostics: &'d mut Diagnostics,
     /// Virtual servers read so far, for the checks made at the end.
     pub(crate) virtual_servers: Vec<virtual_server::Pending>,
+    /// Names used before (or without) their definition, checked at the end
+    /// (keepalived resolves them once the whole file is read).
+    pub(crate) references: Vec<Reference>,
+}
+
+/// A use of a named object: `track_script { NAME }`, a sync group member...
+#[derive(Debug, Clone)]
+pub(crate) struct Reference {
+    pub kind: ReferenceKind,
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReferenceKind {
+    Script,
+    File,
+    Process,
+    Bfd,
+    Instance,
 }
 
 impl Context<'_> {

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::common::{self, script};
-use super::{Context, Keyword, Node, values};
+use super::{Context, Keyword, Node, Reference, ReferenceKind, values};
 use crate::model::{
     Authentication, Config, GarpGroup, GarpSettings, Notify, Prefix, Route, Rule, Scope, SyncGroup,
     TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer, VirtualAddress, VrrpInstance,
@@ -335,9 +335,21 @@ pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) 
 }
 
 /// The lines of a `track_*` block: `NAME [weight N] [reverse|noreverse]`.
-fn read_tracked(node: &Node, context: &mut Context, limit: i128) -> Vec<Tracked> {
+fn read_tracked(
+    node: &Node,
+    context: &mut Context,
+    limit: i128,
+    kind: Option<ReferenceKind>,
+) -> Vec<Tracked> {
     let mut tracked = Vec::new();
     for line in &node.children {
+        if let Some(kind) = kind {
+            context.references.push(Reference {
+                kind,
+                name: line.keyword.text.clone(),
+                span: line.keyword.span,
+            });
+        }
         let (weight, reverse) = common::weight_and_reverse(
             context,
             &line.arguments,
@@ -386,23 +398,37 @@ fn read_notify_or_tracking(
         "track_interface" => {
             tracking
                 .interfaces
-                .extend(read_tracked(child, context, 253));
+                .extend(read_tracked(child, context, 253, None));
             return true;
         }
         "track_script" => {
-            tracking.scripts.extend(read_tracked(child, context, 253));
+            tracking.scripts.extend(read_tracked(
+                child,
+                context,
+                253,
+                Some(ReferenceKind::Script),
+            ));
             return true;
         }
         "track_file" => {
-            tracking.files.extend(read_tracked(child, context, 254));
+            tracking
+                .files
+                .extend(read_tracked(child, context, 254, Some(ReferenceKind::File)));
             return true;
         }
         "track_process" => {
-            tracking.processes.extend(read_tracked(child, context, 254));
+            tracking.processes.extend(read_tracked(
+                child,
+                context,
+                254,
+                Some(ReferenceKind::Process),
+            ));
             return true;
         }
         "track_bfd" => {
-            tracking.bfds.extend(read_tracked(child, context, 253));
+            tracking
+                .bfds
+                .extend(read_tracked(child, context, 253, Some(ReferenceKind::Bfd)));
             return true;
         }
         _ => return false,
@@ -441,6 +467,11 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
                 for line in &child.children {
                     for word in line.words() {
                         group.instances.push(word.text.clone());
+                        context.references.push(Reference {
+                            kind: ReferenceKind::Instance,
+                            name: word.text.clone(),
+                            span: word.span,
+                        });
                     }
                 }
             }
@@ -1346,5 +1377,45 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
 /// Cross-references once everything is read: sync group members and tracked
 /// scripts must exist (keepalived warns and ignores them).
 pub fn finish(config: &mut Config, context: &mut Context) {
-    let _ = (config, context);
+    let references = std::mem::take(&mut context.references);
+    for reference in references {
+        let name = reference.name.as_str();
+        let (exists, what) = match reference.kind {
+            ReferenceKind::Script => (
+                config.vrrp_scripts.iter().any(|script| script.name == name),
+                "vrrp_script",
+            ),
+            ReferenceKind::File => (
+                config.track_files.iter().any(|file| file.name == name),
+                "track_file",
+            ),
+            ReferenceKind::Process => (
+                config
+                    .track_processes
+                    .iter()
+                    .any(|process| process.name == name),
+                "vrrp_track_process",
+            ),
+            ReferenceKind::Bfd => (
+                config
+                    .bfd_instances
+                    .iter()
+                    .any(|instance| instance.name == name),
+                "bfd_instance",
+            ),
+            ReferenceKind::Instance => (
+                config
+                    .vrrp_instances
+                    .iter()
+                    .any(|instance| instance.name == name),
+                "vrrp_instance",
+            ),
+        };
+        if !exists {
+            context.warning(
+                reference.span,
+                format!("no {what} '{name}' is defined (or it was dropped): keepalived ignores this reference"),
+            );
+        }
+    }
 }

@@ -147,7 +147,6 @@ pub struct UdpCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileCheck {
     pub track_file: Option<String>,
-    pub dynamic: bool,
     pub weight: Option<i32>,
     pub reverse: bool,
 }
