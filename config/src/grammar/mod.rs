@@ -51,10 +51,12 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
             "garp_group" => vrrp::read_garp_group(node, &mut config, &mut context),
             "vrrp_instance" => vrrp::read_instance(node, &mut config, &mut context),
             "static_ipaddress" => {
-                vrrp::read_addresses(node, &mut config.static_addresses, &mut context)
+                vrrp::read_addresses(node, &mut config.static_addresses, true, &mut context)
             }
-            "static_routes" => vrrp::read_routes(node, &mut config.static_routes, &mut context),
-            "static_rules" => vrrp::read_rules(node, &mut config.static_rules, &mut context),
+            "static_routes" => {
+                vrrp::read_routes(node, &mut config.static_routes, true, &mut context)
+            }
+            "static_rules" => vrrp::read_rules(node, &mut config.static_rules, true, &mut context),
             "virtual_server_group" => virtual_server::read_group(node, &mut config, &mut context),
             "virtual_server" => virtual_server::read(node, &mut config, &mut context),
             "SSL" => checkers::read_ssl(node, &mut config, &mut context),

@@ -724,6 +724,11 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[6],
     ),
     (
+        "vip_brd_addr",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 brd 10.0.0.255\n  }\n}\n",
+        &[],
+    ),
+    (
         "vip_brd_plus",
         "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 brd +\n  }\n}\n",
         &[],
@@ -734,8 +739,38 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[7],
     ),
     (
+        "vip_dotted_mask",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/255.255.255.0\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_home",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    2001:db8::1/64 home -nodad mngtmpaddr noprefixroute autojoin\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vip_label",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 dev eth0 scope link label eth0:1\n  }\n}\n",
+        &[],
+    ),
+    (
         "vip_len33",
         "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/33\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_lft",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    2001:db8::1/64 preferred_lft forever\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vip_lft_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    2001:db8::1/64 preferred_lft x\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_multi",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 10.0.0.11/24\n  }\n}\n",
         &[7],
     ),
     (
@@ -749,9 +784,494 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[7],
     ),
     (
+        "vip_peer",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10 peer 10.0.0.20/24\n  }\n}\n",
+        &[7],
+    ),
+    (
         "vip_scope_bad",
         "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 scope foo\n  }\n}\n",
         &[7],
+    ),
+    (
+        "vip_scope_num",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 scope 200\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vip_track_group",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 track_group G1\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vip_use_vmac",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24 dev eth1 use_vmac\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vip_v6_scope",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    fe80::1%eth0/64\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "vr_advmss",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 advmss 1400 initcwnd 10 initrwnd 10\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_as",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 as 10.0.0.3\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_basic",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_blackhole",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    blackhole 10.2.0.0/16\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_broadcast",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    broadcast 10.0.0.255 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_congctl",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 congctl cubic\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_default",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    default via 10.0.0.1\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_default4",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    default4 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_dev_only",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_dsfield",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 dsfield 0x10\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_encap",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 encap mpls 200 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_expires",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    2001:db8:1::/48 via 2001:db8::1 expires 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_fastopen",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 fastopen_no_cookie 1\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_features",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 features ecn\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_from",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 from 10.0.0.10 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_gw",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 gw 10.0.0.1 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_lock",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 lock mtu 1400\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_metric_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 metric x\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_mtu",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 mtu 1400\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_mtu_lock",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 mtu lock 1400\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_multicast",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    multicast 224.1.1.0/24 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_nat",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    nat 10.1.0.0/16 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_nexthop",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 nexthop via 10.0.0.1 dev eth0 weight 1 nexthop via 10.0.0.2 dev eth0 weight 2\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_no_track",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 no_track\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_oif",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 oif eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_onlink",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 onlink\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_or",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 or 10.0.0.2 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_pervasive",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 pervasive\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_pref",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    2001:db8:1::/48 via 2001:db8::1 pref high\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_preference",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 preference 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_priority",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_prohibit",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    prohibit 10.1.0.0/16 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_proto",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 proto static\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_proto_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 proto foo\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_protocol",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 protocol static\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_protocol_num",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 protocol 99\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_quickack",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 quickack 1\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_realms",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 realms 5\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_rto_min",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 rto_min 5ms\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_scope_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 dev eth0 scope foo\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_src_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    src 10.0.0.300 to 10.1.0.0/16 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_src_to",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    src 10.0.0.10 to 10.1.0.0/16 via 10.0.0.1\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_ssthresh",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 ssthresh 5 cwnd 5 window 5 reordering 3 hoplimit 5 rttvar 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_table_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 table foo\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_table_default",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 table default\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_table_metric",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 table 100 metric 5\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_table_name",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 table main\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_throw",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    throw 10.1.0.0/16 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_tos",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 tos 0x10\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_track_group",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 track_group G\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_ttl_prop",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 ttl-propagate enabled\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_type_local",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    local 10.4.0.1 dev eth0 table local\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_unicast",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    unicast 10.1.0.0/16 via 10.0.0.1 dev eth0\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vr_unreachable",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    unreachable 10.3.0.0/16\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_via_inet6",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via inet6 fe80::1 dev eth0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vr_weight",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_routes {\n    10.1.0.0/16 via 10.0.0.1 dev eth0 weight 2\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_basic",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_blackhole",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 blackhole\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_dport_range",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    ipproto tcp dport 80-80 table 100 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_dsfield",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    dsfield 0x10 table 100 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_from_all",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from all to 10.0.0.0/8 table 100 preference 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_from_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.300 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_fwmark",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    fwmark 0x10/0xff table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_fwmark_dec",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    fwmark 16 table 100 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_goto",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 goto 200 priority 100\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_iif",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from all iif eth0 lookup 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_ipproto",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    ipproto tcp dport 80 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_ipproto_num",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    ipproto 6 table 100 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_l3mdev",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    l3mdev priority 1000\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_lookup_local",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 lookup local priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_no_pref",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 100 no_track\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_nop",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 nop priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_not",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    not from 10.0.0.0/24 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_oif",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    oif eth0 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_pref",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from all table 100 pref 5\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_prohibit",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 prohibit\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_protocol",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 100 protocol kernel\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_protocol_num",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 100 protocol 5 priority 5\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_realms",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 realms 1/2 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_sport_range",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    ipproto udp sport 1000-2000 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_suppress",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from all table main suppress_prefixlength 0\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_suppress_ifgroup",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from all table main suppress_ifgroup 5 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_table_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table foo\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_table_num",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 254 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_to",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    to 10.0.0.0/24 table 100 priority 100\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_to_v6",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    to 2001:db8::/32 table 100 priority 5\n  }\n}\n",
+        &[],
+    ),
+    (
+        "vru_tos",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    tos 0x10 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_track_group",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 table 100 priority 5 track_group G\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_tunid",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    tun_id 5 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_type_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 type foo priority 5\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_uid",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    uidrange 100-200 table 100\n  }\n}\n",
+        &[10],
+    ),
+    (
+        "vru_unreachable",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n  virtual_rules {\n    from 10.0.0.0/24 unreachable priority 5\n  }\n}\n",
+        &[],
     ),
     (
         "vs_alpha_arg",

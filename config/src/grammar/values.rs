@@ -169,8 +169,7 @@ pub fn optional_boolean(context: &mut Context, word: Option<&Word>, what: &str) 
     }
 }
 
-/// An IPv4 or IPv6 address (keepalived's `inet_pton`; an IPv6 address may
-/// carry a `%scope`, which is dropped here).
+/// An IPv4 or IPv6 address (keepalived's `inet_pton`: no `%scope`).
 pub fn address(context: &mut Context, word: &Word, what: &str) -> Option<IpAddr> {
     match parse_address(&word.text) {
         Some(address) => Some(address),
@@ -191,8 +190,7 @@ pub fn parse_address(text: &str) -> Option<IpAddr> {
     if let Ok(address) = text.parse::<Ipv4Addr>() {
         return Some(IpAddr::V4(address));
     }
-    let without_scope = text.split_once('%').map_or(text, |(address, _)| address);
-    without_scope.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+    text.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
 }
 
 /// An address with an optional `/length` (the default length is the whole

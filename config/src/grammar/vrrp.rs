@@ -654,12 +654,14 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     argument.and_then(|word| values::integer(context, word, 2, 3, "version"))
             }
             "authentication" => read_authentication(child, &mut instance, context),
-            "virtual_ipaddress" => read_addresses(child, &mut instance.virtual_addresses, context),
-            "virtual_ipaddress_excluded" => {
-                read_addresses(child, &mut instance.excluded_addresses, context)
+            "virtual_ipaddress" => {
+                read_addresses(child, &mut instance.virtual_addresses, false, context)
             }
-            "virtual_routes" => read_routes(child, &mut instance.virtual_routes, context),
-            "virtual_rules" => read_rules(child, &mut instance.virtual_rules, context),
+            "virtual_ipaddress_excluded" => {
+                read_addresses(child, &mut instance.excluded_addresses, false, context)
+            }
+            "virtual_routes" => read_routes(child, &mut instance.virtual_routes, false, context),
+            "virtual_rules" => read_rules(child, &mut instance.virtual_rules, false, context),
             "unicast_src_ip" => {
                 instance.unicast_source =
                     argument.and_then(|word| values::address(context, word, "unicast_src_ip"))
@@ -943,15 +945,20 @@ fn scope(context: &mut Context, word: &Word) -> Option<Scope> {
 
 /// The lines of `virtual_ipaddress`, `virtual_ipaddress_excluded` and
 /// `static_ipaddress`.
-pub fn read_addresses(node: &Node, addresses: &mut Vec<VirtualAddress>, context: &mut Context) {
+pub fn read_addresses(
+    node: &Node,
+    addresses: &mut Vec<VirtualAddress>,
+    is_static: bool,
+    context: &mut Context,
+) {
     for line in &node.children {
-        if let Some(address) = read_address(line, context) {
+        if let Some(address) = read_address(line, is_static, context) {
             addresses.push(address);
         }
     }
 }
 
-fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
+fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<VirtualAddress> {
     let prefix = values::prefix(context, line.keyword, "address")?;
     let mut address = VirtualAddress {
         address: prefix,
@@ -1003,17 +1010,13 @@ fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
             ("scope", Some(value)) => address.scope = scope(context, value)?,
             ("label", Some(value)) => address.label = Some(value.text.clone()),
             ("peer", Some(value)) => {
-                let peer = values::prefix(context, value, "peer")?;
-                // keepalived refuses a prefix length on both the address and
-                // its peer ("VRRP parsed invalid IP").
-                if value.text.contains('/') && line.keyword.text.contains('/') {
-                    context.error(
-                        value.span,
-                        "a prefix length is given on both the address and its peer: give it on one only",
-                    );
-                    return None;
-                }
-                address.peer = Some(peer);
+                // keepalived reads the peer as a plain address ("Invalid
+                // peer address" for 10.0.0.20/24).
+                let peer = values::address(context, value, "peer address")?;
+                address.peer = Some(Prefix {
+                    address: peer,
+                    length: if peer.is_ipv4() { 32 } else { 128 },
+                });
             }
             ("preferred_lft", Some(value)) => {
                 address.preferred_lifetime = Some(if value.text == "forever" {
@@ -1027,6 +1030,10 @@ fn read_address(line: &Node, context: &mut Context) -> Option<VirtualAddress> {
                         "preferred_lft",
                     )?)
                 })
+            }
+            ("track_group", Some(_)) if !is_static => {
+                context.error(word.span, "'track_group' only applies to static_ipaddress");
+                return None;
             }
             ("track_group", Some(value)) => address.track_group = Some(value.text.clone()),
             ("home", _) => address.home = true,
@@ -1080,7 +1087,9 @@ fn broadcast_of(prefix: Prefix) -> IpAddr {
     }
 }
 
-/// `ip route` options that take one value (kept in `options`).
+/// `ip route` options that take a value (kept in `options`). Deliberately
+/// without `proto`, `pervasive`, a bare `lock` and `weight` outside
+/// `nexthop`: keepalived 2.2.7 refuses them ("unknown route keyword").
 const ROUTE_VALUE_OPTIONS: &[&str] = &[
     "src",
     "via",
@@ -1093,7 +1102,6 @@ const ROUTE_VALUE_OPTIONS: &[&str] = &[
     "preference",
     "priority",
     "scope",
-    "proto",
     "protocol",
     "realms",
     "mtu",
@@ -1117,15 +1125,29 @@ const ROUTE_VALUE_OPTIONS: &[&str] = &[
     "fastopen_no_cookie",
     "ttl-propagate",
     "expires",
-    "track_group",
-    "weight",
-    "nexthop",
     "encap",
     "as",
     "from",
+    "track_group",
 ];
 
-const ROUTE_FLAGS: &[&str] = &["onlink", "no_track", "pervasive", "lock"];
+/// Options whose value may be preceded by `lock` (`mtu lock 1400`).
+const ROUTE_LOCKABLE: &[&str] = &[
+    "mtu",
+    "advmss",
+    "rtt",
+    "rttvar",
+    "reordering",
+    "window",
+    "cwnd",
+    "initcwnd",
+    "initrwnd",
+    "ssthresh",
+    "rto_min",
+    "hoplimit",
+];
+
+const ROUTE_FLAGS: &[&str] = &["onlink", "no_track", "nexthop"];
 
 const ROUTE_TYPES: &[&str] = &[
     "unicast",
@@ -1139,9 +1161,29 @@ const ROUTE_TYPES: &[&str] = &[
     "nat",
 ];
 
-/// The lines of `virtual_routes` and `static_routes`:
-/// `[TYPE] [src ADDR] [to] PREFIX|default [via|gw ADDR] [or ADDR] [dev IF] ...`.
-pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) {
+/// The routing tables every system has by name; other names come from
+/// /etc/iproute2/rt_tables on the machine keepalived runs on.
+const TABLE_NAMES: &[&str] = &["main", "local", "default", "unspec"];
+
+/// keepalived's `RTPROT_KEEPALIVED`: the only protocol of a tracked route.
+const PROTOCOL_KEEPALIVED: &str = "18";
+
+fn check_table(context: &mut Context, value: &Word) {
+    if value.text.parse::<u32>().is_err() && !TABLE_NAMES.contains(&value.text.as_str()) {
+        context.warning(
+            value.span,
+            format!(
+                "routing table '{}' is neither a number nor main/local/default: keepalived looks it up in /etc/iproute2/rt_tables, where it must exist",
+                value.text
+            ),
+        );
+    }
+}
+
+/// The lines of `virtual_routes` and `static_routes` (keepalived's
+/// vrrp_iproute.c): `[TYPE] [src ADDR] [to] PREFIX|default|default6
+/// [via ADDR] [dev IF] [table T] [metric N] ... [nexthop ...]`.
+pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, context: &mut Context) {
     'lines: for line in &node.children {
         let words = line.words();
         let mut route = Route {
@@ -1160,6 +1202,8 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
             options: Vec::new(),
         };
         let mut destination_seen = false;
+        let mut in_nexthop = false;
+        let mut protocol: Option<&Word> = None;
         let mut index = 0;
         while index < words.len() {
             let word = words[index];
@@ -1170,10 +1214,13 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
                 continue;
             }
             if ROUTE_FLAGS.contains(&text) {
-                if text == "no_track" {
-                    route.no_track = true;
-                } else {
-                    route.options.push(text.to_string());
+                match text {
+                    "no_track" => route.no_track = true,
+                    "nexthop" => {
+                        in_nexthop = true;
+                        route.options.push(text.to_string());
+                    }
+                    _ => route.options.push(text.to_string()),
                 }
                 index += 1;
                 continue;
@@ -1182,41 +1229,135 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
                 index += 1;
                 continue;
             }
-            if ROUTE_VALUE_OPTIONS.contains(&text) {
-                let Some(value) = words.get(index + 1) else {
+            let value_option =
+                ROUTE_VALUE_OPTIONS.contains(&text) || (in_nexthop && text == "weight");
+            if value_option {
+                if text == "track_group" && !is_static {
+                    context.error(word.span, "'track_group' only applies to static_routes");
+                    continue 'lines;
+                }
+                let mut value_index = index + 1;
+                if ROUTE_LOCKABLE.contains(&text)
+                    && words
+                        .get(value_index)
+                        .is_some_and(|next| next.text == "lock")
+                {
+                    route.options.push(text.to_string());
+                    route.options.push("lock".to_string());
+                    value_index += 1;
+                }
+                let Some(value) = words.get(value_index).copied() else {
                     context.error(word.span, format!("'{text}' needs a value"));
                     continue 'lines;
                 };
                 match text {
-                    "src" => route.source = values::address(context, value, "route source"),
-                    "via" | "gw" | "or" => {
-                        if let Some(address) = values::address(context, value, "gateway") {
-                            route.gateways.push(address);
+                    "src" => {
+                        route.source = values::address(context, value, "route source");
+                        if route.source.is_none() {
+                            continue 'lines;
                         }
                     }
-                    "dev" | "oif" => route.device = Some(value.text.clone()),
-                    "table" => route.table = Some(value.text.clone()),
-                    "metric" | "preference" | "priority" => {
-                        route.metric = values::integer(context, value, 0, u32::MAX.into(), "metric")
+                    "from" => match values::prefix(context, value, "route 'from' source") {
+                        Some(prefix) if prefix.address.is_ipv4() => {
+                            context.error(
+                                word.span,
+                                "'from' on a route is only supported for IPv6; use 'src' for IPv4",
+                            );
+                            continue 'lines;
+                        }
+                        Some(_) => {}
+                        None => continue 'lines,
+                    },
+                    "via" | "gw" | "or" => {
+                        // `via [inet|inet6] ADDR`, as `ip route` takes it.
+                        let mut value = value;
+                        if matches!(value.text.as_str(), "inet" | "inet6") {
+                            let Some(address) = words.get(value_index + 1).copied() else {
+                                context
+                                    .error(value.span, "a gateway address must follow the family");
+                                continue 'lines;
+                            };
+                            value_index += 1;
+                            value = address;
+                        }
+                        if text != "via" {
+                            context.warning(
+                                word.span,
+                                format!("'{text}' for routes is deprecated: use 'via' (and 'nexthop' for several gateways)"),
+                            );
+                        }
+                        match values::address(context, value, "gateway") {
+                            Some(address)
+                                if destination_seen
+                                    && address.is_ipv4() != route.destination.address.is_ipv4() =>
+                            {
+                                context.error(
+                                    value.span,
+                                    "a route cannot mix IPv4 and IPv6 addresses",
+                                );
+                                continue 'lines;
+                            }
+                            Some(address) => route.gateways.push(address),
+                            None => continue 'lines,
+                        }
                     }
-                    "scope" => route.scope = scope(context, value),
+                    // keepalived tracks a route by its own `dev`, not its
+                    // nexthops'.
+                    "dev" | "oif" if !in_nexthop => route.device = Some(value.text.clone()),
+                    "encap" => {
+                        let Some(consumed) = encapsulation(context, &words[value_index..]) else {
+                            continue 'lines;
+                        };
+                        route.options.push(text.to_string());
+                        for word in &words[value_index..value_index + consumed] {
+                            route.options.push(word.text.clone());
+                        }
+                        index = value_index + consumed;
+                        continue;
+                    }
+                    "table" => {
+                        check_table(context, value);
+                        route.table = Some(value.text.clone());
+                    }
+                    "metric" | "preference" | "priority" => {
+                        route.metric =
+                            values::integer(context, value, 0, u32::MAX.into(), "metric");
+                        if route.metric.is_none() {
+                            continue 'lines;
+                        }
+                    }
+                    "scope" => {
+                        route.scope = scope(context, value);
+                        if route.scope.is_none() {
+                            continue 'lines;
+                        }
+                    }
+                    "protocol" => protocol = Some(value),
+                    "as" => context.warning(
+                        word.span,
+                        "'as to' is for MPLS routes only: keepalived ignores it",
+                    ),
                     "rtt" | "rttvar" | "rto_min" if !route_time(value) => {
                         context.error(
-                                value.span,
-                                format!("invalid {text} '{}': expected a time such as 300ms or 0.3s (millisecond resolution)", value.text),
-                            );
+                            value.span,
+                            format!(
+                                "invalid {text} '{}': expected a time such as 300ms or 0.3s (millisecond resolution)",
+                                value.text
+                            ),
+                        );
                         continue 'lines;
                     }
                     _ => {}
                 }
                 route.options.push(text.to_string());
                 route.options.push(value.text.clone());
-                index += 2;
+                index = value_index + 1;
                 continue;
             }
             if !destination_seen {
                 destination_seen = true;
-                // `default4`/`default6`: a default route of one family.
+                // keepalived 2.2.7 knows `default` and `default6` (not
+                // `default4`).
                 if text == "default6" {
                     route.destination = Prefix {
                         address: IpAddr::from([0u16; 8]),
@@ -1225,7 +1366,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
                     index += 1;
                     continue;
                 }
-                if text == "default" || text == "default4" {
+                if text == "default" {
                     index += 1;
                     continue;
                 }
@@ -1249,8 +1390,61 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, context: &mut Context) 
             context.error(line.span(), "route without a destination");
             continue;
         }
+        if !route.no_track {
+            if route.device.is_none() {
+                context.warning(
+                    line.span(),
+                    "a route without 'dev' cannot be tracked: keepalived does not track it (add 'dev' or 'no_track')",
+                );
+            } else if let Some(protocol) = protocol.filter(|word| word.text != PROTOCOL_KEEPALIVED)
+            {
+                context.warning(
+                    protocol.span,
+                    "a tracked route's protocol must be keepalived's (18): keepalived resets it",
+                );
+            }
+        }
         routes.push(route);
     }
+}
+
+/// `encap TYPE ARGS...`: returns how many words (the type included) it
+/// takes.
+fn encapsulation(context: &mut Context, words: &[&Word]) -> Option<usize> {
+    let kind = words.first()?;
+    let keys: &[&str] = match kind.text.as_str() {
+        "mpls" => {
+            if words.len() < 2 {
+                context.error(kind.span, "'encap mpls' needs a label");
+                return None;
+            }
+            return Some(2);
+        }
+        "ip" | "ip6" => &[
+            "id", "dst", "src", "tos", "tc", "ttl", "hoplimit", "key", "csum", "seq",
+        ],
+        "seg6" => &["mode", "segs", "hmac"],
+        "bpf" => &["in", "out", "xmit", "headroom"],
+        other => {
+            context.error(
+                kind.span,
+                format!("unknown encapsulation '{other}': expected mpls, ip, ip6, seg6 or bpf"),
+            );
+            return None;
+        }
+    };
+    let mut consumed = 1;
+    while let Some(key) = words.get(consumed) {
+        if !keys.contains(&key.text.as_str()) {
+            break;
+        }
+        if words.get(consumed + 1).is_none() {
+            context.error(key.span, format!("'{}' needs a value", key.text));
+            return None;
+        }
+        consumed += 2;
+    }
+    Some(consumed)
 }
 
 /// `ip route`'s times: a number with an optional unit (`s`, `sec`, `secs`,
@@ -1274,6 +1468,8 @@ fn route_time(value: &Word) -> bool {
         }
 }
 
+/// `ip rule` options that take a value. No `pref` (keepalived 2.2.7:
+/// "Unknown rule option pref") and no `tun_id`.
 const RULE_VALUE_OPTIONS: &[&str] = &[
     "from",
     "to",
@@ -1281,7 +1477,6 @@ const RULE_VALUE_OPTIONS: &[&str] = &[
     "lookup",
     "priority",
     "preference",
-    "pref",
     "fwmark",
     "iif",
     "oif",
@@ -1296,7 +1491,6 @@ const RULE_VALUE_OPTIONS: &[&str] = &[
     "suppress_prefixlength",
     "suppress_ifgroup",
     "protocol",
-    "tun_id",
     "track_group",
 ];
 
@@ -1310,8 +1504,9 @@ const RULE_FLAGS: &[&str] = &[
     "l3mdev",
 ];
 
-/// The lines of `virtual_rules` and `static_rules` (`ip rule` syntax).
-pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
+/// The lines of `virtual_rules` and `static_rules` (keepalived's
+/// vrrp_iprule.c, `ip rule` syntax).
+pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: &mut Context) {
     'lines: for line in &node.children {
         let words = line.words();
         let mut rule = Rule {
@@ -1323,6 +1518,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
             no_track: false,
             options: Vec::new(),
         };
+        let mut protocol: Option<&Word> = None;
         let mut index = 0;
         while index < words.len() {
             let word = words[index];
@@ -1337,23 +1533,54 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
                 continue;
             }
             if RULE_VALUE_OPTIONS.contains(&text) {
-                let Some(value) = words.get(index + 1) else {
+                if text == "track_group" && !is_static {
+                    context.error(word.span, "'track_group' only applies to static_rules");
+                    continue 'lines;
+                }
+                let Some(value) = words.get(index + 1).copied() else {
                     context.error(word.span, format!("'{text}' needs a value"));
                     continue 'lines;
                 };
                 match text {
-                    "from" if value.text != "all" => {
-                        rule.from = values::prefix(context, value, "rule source")
+                    "from" | "to" if value.text != "all" => {
+                        let Some(prefix) =
+                            values::prefix(context, value, &format!("rule '{text}' address"))
+                        else {
+                            continue 'lines;
+                        };
+                        if text == "from" {
+                            rule.from = Some(prefix);
+                        } else {
+                            rule.to = Some(prefix);
+                        }
                     }
-                    "to" if value.text != "all" => {
-                        rule.to = values::prefix(context, value, "rule destination")
+                    "table" | "lookup" => {
+                        check_table(context, value);
+                        rule.table = Some(value.text.clone());
                     }
-                    "table" | "lookup" => rule.table = Some(value.text.clone()),
-                    "priority" | "preference" | "pref" => {
+                    "priority" | "preference" => {
                         rule.priority =
-                            values::integer(context, value, 0, u32::MAX.into(), "priority")
+                            values::integer(context, value, 0, u32::MAX.into(), "priority");
+                        if rule.priority.is_none() {
+                            continue 'lines;
+                        }
                     }
                     "fwmark" => rule.fwmark = Some(value.text.clone()),
+                    "protocol" => {
+                        if values::integer::<u8>(context, value, 0, 255, "rule protocol").is_none()
+                        {
+                            continue 'lines;
+                        }
+                        protocol = Some(value);
+                    }
+                    // keepalived 2.2.7 reads these as ranges only.
+                    "sport" | "dport" if !value.text.contains('-') => {
+                        context.error(
+                            value.span,
+                            format!("invalid {text} range '{}': keepalived 2.2.7 needs a range, e.g. {0}-{0}", value.text),
+                        );
+                        continue 'lines;
+                    }
                     _ => {}
                 }
                 rule.options.push(text.to_string());
@@ -1369,6 +1596,20 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, context: &mut Context) {
             }
             context.error(word.span, message);
             continue 'lines;
+        }
+        if rule.priority.is_none() {
+            context.warning(
+                line.span(),
+                "rule without a priority: keepalived sets 16384, which is probably not what you want",
+            );
+        }
+        if let Some(protocol) = protocol.filter(|word| word.text != PROTOCOL_KEEPALIVED) {
+            if !rule.no_track {
+                context.warning(
+                    protocol.span,
+                    "a tracked rule's protocol must be keepalived's (18): keepalived resets it",
+                );
+            }
         }
         rules.push(rule);
     }
