@@ -9,6 +9,7 @@ use crate::model::{BfdInstance, Config};
 
 pub static INSTANCE: &[Keyword] = &[
     Keyword::leaf("neighbor_ip", 1, Some(1)),
+    Keyword::leaf("neighbour_ip", 1, Some(1)),
     Keyword::leaf("source_ip", 1, Some(1)),
     Keyword::leaf("min_rx", 1, Some(1)),
     Keyword::leaf("min_tx", 1, Some(1)),
@@ -19,7 +20,10 @@ pub static INSTANCE: &[Keyword] = &[
     Keyword::leaf("hoplimit", 1, Some(1)),
     Keyword::leaf("max_hops", 1, Some(1)),
     Keyword::leaf("weight", 1, Some(2)),
-    Keyword::leaf("vrf", 1, Some(1)),
+    // Which processes use the instance (keepalived's BFD process tells the
+    // VRRP and checker processes about it).
+    Keyword::leaf("vrrp", 0, None).not_acted_on(),
+    Keyword::leaf("checker", 0, None).not_acted_on(),
 ];
 
 /// `bfd_instance NAME { ... }`; intervals are in milliseconds.
@@ -38,7 +42,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
         max_hops: None,
         weight: None,
         reverse: false,
-        vrf: None,
+        used_by: Vec::new(),
     };
     for child in &node.children {
         let argument = child.argument(0);
@@ -48,7 +52,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                 .map(Duration::from_millis)
         };
         match child.name() {
-            "neighbor_ip" => {
+            "neighbor_ip" | "neighbour_ip" => {
                 instance.neighbor_ip =
                     argument.and_then(|word| values::address(context, word, "neighbor_ip"))
             }
@@ -78,7 +82,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                 instance.weight = weight;
                 instance.reverse = reverse;
             }
-            "vrf" => instance.vrf = Some(common::first(child)),
+            "vrrp" | "checker" => instance.used_by.push(common::raw(child)),
             _ => context.not_acted_on(child),
         }
     }

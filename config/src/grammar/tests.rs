@@ -1434,3 +1434,36 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[7],
     ),
 ];
+
+#[test]
+fn diagnostics_render_with_file_line_column_and_carets() {
+    let text = "global_defs {\n  router_idd x\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    weight heavy\n\nvirtual_server 10.0.0.1 81 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.3 81 {\n  }\n}\n";
+    let mut sources = crate::syntax::Sources::default();
+    let mut diagnostics = Diagnostics::default();
+    let lines = crate::lexer::read_str(
+        "keepalived.conf",
+        text,
+        &crate::lexer::Options::default(),
+        &mut sources,
+        &mut diagnostics,
+    );
+    parse(&lines, &mut diagnostics);
+    let rendered = diagnostics.render(&sources);
+    if std::env::var("GRAMMAR_SHOW").is_ok() {
+        println!("{rendered}");
+    }
+    assert!(
+        rendered.contains("keepalived.conf:2:3: error: unknown keyword 'router_idd'"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("did you mean 'router_id'?"), "{rendered}");
+    assert!(
+        rendered.contains("keepalived.conf:9:12: error: invalid number 'heavy'"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("keepalived.conf:11:1: error: missing '}' before 'virtual_server'"),
+        "{rendered}"
+    );
+    assert_eq!(diagnostics.count(Severity::Error), 3, "{rendered}");
+}

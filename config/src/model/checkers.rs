@@ -183,7 +183,8 @@ pub struct BfdInstance {
     pub max_hops: Option<u8>,
     pub weight: Option<i32>,
     pub reverse: bool,
-    pub vrf: Option<String>,
+    /// `vrrp` and `checker` lines, as written.
+    pub used_by: Vec<super::RawSetting>,
 }
 
 /// Checker scripts keep a user and group like notify scripts.
