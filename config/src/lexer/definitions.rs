@@ -96,7 +96,7 @@ pub(crate) fn is_name_byte(byte: u8) -> bool {
 
 /// At most this many substitutions for one line: `$A=$A` makes keepalived
 /// substitute forever (it rescans the replacement in place).
-const SUBSTITUTION_LIMIT: usize = 10_000;
+pub(super) const SUBSTITUTION_LIMIT: usize = 10_000;
 
 impl Lexer<'_> {
     /// keepalived's `find_definition` for a use: `name_at` is just after the

@@ -113,6 +113,10 @@ const LINE_BUFFER: usize = 1024;
 /// could keep it busy for ever.
 pub(crate) const EXPANSION_LIMIT: u64 = 1_000_000;
 
+/// At most this many lines in all (the largest real configuration seen
+/// expands to 273,000).
+const LINE_LIMIT: u64 = 600_000;
+
 /// Include nesting deeper than this is refused (keepalived recurses until
 /// it runs out of file descriptors).
 const INCLUDE_DEPTH_LIMIT: usize = 32;
@@ -193,6 +197,22 @@ impl<'a> Lexer<'a> {
     fn run(&mut self) -> Vec<Line> {
         let mut lines = Vec::new();
         while let Some(produced) = self.read_line() {
+            if lines.len() as u64 >= LINE_LIMIT {
+                // A definition that contains itself followed by a brace
+                // makes keepalived produce lines for ever (each piece split
+                // off the line is substituted again).
+                let span = text::covering(&produced.text)
+                    .or(produced.opening_brace.map(|brace| brace.span));
+                if let Some(span) = span {
+                    self.diagnostics.push(Diagnostic::error(
+                        span,
+                        format!(
+                            "the configuration expands to more than {LINE_LIMIT} lines; the rest is ignored"
+                        ),
+                    ));
+                }
+                break;
+            }
             let mut words = self.split_words(&produced.text);
             if let Some(brace) = produced.opening_brace {
                 words.push(Word {
@@ -224,17 +244,21 @@ impl<'a> Lexer<'a> {
 
     /// keepalived's `read_line`: the next line, or `None` at the end.
     fn read_line(&mut self) -> Option<Produced> {
-        self.substitutions = 0;
         loop {
             let mut buffer: Text = if let Some(residue) = self.residue.take() {
+                // The substitution budget covers a line and every piece
+                // split off it: a definition ending in its own use regrows
+                // each piece (keepalived never stops).
                 residue
             } else if !self.sequences.is_empty()
                 && self.sequences.len() > self.multiline_sequence_depth
             {
                 self.next_sequence_line()
             } else if let Some(cursor) = self.next_line.take() {
+                self.substitutions = 0;
                 self.next_multiline_line(cursor)
             } else {
+                self.substitutions = 0;
                 self.next_file_line()?
             };
 
@@ -300,6 +324,12 @@ impl<'a> Lexer<'a> {
                 if !recheck {
                     break;
                 }
+            }
+            if self.substitutions > definitions::SUBSTITUTION_LIMIT {
+                // Reported where the budget ran out: drop the line and what
+                // would be split off it.
+                self.residue = None;
+                continue;
             }
             if dropped || buffer.is_empty() {
                 continue;

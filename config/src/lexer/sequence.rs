@@ -320,6 +320,7 @@ impl Lexer<'_> {
     /// The next line of the innermost sequence, setting its variables
     /// (keepalived's `read_line`, seq branch).
     pub(super) fn next_sequence_line(&mut self) -> Text {
+        self.substitutions = 0;
         let Some(sequence) = self.sequences.last_mut() else {
             return Text::new();
         };

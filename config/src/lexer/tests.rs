@@ -673,3 +673,14 @@ fn booleans_and_timers() {
     );
     assert_eq!(parse_decimal("1.5", 3), Ok(1500));
 }
+
+#[test]
+fn fuzz_regressions() {
+    // Found by the mutation test: a definition ending in its own use,
+    // followed by a brace, regrows every piece split off the line, for
+    // ever (in keepalived too); pulse stops at its line limit.
+    let lexed =
+        lex("$M= \\\nvrrp_instance VI_${I} { \\$M\n  interface eth0 \\\n}\n\n~SEQ(I, 1, 3) $M\n");
+    assert!(lexed.count(Severity::Error) >= 1, "{}", lexed.messages());
+    assert!(lexed.lines.len() as u64 <= LINE_LIMIT);
+}
