@@ -89,18 +89,8 @@ pub static MISC: &[Keyword] = &[
 pub static SMTP: &[Keyword] = connection_keywords!(
     Keyword::leaf("helo_name", 1, None),
     // Older configs wrote the connection options in `host { }` blocks.
-    Keyword::block("host", 0, Some(0), SMTP_HOST),
+    Keyword::block("host", 0, Some(0), TCP),
 );
-
-/// SMTP_CHECK's `host { }`: where to connect.
-pub static SMTP_HOST: &[Keyword] = &[
-    Keyword::leaf("connect_ip", 1, Some(1)),
-    Keyword::leaf("connect_port", 1, Some(1)),
-    Keyword::leaf("bindto", 1, Some(1)),
-    Keyword::leaf("bind_if", 1, Some(1)),
-    Keyword::leaf("bind_port", 1, Some(1)),
-    Keyword::leaf("fwmark", 1, Some(1)),
-];
 
 pub static DNS: &[Keyword] = connection_keywords!(
     Keyword::leaf("type", 1, Some(1)),
@@ -366,7 +356,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
     if let CheckerKind::Bfd(bfd) = &kind {
         if bfd.name.is_none() {
             context.warning(
-                node.keyword.span,
+                node.end_span(),
                 "BFD_CHECK without 'name': keepalived ignores it",
             );
             return None;
@@ -378,7 +368,10 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             path.group = group;
         }
         if misc.path.is_none() {
-            context.error(node.keyword.span, "MISC_CHECK needs 'misc_path'");
+            context.warning(
+                node.end_span(),
+                "MISC_CHECK without 'misc_path': keepalived skips it",
+            );
             return None;
         }
     }
@@ -387,8 +380,11 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
     {
         // keepalived keeps such a checker but it has nothing to check.
         context.warning(
-            node.keyword.span,
-            format!("{} has no 'url' block: it checks nothing", node.name()),
+            node.end_span(),
+            format!(
+                "{} has no 'url' block: keepalived ignores the checker",
+                node.name()
+            ),
         );
     }
     if let CheckerKind::Udp(udp) = &kind
@@ -618,11 +614,13 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
                     if OPTIONS.contains(&word.text.as_str()) {
                         url.regex_options.push(word.text.clone());
                     } else {
-                        let mut message = format!("unknown regex option '{}'", word.text);
+                        // keepalived 2.2.7 ignores unknown options silently.
+                        let mut message =
+                            format!("unknown regex option '{}' is ignored", word.text);
                         if let Some(best) = super::suggestion(&word.text, OPTIONS.iter().copied()) {
                             message.push_str(&format!(" (did you mean '{best}'?)"));
                         }
-                        context.error(word.span, message);
+                        context.warning(word.span, message);
                     }
                 }
             }

@@ -351,9 +351,26 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "vrrp_strict" => vrrp.strict = true,
             "vrrp_skip_check_adv_addr" => {
-                vrrp.skip_check_adv_addr =
-                    values::optional_boolean(context, argument, "vrrp_skip_check_adv_addr")
-                        .unwrap_or(false)
+                // keepalived 2.2.7 does not check the word here: anything
+                // but false/off/no means true.
+                vrrp.skip_check_adv_addr = !matches!(
+                    argument.map(|word| word.text.as_str()),
+                    Some("false" | "off" | "no")
+                );
+                if let Some(word) = argument.filter(|word| {
+                    !matches!(
+                        word.text.as_str(),
+                        "true" | "on" | "yes" | "false" | "off" | "no"
+                    )
+                }) {
+                    context.warning(
+                        word.span,
+                        format!(
+                            "'{}' is not a <BOOL>: keepalived takes it as true",
+                            word.text
+                        ),
+                    );
+                }
             }
             "vrrp_check_unicast_src" => vrrp.check_unicast_src = true,
             "vrrp_iptables" => {
@@ -399,6 +416,41 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 vrrp.notify_priority_changes =
                     values::optional_boolean(context, argument, "vrrp_notify_priority_changes")
             }
+            "umask" => {
+                // A number in C's notation (0 prefix octal, 0x hex) or
+                // `IWGRP|IWOTH`-style flags.
+                if let Some(word) = argument {
+                    let text = word.text.as_str();
+                    let valid = if let Some(hex) = text.strip_prefix("0x") {
+                        u32::from_str_radix(hex, 16).is_ok()
+                    } else if text.starts_with(|c: char| c.is_ascii_digit()) {
+                        u32::from_str_radix(text, if text.starts_with('0') { 8 } else { 10 })
+                            .is_ok()
+                    } else {
+                        text.split('|').all(|flag| {
+                            matches!(
+                                flag,
+                                "IRUSR"
+                                    | "IWUSR"
+                                    | "IXUSR"
+                                    | "IRGRP"
+                                    | "IWGRP"
+                                    | "IXGRP"
+                                    | "IROTH"
+                                    | "IWOTH"
+                                    | "IXOTH"
+                                    | "IRWXU"
+                                    | "IRWXG"
+                                    | "IRWXO"
+                            )
+                        })
+                    };
+                    if !valid {
+                        context.error(word.span, format!("invalid umask value '{text}'"));
+                    }
+                }
+                global.other.push(common::raw(child));
+            }
             name => {
                 if let (Some((minimum, maximum)), Some(word)) = (numeric_range(name), argument) {
                     values::integer::<i64>(context, word, minimum, maximum, name);
@@ -432,6 +484,7 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
         | "process_monitor_rcv_bufs" => (1, u32::MAX.into()),
         "nftables_priority" | "nftables_ipvs_priority" => (i32::MIN.into(), i32::MAX.into()),
         "nftables_ipvs_start_fwmark" => (1, u32::MAX.into()),
+        "max_auto_priority" => (-1, 99),
         _ => return None,
     })
 }

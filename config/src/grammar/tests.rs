@@ -418,6 +418,46 @@ fn agrees_with_keepalived_on_crafted_cases() {
 /// objects to; where it objects to none, the grammar must report no error.
 const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
     (
+        "bfd_maxhops",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  max_hops 300\n}\n",
+        &[3],
+    ),
+    (
+        "bfd_mult0",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  multiplier 0\n}\n",
+        &[3],
+    ),
+    (
+        "bfd_passive",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  passive\n}\n",
+        &[],
+    ),
+    (
+        "bfd_rx",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  min_rx 0\n}\n",
+        &[3],
+    ),
+    (
+        "bfd_rx_ok",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  min_rx 100\n  min_tx 100\n  idle_tx 1000\n  multiplier 3\n}\n",
+        &[],
+    ),
+    (
+        "bfd_source",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  source_ip 10.0.0.1\n}\n",
+        &[],
+    ),
+    (
+        "bfd_ttl",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  ttl 0\n}\n",
+        &[3],
+    ),
+    (
+        "bfd_weight",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  weight 10 reverse\n}\n",
+        &[],
+    ),
+    (
         "chk_ct0",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_timeout 0\n    }\n  }\n}\n",
         &[7],
@@ -443,6 +483,16 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[],
     ),
     (
+        "chk_unknown",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_timeot 3\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "dns_full",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type AAAA\n      name example.com\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
         "dns_type_foo",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type foo\n    }\n  }\n}\n",
         &[7],
@@ -450,6 +500,31 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
     (
         "dns_type_lower",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type a\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "file_chk",
+        "track_file F {\n  file /tmp/f\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file F\n      weight 2 reverse\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "file_chk_dynamic",
+        "track_file F {\n  file /tmp/f\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file F\n      dynamic\n    }\n  }\n}\n",
+        &[11],
+    ),
+    (
+        "file_chk_missing",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file G\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "gd_dynamic_if",
+        "global_defs {\n  dynamic_interfaces allow_if_changes\n}\n",
+        &[],
+    ),
+    (
+        "gd_email_from_two",
+        "global_defs {\n  notification_email_from a b\n}\n",
         &[],
     ),
     (
@@ -468,25 +543,160 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[],
     ),
     (
+        "gd_iptables",
+        "global_defs {\n  vrrp_iptables KEEPALIVED\n}\n",
+        &[],
+    ),
+    (
         "gd_lvs_timeouts",
         "global_defs {\n  lvs_timeouts tcp 0 udp 5\n}\n",
         &[],
+    ),
+    (
+        "gd_lvs_timeouts_bad",
+        "global_defs {\n  lvs_timeouts tcp x\n}\n",
+        &[2],
+    ),
+    (
+        "gd_lvs_timeouts_kw",
+        "global_defs {\n  lvs_timeouts foo 5\n}\n",
+        &[2],
+    ),
+    (
+        "gd_many",
+        "global_defs {\n  router_id r1\n  notification_email {\n    a@b.c\n  }\n  notification_email_from k@b.c\n  smtp_server 10.0.0.1 25\n  smtp_connect_timeout 30\n  enable_script_security\n  script_user nobody\n  vrrp_garp_master_delay 5\n  vrrp_version 3\n  vrrp_strict\n  lvs_timeouts tcp 900 tcpfin 120 udp 300\n  lvs_flush\n}\n",
+        &[],
+    ),
+    (
+        "gd_max_auto",
+        "global_defs {\n  max_auto_priority 50\n}\n",
+        &[],
+    ),
+    (
+        "gd_max_auto_bad",
+        "global_defs {\n  max_auto_priority 100\n}\n",
+        &[2],
     ),
     (
         "gd_mcast4_bad",
         "global_defs {\n  vrrp_mcast_group4 10.0.0.1\n}\n",
         &[2],
     ),
+    (
+        "gd_mcast6",
+        "global_defs {\n  vrrp_mcast_group6 ff02::12\n}\n",
+        &[],
+    ),
+    (
+        "gd_nft",
+        "global_defs {\n  nftables keepalived\n  nftables_priority -5\n  nftables_counters\n}\n",
+        &[],
+    ),
+    (
+        "gd_notify_fifo",
+        "global_defs {\n  notify_fifo /tmp/fifo\n  notify_fifo_script /bin/true\n}\n",
+        &[],
+    ),
     ("gd_prio", "global_defs {\n  vrrp_priority -21\n}\n", &[2]),
+    (
+        "gd_process_names",
+        "global_defs {\n  process_names\n  vrrp_process_name kv\n  checker_process_name kc\n}\n",
+        &[],
+    ),
+    (
+        "gd_router_id_two",
+        "global_defs {\n  router_id a b\n}\n",
+        &[],
+    ),
+    (
+        "gd_rt_prio_bad",
+        "global_defs {\n  vrrp_rt_priority 100\n}\n",
+        &[2],
+    ),
+    (
+        "gd_rx_policy",
+        "global_defs {\n  vrrp_rx_bufs_policy MTU\n}\n",
+        &[],
+    ),
+    (
+        "gd_skip_adv",
+        "global_defs {\n  vrrp_skip_check_adv_addr maybe\n}\n",
+        &[],
+    ),
     (
         "gd_smtp_ct0",
         "global_defs {\n  smtp_connect_timeout 0\n}\n",
         &[2],
     ),
     (
+        "gd_smtp_port_bad",
+        "global_defs {\n  smtp_server 10.0.0.1 70000\n}\n",
+        &[2],
+    ),
+    (
+        "gd_startup_delay",
+        "global_defs {\n  vrrp_startup_delay 5.5\n}\n",
+        &[],
+    ),
+    ("gd_umask", "global_defs {\n  umask 0077\n}\n", &[]),
+    ("gd_umask2", "global_defs {\n  umask 077\n}\n", &[]),
+    ("gd_umask3", "global_defs {\n  umask IWGRP|IWOTH\n}\n", &[]),
+    ("gd_umask_bad", "global_defs {\n  umask 9x\n}\n", &[2]),
+    (
         "gd_vrrp_version4",
         "global_defs {\n  vrrp_version 4\n}\n",
         &[2],
+    ),
+    ("gg_bad", "garp_group {\n  garp_interval x\n}\n", &[2]),
+    (
+        "gg_basic",
+        "garp_group {\n  garp_interval 0.01\n  gna_interval 0.02\n  interface eth0\n}\n",
+        &[],
+    ),
+    (
+        "gg_interfaces",
+        "garp_group {\n  interfaces {\n    eth0\n    eth1\n  }\n}\n",
+        &[6],
+    ),
+    (
+        "http_fast_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      fast_recovery maybe\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "http_full",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /index.html\n        digest 9b3a0c85a887a256d6939da88aabd8cd\n        status_code 200-299 301 302\n        virtualhost www.example.com\n        regex \"^OK\"\n        regex_no_match\n        regex_options caseless multiline\n        regex_stack 1000 2000\n        regex_min_offset 0\n        regex_max_offset 100\n      }\n      http_protocol 1.1\n      fast_recovery\n      connect_port 8080\n      bindto 10.0.0.1\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "http_proto10c",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      http_protocol 1.0C\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "http_proto10c_lower",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      http_protocol 1.0c\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "http_regex_nore",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex_options caseless\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "http_regex_opt2",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex \"x\"\n        regex_options caseless\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "http_regex_opt_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex \"x\"\n        regex_options foo\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "misc_no_path",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_dynamic\n    }\n  }\n}\n",
+        &[],
     ),
     (
         "misc_timeout0",
@@ -497,6 +707,16 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         "misc_timeout_dec",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      misc_timeout 1.5\n    }\n  }\n}\n",
         &[8],
+    ),
+    (
+        "misc_user",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path \"/bin/true arg\"\n      user nobody\n      misc_dynamic\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "ping_basic",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    PING_CHECK {\n      connect_timeout 2\n      retry 2\n    }\n  }\n}\n",
+        &[],
     ),
     (
         "rs_delay0",
@@ -554,9 +774,165 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[3],
     ),
     (
+        "sg_basic",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1\n  }\n  notify_master /bin/true\n  smtp_alert\n}\n",
+        &[],
+    ),
+    (
+        "sg_global_tracking",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1\n  }\n  global_tracking\n}\n",
+        &[14],
+    ),
+    (
+        "sg_missing",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1 VI_9\n  }\n}\n",
+        &[],
+    ),
+    (
+        "sg_notify_deleted",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1\n  }\n  notify_deleted\n}\n",
+        &[14],
+    ),
+    (
+        "sg_smtp_bad",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1\n  }\n  smtp_alert maybe\n}\n",
+        &[14],
+    ),
+    (
+        "sg_track",
+        "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\nvrrp_sync_group G {\n  group {\n    VI_1\n  }\n  track_interface {\n    eth0 weight 10\n  }\n}\n",
+        &[],
+    ),
+    (
+        "smtp_host",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK {\n      helo_name foo\n      host {\n        connect_ip 10.0.0.3\n        connect_port 25\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "smtp_host_retry",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK {\n      host {\n        retry 3\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    ("ssl_bad", "SSL {\n  cert /etc/c.pem\n}\n", &[2]),
+    (
+        "ssl_basic",
+        "SSL {\n  password secret\n  ca /etc/ca.pem\n  certificate /etc/c.pem\n  key /etc/k.pem\n}\n",
+        &[],
+    ),
+    (
+        "ssl_get_sni",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SSL_GET {\n      enable_sni\n      url {\n        path /\n      }\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "tcp_bind_port_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      bind_port 70000\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "tcp_connect_ip_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_ip 10.0.0\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "tcp_log",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      log_all_failures\n      alpha\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "tcp_log_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      log_all_failures 2\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "tcp_warmup",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      warmup 2.5\n      delay_loop 3.25\n      delay_before_retry 1.5\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "tf_init",
+        "track_file F {\n  file /tmp/f\n  init_file 5 overwrite\n}\n",
+        &[],
+    ),
+    (
+        "tf_init2",
+        "track_file F {\n  file /tmp/f\n  init_file overwrite\n}\n",
+        &[],
+    ),
+    (
+        "tf_init3",
+        "track_file F {\n  file /tmp/f\n  init_file 5\n}\n",
+        &[],
+    ),
+    (
+        "tf_init4",
+        "track_file F {\n  file /tmp/f\n  init_file -5 overwrite\n}\n",
+        &[],
+    ),
+    (
+        "tf_init_bad",
+        "track_file F {\n  file /tmp/f\n  init_file x\n}\n",
+        &[3],
+    ),
+    (
+        "tf_weight",
+        "track_file F {\n  file /tmp/f\n  weight -10 reverse\n}\n",
+        &[],
+    ),
+    (
+        "tf_weight_bad",
+        "track_file F {\n  file /tmp/f\n  weight 300\n}\n",
+        &[3],
+    ),
+    (
+        "tp_delay",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  delay 1.5\n}\n",
+        &[],
+    ),
+    (
+        "tp_full",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  full_command\n}\n",
+        &[],
+    ),
+    (
+        "tp_param_bad",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  param_match foo\n}\n",
+        &[3],
+    ),
+    (
+        "tp_param_match",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  param_match partial\n}\n",
+        &[],
+    ),
+    (
+        "tp_qmax",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  quorum 2\n  quorum_max 1\n}\n",
+        &[4],
+    ),
+    (
+        "tp_quorum0",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  quorum 0\n}\n",
+        &[3],
+    ),
+    (
+        "tp_weight",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  weight 10 reverse\n}\n",
+        &[],
+    ),
+    (
+        "tp_weight_bad",
+        "vrrp_track_process P {\n  process /usr/sbin/sshd\n  weight 300\n}\n",
+        &[3],
+    ),
+    (
         "track_script_w254",
         "vrrp_script chk {\n  script /bin/true\n}\nvrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 100\n  state BACKUP\n  track_script {\n    chk weight 254\n  }\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
         &[10],
+    ),
+    (
+        "udp_full",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload Ab12f 3\n      require_reply 0a0Xff\n      min_reply_length 1\n      max_reply_length 100\n    }\n  }\n}\n",
+        &[8],
     ),
     (
         "udp_min_big",
@@ -566,6 +942,96 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
     (
         "udp_payload_bad",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload 12zz\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_pl1",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload Ab12f 3 456 546443123\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_pl2",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload 0aff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_pl3",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload abcd\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr1",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 0aXXff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr10",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 1aff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr11",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply aaff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr12",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply abcd\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr13",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply abc\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr14",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply ab cd\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr2",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 0a 0X ff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr3",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply xf\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr4",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 0aff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr5",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr6",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply Ab12f 3 456 546443123\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr7",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply Ab12f\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr8",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 0a0xff\n    }\n  }\n}\n",
+        &[7],
+    ),
+    (
+        "udp_rr9",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply a0\n    }\n  }\n}\n",
+        &[],
+    ),
+    (
+        "udp_rr_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      require_reply 0z\n    }\n  }\n}\n",
         &[7],
     ),
     (

@@ -28,6 +28,8 @@ pub struct Node<'a> {
     pub children: Vec<Node<'a>>,
     /// The `{` of the block, if the node has one.
     pub open: Option<Span>,
+    /// The `}` that closed the block, if it was found.
+    pub close: Option<Span>,
 }
 
 impl<'a> Node<'a> {
@@ -44,6 +46,12 @@ impl<'a> Node<'a> {
 
     pub fn argument(&self, index: usize) -> Option<&'a Word> {
         self.arguments.get(index).copied()
+    }
+
+    /// Where keepalived reports problems found at the end of a block: its
+    /// closing `}` (else the keyword).
+    pub fn end_span(&self) -> Span {
+        self.close.unwrap_or(self.keyword.span)
     }
 
     /// The span of the whole line (keyword and arguments).
@@ -88,6 +96,7 @@ pub fn build<'a>(
         diagnostics,
         open_blocks: Vec::new(),
         root,
+        last_close: None,
     };
     let mut nodes = Vec::new();
     loop {
@@ -137,6 +146,8 @@ struct Builder<'a, 'd> {
     /// The keyword and `{` of every block being read, outermost first.
     open_blocks: Vec<(&'a Word, Span)>,
     root: &'static [Keyword],
+    /// The `}` that ended the last block read.
+    last_close: Option<Span>,
 }
 
 impl<'a> Builder<'a, '_> {
@@ -159,6 +170,7 @@ impl<'a> Builder<'a, '_> {
                         ));
                         continue;
                     }
+                    self.last_close = Some(word.span);
                     return (nodes, End::Closed);
                 }
                 Item::Line { words, open } => (words.clone(), *open),
@@ -193,6 +205,7 @@ impl<'a> Builder<'a, '_> {
                         spec: None,
                         children: Vec::new(),
                         open: None,
+                        close: None,
                     });
                     if let Some(open) = open {
                         self.diagnostics.push(Diagnostic::error(
@@ -224,6 +237,7 @@ impl<'a> Builder<'a, '_> {
                 spec: Some(spec),
                 children: Vec::new(),
                 open: None,
+                close: None,
             };
             if !spec.opens_block() {
                 if let Some(open) = open {
@@ -256,6 +270,9 @@ impl<'a> Builder<'a, '_> {
             let (children, end) = self.block(spec.body);
             self.open_blocks.pop();
             node.children = children;
+            if end == End::Closed {
+                node.close = self.last_close;
+            }
             if complete {
                 nodes.push(node);
             }

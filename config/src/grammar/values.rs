@@ -265,6 +265,15 @@ pub fn hex_bytes(
             nibbles.insert(0, Some(0));
         }
         for pair in nibbles.chunks(2) {
+            // keepalived 2.2.7 reads each byte into a signed char and takes
+            // 0xff (-1) as its error value: "Invalid hex string".
+            if pair == [Some(15), Some(15)] {
+                context.error(
+                    word.span,
+                    format!("keepalived 2.2.7 cannot take the byte ff in {what} (it reads it as an error)"),
+                );
+                return None;
+            }
             bytes.push((pair[0], pair[1]));
         }
     }

@@ -255,16 +255,15 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
                 )
             }
             "quorum" => {
-                if let Some(value) = argument
-                    .and_then(|word| values::integer(context, word, 1, u32::MAX.into(), "quorum"))
+                if let Some(value) =
+                    argument.and_then(|word| values::integer(context, word, 1, 65535, "quorum"))
                 {
                     process.quorum = value;
                 }
             }
             "quorum_max" => {
-                process.quorum_max = argument.and_then(|word| {
-                    values::integer(context, word, 1, u32::MAX.into(), "quorum_max")
-                })
+                process.quorum_max =
+                    argument.and_then(|word| values::integer(context, word, 1, 65535, "quorum_max"))
             }
             "weight" => {
                 let (weight, reverse) =
@@ -284,8 +283,32 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
                     argument.and_then(|word| values::timer(context, word, "fork_delay"))
             }
             "full_command" => process.full_command = true,
-            "param_match" => process.param_match = Some(common::first(child)),
+            "param_match" => {
+                if let Some(word) = argument {
+                    process.param_match = values::choice(
+                        context,
+                        word,
+                        &[("initial", "initial"), ("partial", "partial")],
+                        "param_match",
+                    )
+                    .map(str::to_string);
+                }
+            }
             _ => context.not_acted_on(child),
+        }
+    }
+    if let Some(maximum) = process.quorum_max {
+        if maximum < process.quorum {
+            let line = node
+                .children
+                .iter()
+                .find(|child| child.name() == "quorum_max")
+                .map_or(node.keyword.span, |child| child.keyword.span);
+            context.warning(
+                line,
+                "quorum_max is less than quorum: keepalived ignores quorum_max",
+            );
+            process.quorum_max = None;
         }
     }
     config.track_processes.push(process);
@@ -310,6 +333,29 @@ pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) 
                 file.weight_reverse = reverse;
             }
             "init_file" => {
+                // `init_file [VALUE] [overwrite]`.
+                for (index, word) in child.arguments.iter().enumerate() {
+                    if word.text == "overwrite" {
+                        continue;
+                    }
+                    if index == 0 {
+                        values::integer::<i64>(
+                            context,
+                            word,
+                            i32::MIN.into(),
+                            i32::MAX.into(),
+                            "init_file value",
+                        );
+                    } else {
+                        context.error(
+                            word.span,
+                            format!(
+                                "unknown init_file option '{}': expected a value and 'overwrite'",
+                                word.text
+                            ),
+                        );
+                    }
+                }
                 file.init_file = Some(
                     child
                         .arguments
@@ -323,7 +369,7 @@ pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) 
     }
     if file.file.is_none() {
         context.warning(
-            node.keyword.span,
+            node.end_span(),
             format!(
                 "track_file '{}' has no 'file': keepalived ignores it",
                 file.name
@@ -543,6 +589,13 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
             node.keyword.span,
             "garp_group: use only one of 'interface' and 'interfaces'",
         );
+    }
+    if group.garp_interval.is_none() && group.gna_interval.is_none() {
+        context.warning(
+            node.end_span(),
+            "garp_group sets neither garp_interval nor gna_interval: keepalived removes it",
+        );
+        return;
     }
     config.garp_groups.push(group);
 }
