@@ -22,11 +22,6 @@ pub enum Body {
     /// A `{ ... }` block of free-form lines (addresses, names, routes...),
     /// each read by the block's reader.
     Lines,
-    /// Either nothing or a `{ ... }` block of keywords (keepalived's
-    /// `track_file NAME` inside FILE_CHECK vs `track_file { }` elsewhere is
-    /// handled by separate tables; this is for keywords like `SMTP_CHECK`'s
-    /// `host`, which older configs sometimes wrote without a block).
-    Optional(&'static [Keyword]),
 }
 
 /// Whether Fulcrum acts on a keyword yet.

@@ -97,6 +97,22 @@ pub static ROOT: &[Keyword] = &[
     Keyword::leaf("child_wait_time", 1, Some(1)).not_acted_on(),
 ];
 
+/// The keywords allowed inside the block reached by `path` from the top
+/// level (`&[]`: the top level; `&["virtual_server", "real_server"]`: a real
+/// server's), for completions and documentation. `None` if a step is not a
+/// keyword block (blocks of free-form lines, like `virtual_ipaddress`, have
+/// no keywords).
+pub fn keywords_at(path: &[&str]) -> Option<&'static [Keyword]> {
+    let mut table = ROOT;
+    for step in path {
+        match keyword::find(table, step)?.body {
+            Body::Keywords(next) => table = next,
+            Body::None | Body::Lines => return None,
+        }
+    }
+    Some(table)
+}
+
 /// What the block readers share: where diagnostics go, and helpers to report
 /// them against words.
 pub struct Context<'d> {

@@ -213,6 +213,7 @@ fn corpus_figures() {
     let (mut clean, mut clean_passed, mut objections, mut matched, mut covered, mut cascade) =
         (0, 0, 0, 0, 0, 0);
     let mut unchecked = 0;
+    let mut slowest = (std::time::Duration::ZERO, String::new(), 0);
     let mut failures = Vec::new();
     let mut misses = Vec::new();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
@@ -251,7 +252,12 @@ fn corpus_figures() {
             &mut sources,
             &mut diagnostics,
         );
+        let started = std::time::Instant::now();
         let _ = parse(&lines, &mut diagnostics);
+        let took = started.elapsed();
+        if took > slowest.0 {
+            slowest = (took, file.to_string(), lines.len());
+        }
         // keepalived's exit status is 0 even after "Unknown keyword": a
         // clean acceptance is status 0 without objections to lines.
         // keepalived -t stops before checking anything in a file with a
@@ -364,6 +370,10 @@ fn corpus_figures() {
     for (kind, count) in &kinds {
         println!("  {count} x {kind}");
     }
+    println!(
+        "slowest grammar run: {:?} for {} ({} lines)",
+        slowest.0, slowest.1, slowest.2
+    );
     println!("warnings on cleanly accepted files:");
     for (shape, count) in &warnings {
         println!("  {count} x {shape}");
@@ -1900,6 +1910,37 @@ const KEEPALIVED_CASES: &[(&str, &str, &[u32])] = &[
         &[7],
     ),
 ];
+
+#[test]
+fn every_keyword_table_is_reachable_and_has_unique_names() {
+    fn walk(
+        table: &'static [crate::grammar::Keyword],
+        path: &mut Vec<&'static str>,
+        seen: &mut usize,
+    ) {
+        *seen += 1;
+        let mut names: Vec<&str> = table.iter().map(|keyword| keyword.name).collect();
+        names.sort_unstable();
+        for pair in names.windows(2) {
+            assert_ne!(pair[0], pair[1], "duplicate keyword in {path:?}");
+        }
+        for keyword in table {
+            assert!(!keyword.name.is_empty(), "empty keyword name in {path:?}");
+            if let crate::grammar::Body::Keywords(next) = keyword.body {
+                path.push(keyword.name);
+                assert!(super::keywords_at(path).is_some(), "{path:?}");
+                walk(next, path, seen);
+                path.pop();
+            }
+        }
+    }
+    let mut seen = 0;
+    walk(super::ROOT, &mut Vec::new(), &mut seen);
+    assert!(seen > 20, "{seen} tables");
+    let real_server = super::keywords_at(&["virtual_server", "real_server"]).unwrap();
+    assert!(real_server.iter().any(|keyword| keyword.name == "HTTP_GET"));
+    assert!(super::keywords_at(&["vrrp_instance", "virtual_ipaddress"]).is_none());
+}
 
 #[test]
 fn diagnostics_render_with_file_line_column_and_carets() {

@@ -197,7 +197,7 @@ impl<'a> Builder<'a, '_> {
             self.position += 1;
             let arguments = words[1..].to_vec();
             let table = match body {
-                Body::Keywords(table) | Body::Optional(table) => table,
+                Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
                     nodes.push(Node {
                         keyword,
@@ -254,12 +254,10 @@ impl<'a> Builder<'a, '_> {
             }
             let open = open.or_else(|| self.lone_open());
             let Some(open) = open else {
-                if !matches!(spec.body, Body::Optional(_)) {
-                    self.diagnostics.push(Diagnostic::error(
-                        keyword.span,
-                        format!("'{}' must be followed by a '{{' block", spec.name),
-                    ));
-                }
+                self.diagnostics.push(Diagnostic::error(
+                    keyword.span,
+                    format!("'{}' must be followed by a '{{' block", spec.name),
+                ));
                 if complete {
                     nodes.push(node);
                 }
@@ -440,7 +438,7 @@ impl<'a> Builder<'a, '_> {
 
 fn knows(body: Body, name: &str) -> bool {
     match body {
-        Body::Keywords(table) | Body::Optional(table) => keyword::find(table, name).is_some(),
+        Body::Keywords(table) => keyword::find(table, name).is_some(),
         Body::None | Body::Lines => false,
     }
 }

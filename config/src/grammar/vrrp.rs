@@ -542,6 +542,15 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
         );
         return;
     }
+    if group.instances.len() == 1 {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "sync group '{}' has only one instance: this is probably not what you want",
+                group.name
+            ),
+        );
+    }
     config.sync_groups.push(group);
 }
 
@@ -886,6 +895,23 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             node.keyword.span,
             "VRRPv3 advertisement intervals are in units of 10 ms: keepalived rounds advert_int",
         );
+    }
+    if instance.virtual_addresses.is_empty() && instance.excluded_addresses.is_empty() {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "vrrp_instance '{}' has no virtual_ipaddress; at least one is sensible",
+                instance.name
+            ),
+        );
+    }
+    if instance.use_vmac.is_some() && !instance.unicast_peers.is_empty() && !instance.vmac_xmit_base
+    {
+        context.warning(
+            node.keyword.span,
+            "unicast with use_vmac requires vmac_xmit_base: keepalived sets it",
+        );
+        instance.vmac_xmit_base = true;
     }
     if instance.nopreempt && instance.state == Some(VrrpState::Master) {
         context.warning(
