@@ -255,6 +255,18 @@ fn corpus_figures() {
         let started = std::time::Instant::now();
         let _ = parse(&lines, &mut diagnostics);
         let took = started.elapsed();
+        let mut shown = BTreeSet::new();
+        for item in &diagnostics.items {
+            let key = (
+                item.span.file,
+                item.span.line,
+                item.span.start,
+                item.message.clone(),
+            );
+            if !shown.insert(key) {
+                println!("DUPLICATE {file}:{}: {}", item.span.line, item.message);
+            }
+        }
         if took > slowest.0 {
             slowest = (took, file.to_string(), lines.len());
         }

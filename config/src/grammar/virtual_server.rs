@@ -39,9 +39,9 @@ macro_rules! check_defaults {
             Keyword::leaf("delay_loop", 1, Some(1)),
             Keyword::leaf("connect_timeout", 1, Some(1)),
             Keyword::leaf("inhibit_on_failure", 0, Some(1)),
-            Keyword::leaf("smtp_alert", 0, Some(1)),
+            Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
             Keyword::leaf("virtualhost", 1, None),
-            Keyword::leaf("snmp_name", 1, None),
+            Keyword::leaf("snmp_name", 1, None).not_acted_on(),
         ]
     };
 }
@@ -114,7 +114,7 @@ pub static REAL_SERVER: &[Keyword] = &{
         Keyword::block("UDP_CHECK", 0, Some(0), checkers::UDP),
         Keyword::block("PING_CHECK", 0, Some(0), checkers::PING),
         Keyword::block("FILE_CHECK", 0, Some(0), checkers::FILE),
-        Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD),
+        Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD).not_acted_on(),
     ];
     let mut table = [Keyword::leaf("", 0, None); 26];
     let mut index = 0;

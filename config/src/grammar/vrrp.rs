@@ -53,12 +53,12 @@ macro_rules! notify_keywords {
             Keyword::leaf("notify_stop", 1, Some(3)),
             Keyword::leaf("notify", 1, Some(3)),
             Keyword::leaf("notify_priority_changes", 0, Some(1)),
-            Keyword::leaf("smtp_alert", 0, Some(1)),
+            Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
             Keyword::lines("track_interface", 0, Some(0)),
             Keyword::lines("track_script", 0, Some(0)),
             Keyword::lines("track_file", 0, Some(0)),
             Keyword::lines("track_process", 0, Some(0)),
-            Keyword::lines("track_bfd", 0, Some(0)),
+            Keyword::lines("track_bfd", 0, Some(0)).not_acted_on(),
             $($extra,)*
         ]
     };
@@ -117,7 +117,7 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("use_vmac", 0, Some(2)),
     Keyword::leaf("use_vmac_addr", 0, Some(0)).not_acted_on(),
     Keyword::leaf("vmac_xmit_base", 0, Some(0)),
-    Keyword::leaf("use_ipvlan", 0, Some(3)),
+    Keyword::leaf("use_ipvlan", 0, Some(3)).not_acted_on(),
     Keyword::leaf("native_ipv6", 0, Some(0)),
     Keyword::leaf("promote_secondaries", 0, Some(0)),
     Keyword::leaf("garp_master_delay", 1, Some(1)),
@@ -131,7 +131,7 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("lower_prio_no_advert", 0, Some(1)),
     Keyword::leaf("higher_prio_send_advert", 0, Some(1)),
     Keyword::leaf("down_timer_adverts", 1, Some(1)),
-    Keyword::leaf("debug", 0, Some(1)),
+    Keyword::leaf("debug", 0, Some(1)).not_acted_on(),
     Keyword::leaf("kernel_rx_buf_size", 1, Some(1)).not_acted_on(),
     Keyword::leaf("linkbeat_use_polling", 0, Some(0)).not_acted_on(),
     Keyword::leaf("vrf", 1, Some(1)).not_acted_on(),
