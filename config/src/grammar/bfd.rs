@@ -88,7 +88,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
     }
     if instance.neighbor_ip.is_none() {
         context.warning(
-            node.keyword.span,
+            node.end_span(),
             "bfd_instance without 'neighbor_ip' is ignored by keepalived",
         );
         return;

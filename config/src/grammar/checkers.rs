@@ -476,6 +476,12 @@ fn read_common(
             .or(written.connect_timeout)
         }
         "retry" | "nb_get_retry" => {
+            if node.name() == "nb_get_retry" {
+                context.warning(
+                    node.keyword.span,
+                    "'nb_get_retry' is deprecated: use 'retry'",
+                );
+            }
             written.retry =
                 values::integer(context, word, 0, u32::MAX.into(), "retry").or(written.retry)
         }
@@ -711,6 +717,17 @@ pub fn read_ssl(node: &Node, config: &mut Config, context: &mut Context) {
     let mut ssl = SslContext::default();
     for child in &node.children {
         let value = Some(common::joined(child));
+        if node
+            .children
+            .iter()
+            .take_while(|earlier| !std::ptr::eq(*earlier, child))
+            .any(|earlier| earlier.name() == child.name())
+        {
+            context.warning(
+                child.keyword.span,
+                format!("SSL {} already given: this one replaces it", child.name()),
+            );
+        }
         match child.name() {
             "password" => ssl.password = value,
             "ca" => ssl.ca = value,

@@ -152,6 +152,9 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
         match child.name() {
             "router_id" => global.router_id = Some(common::first(child)),
             "notification_email" => {
+                if child.children.is_empty() {
+                    context.warning(child.end_span(), "empty notification_email block");
+                }
                 for line in &child.children {
                     for word in line.words() {
                         global.notification_email.push(word.text.clone());
@@ -218,6 +221,9 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     Some(argument.map_or_else(|| "all".to_string(), |word| word.text.clone()))
             }
             "lvs_timeouts" => read_lvs_timeouts(child, global, context),
+            "lvs_sync_daemon" if global.lvs_sync_daemon.is_some() => {
+                common::ignored_duplicate(context, child)
+            }
             "lvs_sync_daemon" => {
                 read_lvs_sync_daemon(child, context);
                 global.lvs_sync_daemon = Some(
@@ -452,6 +458,12 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 global.other.push(common::raw(child));
             }
             name => {
+                if global.other.iter().any(|setting| setting.keyword == name) {
+                    context.warning(
+                        child.keyword.span,
+                        format!("'{name}' already given in global_defs: keepalived keeps only one of them"),
+                    );
+                }
                 if let (Some((minimum, maximum)), Some(word)) = (numeric_range(name), argument) {
                     values::integer::<i64>(context, word, minimum, maximum, name);
                 }

@@ -247,7 +247,7 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
     }
     if group.entries.is_empty() {
         context.warning(
-            node.keyword.span,
+            node.end_span(),
             format!(
                 "virtual server group '{}' has no entries; keepalived removes it",
                 group.name
@@ -773,6 +773,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     };
     let mut weight_sum: u64 = 0;
     let mut warned_forwarding = false;
+    let mut family_so_far: Option<bool> = None;
     for (mut real_server, real_node, checker_nodes) in real_servers {
         if server.real_servers.iter().any(|other| {
             other.address == real_server.address && other.written_port == real_server.written_port
@@ -782,6 +783,33 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 "real server duplicated; keepalived removes this second one",
             );
             continue;
+        }
+        // Real servers must be of the virtual server's family, unless
+        // tunnelled (keepalived: "Address family of virtual server and real
+        // server ... don't match - skipping real server").
+        let tunnelled = matches!(real_server.forwarding, ForwardingMethod::Tunnel(_))
+            || (!real_node
+                .children
+                .iter()
+                .any(|child| child.name() == "lvs_method")
+                && matches!(server.forwarding, ForwardingMethod::Tunnel(_)));
+        if !tunnelled {
+            let family = match (&server.address, family_so_far) {
+                (VirtualServerAddress::Address { address, .. }, _) => Some(address.is_ipv4()),
+                (_, Some(family)) => Some(family),
+                _ => None,
+            };
+            match family {
+                Some(is_ipv4) if is_ipv4 != real_server.address.is_ipv4() => {
+                    context.warning(
+                        real_node.end_span(),
+                        "the real server's address family differs from the virtual server's: keepalived skips this real server",
+                    );
+                    continue;
+                }
+                Some(_) => {}
+                None => family_so_far = Some(real_server.address.is_ipv4()),
+            }
         }
         let forwarding_written = real_node
             .children

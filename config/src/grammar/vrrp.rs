@@ -779,6 +779,25 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     values::optional_boolean(context, argument, "skip_check_adv_addr")
             }
             "use_vmac" => {
+                // A name (not a MAC address) must be unique among instances.
+                if let Some(name) = argument.filter(|word| !word.text.contains(':')) {
+                    let taken = config.vrrp_instances.iter().find(|other| {
+                        other
+                            .use_vmac
+                            .as_ref()
+                            .and_then(|words| words.first())
+                            .is_some_and(|other_name| *other_name == name.text)
+                    });
+                    if let Some(other) = taken {
+                        context.warning(
+                            name.span,
+                            format!(
+                                "vrrp_instance '{}' already uses the VMAC name '{}': keepalived ignores the name here",
+                                other.name, name.text
+                            ),
+                        );
+                    }
+                }
                 instance.use_vmac = Some(
                     child
                         .arguments
@@ -905,10 +924,17 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             ),
         );
     }
+    if instance.unicast_ttl.is_some() && instance.unicast_peers.is_empty() {
+        context.warning(
+            node.end_span(),
+            "unicast_ttl without unicast peers: keepalived resets it",
+        );
+        instance.unicast_ttl = None;
+    }
     if instance.use_vmac.is_some() && !instance.unicast_peers.is_empty() && !instance.vmac_xmit_base
     {
         context.warning(
-            node.keyword.span,
+            node.end_span(),
             "unicast with use_vmac requires vmac_xmit_base: keepalived sets it",
         );
         instance.vmac_xmit_base = true;
@@ -1087,10 +1113,23 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
             }
             ("dev", Some(value)) => address.device = Some(value.text.clone()),
             ("scope", Some(value)) => address.scope = scope(context, value)?,
+            ("label", Some(value)) if prefix.address.is_ipv6() => {
+                context.warning(
+                    value.span,
+                    "IPv6 addresses take no label: keepalived ignores it",
+                );
+            }
             ("label", Some(value)) => address.label = Some(value.text.clone()),
             ("peer", Some(value)) => {
                 // keepalived reads the peer as a plain address ("Invalid
                 // peer address" for 10.0.0.20/24).
+                if line.keyword.text.contains('/') {
+                    context.error(
+                        line.keyword.span,
+                        "an address with a peer takes no prefix length (give the peer's instead)",
+                    );
+                    return None;
+                }
                 let peer = values::address(context, value, "peer address")?;
                 address.peer = Some(Prefix {
                     address: peer,
