@@ -215,8 +215,7 @@ fn corpus_figures() {
             "cannot use a loopback",
             "Unknown interface",
             "is not a valid",
-            "Script",
-            "script",
+            "SECURITY VIOLATION",
         ]
         .iter()
         .any(|needle| text.contains(needle));

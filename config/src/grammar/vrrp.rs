@@ -216,7 +216,7 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
     }
     if vrrp_script.script.is_none() {
         context.warning(
-            node.keyword.span,
+            node.end_span(),
             format!(
                 "vrrp_script '{}' has no 'script': keepalived ignores it",
                 vrrp_script.name
