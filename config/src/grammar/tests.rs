@@ -339,11 +339,9 @@ fn corpus_figures() {
             .flat_map(|item| {
                 item.notes.iter().filter_map(move |(span, note)| {
                     let span = (*span)?;
-                    note.starts_with(super::tree::SKIPPED).then_some((
-                        item.span.file,
-                        item.span.line,
-                        span.line,
-                    ))
+                    (note.starts_with(super::tree::SKIPPED)
+                        || note.starts_with(super::tree::READ_AS_BLOCK))
+                    .then_some((item.span.file, item.span.line, span.line))
                 })
             })
             .map(|(file, first, last)| {
@@ -387,7 +385,7 @@ fn corpus_figures() {
         "rc-0 files: {clean_passed}/{clean} pass without error ({unchecked} files with net_namespace left out: keepalived -t does not check them)"
     );
     println!(
-        "keepalived's line objections: {objections}; reported on the same line: {matched}; inside a block we reported and skipped: {covered}; keepalived's cascade after a stray '{{': {cascade}; missed: {}",
+        "keepalived's line objections: {objections}; reported on the same line: {matched}; inside a block we reported once (skipped, or read without its {{): {covered}; keepalived's cascade after a stray '{{': {cascade}; missed: {}",
         objections - matched - covered - cascade
     );
     for (kind, count) in &kinds {
@@ -1996,4 +1994,56 @@ fn diagnostics_render_with_file_line_column_and_carets() {
         "{rendered}"
     );
     assert_eq!(diagnostics.count(Severity::Error), 3, "{rendered}");
+}
+
+#[test]
+fn a_checker_inherits_from_its_real_and_virtual_server() {
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched wrr\n  lvs_method NAT\n  delay_loop 10\n  retry 4\n  real_server 10.0.0.2 8080 {\n    connect_timeout 2.5\n    HTTP_GET {\n      url {\n        path /health\n        status_code 200 300-399\n      }\n    }\n    DNS_CHECK {\n      delay_before_retry 7\n    }\n    MISC_CHECK {\n      misc_path /bin/true\n      retry 0\n    }\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let real = &config.virtual_servers[0].real_servers[0];
+    assert_eq!(real.port, 8080);
+    let [http, dns, misc] = &real.checkers[..] else {
+        panic!("{:?}", real.checkers)
+    };
+    use std::time::Duration;
+    assert_eq!(http.common.delay_loop, Duration::from_secs(10));
+    assert_eq!(http.common.retry, 4);
+    assert_eq!(http.common.connect_timeout, Duration::from_millis(2500));
+    assert_eq!(http.common.delay_before_retry, Duration::from_secs(3));
+    assert_eq!(http.common.warmup, Duration::from_secs(10));
+    let crate::model::CheckerKind::Http(check) = &http.kind else {
+        panic!()
+    };
+    assert_eq!(check.urls[0].status_codes, vec![200..=200, 300..=399]);
+    assert_eq!(dns.common.delay_before_retry, Duration::from_secs(7));
+    assert_eq!(dns.common.retry, 4);
+    assert_eq!(misc.common.retry, 0);
+    assert_eq!(misc.common.delay_before_retry, Duration::from_secs(1));
+}
+
+#[test]
+fn dns_check_defaults_and_checker_specific_retry() {
+    let (config, _) = check(
+        "virtual_server 10.0.0.1 53 {\n  protocol UDP\n  real_server 10.0.0.2 53 {\n    DNS_CHECK {\n    }\n  }\n}\n",
+    );
+    let checker = &config.virtual_servers[0].real_servers[0].checkers[0];
+    // keepalived: DNS_CHECK retries 3 times, and waits the delay_loop.
+    assert_eq!(checker.common.retry, 3);
+    assert_eq!(
+        checker.common.delay_before_retry,
+        std::time::Duration::from_secs(60)
+    );
+}
+
+#[test]
+fn a_block_without_its_open_brace_is_read_up_to_the_close_brace() {
+    let (config, diagnostics) = check(
+        "vrrp_instance VI_1\n  interface eth0\n  virtual_router_id 51\n  virtual_ipaddress {\n    10.0.0.10/24\n  }\n}\n",
+    );
+    let found = errors(&diagnostics);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, 1);
+    assert_eq!(config.vrrp_instances[0].virtual_addresses.len(), 1);
 }

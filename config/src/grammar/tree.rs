@@ -73,6 +73,10 @@ enum Item<'a> {
 /// The start of the note saying which lines a recovery skipped.
 pub const SKIPPED: &str = "the block is skipped up to its '}'";
 
+/// The start of the note saying which lines were read as the block of a
+/// keyword whose `{` is missing.
+pub const READ_AS_BLOCK: &str = "these lines are read as its block";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// The block's `}` was found.
@@ -252,24 +256,43 @@ impl<'a> Builder<'a, '_> {
                 }
                 continue;
             }
-            let open = open.or_else(|| self.lone_open());
-            let Some(open) = open else {
-                self.diagnostics.push(Diagnostic::error(
-                    keyword.span,
-                    format!("'{}' must be followed by a '{{' block", spec.name),
-                ));
-                if complete {
-                    nodes.push(node);
+            let mut missing_open_error = None;
+            let braced = open.or_else(|| self.lone_open());
+            let open = match braced {
+                Some(open) => open.span,
+                None => {
+                    // keepalived ("Missing '{' at beginning of configuration
+                    // block") reads the following lines as the block anyway,
+                    // up to a `}`; so do we, rather than report each of them.
+                    missing_open_error = Some(self.diagnostics.items.len());
+                    self.diagnostics.push(Diagnostic::error(
+                        keyword.span,
+                        format!(
+                            "missing '{{' after '{}': its block is read up to the next '}}'",
+                            spec.name
+                        ),
+                    ));
+                    keyword.span
                 }
-                continue;
             };
-            node.open = Some(open.span);
-            self.open_blocks.push((keyword, open.span));
+            node.open = Some(open);
+            self.open_blocks.push((keyword, open));
             let (children, end) = self.block(spec.body);
             self.open_blocks.pop();
             node.children = children;
             if end == End::Closed {
                 node.close = self.last_close;
+                if braced.is_none() {
+                    if let (Some(close), Some(error)) = (node.close, missing_open_error) {
+                        self.diagnostics.items[error].notes.push((
+                            Some(close),
+                            format!(
+                                "{READ_AS_BLOCK} (lines {} to {})",
+                                keyword.span.line, close.line
+                            ),
+                        ));
+                    }
+                }
             }
             if complete {
                 nodes.push(node);
