@@ -512,6 +512,20 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
             "group" => {
                 for line in &child.children {
                     for word in line.words() {
+                        if let Some(other) = config
+                            .sync_groups
+                            .iter()
+                            .find(|other| other.instances.contains(&word.text))
+                        {
+                            context.warning(
+                                word.span,
+                                format!(
+                                    "'{}' is already in sync group '{}': an instance belongs to one sync group; keepalived ignores it here",
+                                    word.text, other.name
+                                ),
+                            );
+                            continue;
+                        }
                         group.instances.push(word.text.clone());
                         context.references.push(Reference {
                             kind: ReferenceKind::Instance,
@@ -914,6 +928,51 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             node.keyword.span,
             "VRRPv3 advertisement intervals are in units of 10 ms: keepalived rounds advert_int",
         );
+    }
+    // Strict mode (global vrrp_strict, unless the instance says otherwise;
+    // global_defs normally comes first, as keepalived's own checks assume).
+    let strict = instance.strict_mode.unwrap_or(config.global.vrrp.strict);
+    if strict && instance.authentication.is_some() {
+        context.warning(
+            node.keyword.span,
+            "strict mode does not support authentication: keepalived ignores it",
+        );
+        instance.authentication = None;
+    }
+    if strict && instance.accept == Some(true) && version == 2 {
+        context.warning(
+            node.keyword.span,
+            "accept mode with VRRPv2 does not comply with RFC 3768: keepalived resets it in strict mode",
+        );
+        instance.accept = Some(false);
+    }
+    if let (Some(router_id), Some(interface)) = (instance.virtual_router_id, &instance.interface) {
+        let is_ipv6 = instance
+            .virtual_addresses
+            .first()
+            .is_some_and(|address| address.address.address.is_ipv6());
+        let clash = config.vrrp_instances.iter().find(|other| {
+            other.virtual_router_id == Some(router_id)
+                && other.interface.as_ref() == Some(interface)
+                && other.unicast_peers.is_empty()
+                && instance.unicast_peers.is_empty()
+                && other
+                    .virtual_addresses
+                    .first()
+                    .is_some_and(|address| address.address.address.is_ipv6())
+                    == is_ipv6
+        });
+        if let Some(other) = clash {
+            context.warning(
+                node.keyword.span,
+                format!(
+                    "'{}' and '{}' both use virtual_router_id {router_id} with {} on {interface}",
+                    other.name,
+                    instance.name,
+                    if is_ipv6 { "IPv6" } else { "IPv4" }
+                ),
+            );
+        }
     }
     if instance.virtual_addresses.is_empty() && instance.excluded_addresses.is_empty() {
         context.warning(
