@@ -534,12 +534,24 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             "snmp_name" => server.snmp_name = Some(common::joined(child)),
             "ip_family" => {
                 if let Some(word) = argument {
-                    server.ip_family = values::choice(
+                    let family = values::choice(
                         context,
                         word,
                         &[("inet", Family::Inet), ("inet6", Family::Inet6)],
                         "ip_family",
                     );
+                    if let (Some(family), VirtualServerAddress::Address { address, .. }) =
+                        (family, &server.address)
+                    {
+                        if address.is_ipv4() != (family == Family::Inet) {
+                            context.warning(
+                                word.span,
+                                "ip_family conflicts with the virtual server's address: keepalived ignores it",
+                            );
+                            continue;
+                        }
+                    }
+                    server.ip_family = family;
                 }
             }
             "lb_algo" | "lvs_sched" => {
@@ -1184,9 +1196,9 @@ pub fn finish(config: &mut Config, context: &mut Context) {
             .iter()
             .find(|group| &group.name == name)
         else {
-            context.error(
+            context.warning(
                 pending.span,
-                format!("virtual server group '{name}' is not defined"),
+                format!("virtual server group '{name}' is not defined: this virtual server has no addresses"),
             );
             continue;
         };
