@@ -226,7 +226,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
         let argument = child.argument(0);
         match (&mut kind, child.name()) {
             (CheckerKind::Http(http) | CheckerKind::Ssl(http), name) => {
-                read_http(child, name, http, &mut written, context)
+                read_http(child, name, http, context)
             }
             (CheckerKind::Misc(misc), "misc_path") => {
                 if misc.path.is_some() {
@@ -505,13 +505,7 @@ fn read_common(
     true
 }
 
-fn read_http(
-    node: &Node,
-    name: &str,
-    http: &mut HttpCheck,
-    _written: &mut Written,
-    context: &mut Context,
-) {
+fn read_http(node: &Node, name: &str, http: &mut HttpCheck, context: &mut Context) {
     let argument = node.argument(0);
     match name {
         "http_protocol" => {

@@ -359,8 +359,7 @@ impl<'a> Builder<'a, '_> {
         let here = self.open_blocks.last().map(|(word, _)| word.text.as_str());
         if let Some(best) = super::suggestion(&keyword.text, table.iter().map(|spec| spec.name)) {
             diagnostic = diagnostic.with_note(None, format!("did you mean '{best}'?"));
-        } else if let Some(spec) = keyword::find(self.root, &keyword.text) {
-            let _ = spec;
+        } else if keyword::find(self.root, &keyword.text).is_some() {
             diagnostic = diagnostic.with_note(
                 None,
                 format!(

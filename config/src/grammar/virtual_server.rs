@@ -479,7 +479,6 @@ pub struct Pending {
     pub scheduler_written: bool,
     pub protocol_span: Option<Span>,
     pub real_server_spans: Vec<Span>,
-    pub real_server_forwarding_written: Vec<bool>,
 }
 
 /// `virtual_server <IPADDR> [<PORT>] | fwmark <N> | group <NAME> { ... }`.
@@ -516,7 +515,6 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         scheduler_written: false,
         protocol_span: None,
         real_server_spans: Vec::new(),
-        real_server_forwarding_written: Vec::new(),
     };
     let mut scheduler_name: Option<String> = None;
     let mut sorry: Option<(IpAddr, Option<u16>, Option<ForwardingMethod>, bool)> = None;
@@ -864,9 +862,6 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             _ => {}
         }
         pending.real_server_spans.push(real_node.span());
-        pending
-            .real_server_forwarding_written
-            .push(forwarding_written);
         server.real_servers.push(real_server);
     }
 

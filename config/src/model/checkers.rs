@@ -186,6 +186,3 @@ pub struct BfdInstance {
     /// `vrrp` and `checker` lines, as written.
     pub used_by: Vec<super::RawSetting>,
 }
-
-/// Checker scripts keep a user and group like notify scripts.
-pub type CheckerScript = Script;
