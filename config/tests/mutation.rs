@@ -97,6 +97,7 @@ fn mutated_configurations_load() {
     };
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
     let mut slowest = Duration::ZERO;
+    let mut slowest_text = String::new();
     for case in 0..cases {
         let seed = SEEDS[case % SEEDS.len()];
         let input = mutate(&mut random, seed);
@@ -106,12 +107,16 @@ fn mutated_configurations_load() {
             let loaded = fulcrum_config::load_str("mutated.conf", &text, &options);
             let _ = loaded.diagnostics.render(&loaded.sources);
         });
-        slowest = slowest.max(started.elapsed());
+        let elapsed = started.elapsed();
+        if elapsed > slowest {
+            slowest = elapsed;
+            slowest_text = text.clone();
+        }
         assert!(result.is_ok(), "case {case} panicked on {text:?}");
     }
     println!("{cases} mutated configurations loaded; slowest {slowest:?}");
     assert!(
         slowest < Duration::from_secs(5),
-        "slowest case took {slowest:?}"
+        "slowest case took {slowest:?}: {slowest_text:?}"
     );
 }

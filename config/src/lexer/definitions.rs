@@ -98,6 +98,9 @@ pub(crate) fn is_name_byte(byte: u8) -> bool {
 /// substitute forever (it rescans the replacement in place).
 pub(super) const SUBSTITUTION_LIMIT: usize = 10_000;
 
+/// Multi-line definitions nested deeper than this are taken to recurse.
+const MULTILINE_DEPTH_LIMIT: usize = 64;
+
 impl Lexer<'_> {
     /// keepalived's `find_definition` for a use: `name_at` is just after the
     /// `$`.
@@ -310,12 +313,29 @@ impl Lexer<'_> {
             let extra_braces = if at(buffer, dollar + 1) == b'{' { 2 } else { 0 };
             next = multiline_cursor.clone();
             let definition = &self.definitions[found_use.index];
-            let (multiline, builtin, stored_value) = (
+            let (is_multiline, builtin, stored_value) = (
                 definition.multiline,
                 definition.builtin,
                 definition.value.clone(),
             );
-            if multiline {
+            if is_multiline && self.multiline_stack.len() >= MULTILINE_DEPTH_LIMIT {
+                // A multi-line definition that uses itself: keepalived nests
+                // expansions until it runs out of memory.
+                let span = covering(&buffer[dollar..]).unwrap_or(buffer[dollar].span);
+                self.diagnostics.push(Diagnostic::error(
+                    span,
+                    format!(
+                        "multi-line definitions nested more than {MULTILINE_DEPTH_LIMIT} deep (one that uses itself?); the expansion stops here"
+                    ),
+                ));
+                self.multiline_stack.clear();
+                self.multiline_sequence_depth = 0;
+                *multiline = None;
+                // Drop this line and what would be split off it.
+                self.substitutions = SUBSTITUTION_LIMIT + 1;
+                return false;
+            }
+            if is_multiline {
                 if let Some(cursor) = &multiline_cursor {
                     self.multiline_stack
                         .push((cursor.clone(), self.multiline_sequence_depth));
@@ -338,7 +358,7 @@ impl Lexer<'_> {
                     Rc::new(self.builtin_value(builtin, buffer, found_use.parameters, use_span))
                 }
             };
-            let replacing: Vec<u8> = if multiline {
+            let replacing: Vec<u8> = if is_multiline {
                 let line_end = value
                     .iter()
                     .position(|&byte| byte == b'\n')
@@ -357,7 +377,7 @@ impl Lexer<'_> {
             // The complete multi-line replacement value is in `value`; the
             // `total` computed above is keepalived's (name only for a
             // multi-line use, which has no parameters).
-            let total = if multiline {
+            let total = if is_multiline {
                 found_use.name_length + 1 + extra_braces
             } else {
                 total

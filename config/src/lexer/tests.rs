@@ -683,4 +683,14 @@ fn fuzz_regressions() {
         lex("$M= \\\nvrrp_instance VI_${I} { \\$M\n  interface eth0 \\\n}\n\n~SEQ(I, 1, 3) $M\n");
     assert!(lexed.count(Severity::Error) >= 1, "{}", lexed.messages());
     assert!(lexed.lines.len() as u64 <= LINE_LIMIT);
+    // Found by the mutation test: a multi-line definition whose line ends
+    // in its own use nests expansions without end (keepalived runs out of
+    // memory); took 45 s before the nesting limit.
+    let started = std::time::Instant::now();
+    let lexed = lex(
+        "$M= \\\nvrrp_instance VI_${I} { \\\n  virtual_router_id ${I}$M \\\n}\n\n~SEQ(I, 1, 3) $M\n",
+    );
+    assert_eq!(lexed.count(Severity::Error), 3, "{}", lexed.messages());
+    assert!(lexed.lines.len() < 1000);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
 }
