@@ -677,6 +677,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             format!("vrrp_instance '{}' is defined twice", instance.name),
         );
     }
+    let mut address_nodes = Vec::new();
     for child in &node.children {
         if read_notify_or_tracking(
             child,
@@ -731,16 +732,19 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "authentication" => read_authentication(child, &mut instance, context),
             "virtual_ipaddress" => {
-                read_addresses(child, &mut instance.virtual_addresses, false, context)
+                read_addresses(child, &mut instance.virtual_addresses, false, context);
+                address_nodes.push(child);
             }
             "virtual_ipaddress_excluded" => {
                 read_addresses(child, &mut instance.excluded_addresses, false, context)
             }
             "virtual_routes" => read_routes(child, &mut instance.virtual_routes, false, context),
             "virtual_rules" => read_rules(child, &mut instance.virtual_rules, false, context),
+            // keepalived accepts (and ignores) a prefix length here.
             "unicast_src_ip" => {
-                instance.unicast_source =
-                    argument.and_then(|word| values::address(context, word, "unicast_src_ip"))
+                instance.unicast_source = argument
+                    .and_then(|word| values::prefix(context, word, "unicast_src_ip"))
+                    .map(|prefix| prefix.address)
             }
             "unicast_peer" => read_unicast_peers(child, &mut instance.unicast_peers, context),
             "unicast_ttl" => {
@@ -793,6 +797,28 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     values::optional_boolean(context, argument, "skip_check_adv_addr")
             }
             "use_vmac" => {
+                // `use_vmac [NAME] [MAC]`: a MAC of 6 octets, or 5 (the VRID
+                // is the last).
+                for word in child
+                    .arguments
+                    .iter()
+                    .filter(|word| word.text.contains(':'))
+                {
+                    let octets: Vec<&str> = word.text.split(':').collect();
+                    let valid = matches!(octets.len(), 5 | 6)
+                        && octets.iter().all(|octet| {
+                            (1..=2).contains(&octet.len()) && u8::from_str_radix(octet, 16).is_ok()
+                        });
+                    if !valid {
+                        context.error(
+                            word.span,
+                            format!(
+                                "invalid VMAC MAC address '{}': expected 5 or 6 hexadecimal octets",
+                                word.text
+                            ),
+                        );
+                    }
+                }
                 // A name (not a MAC address) must be unique among instances.
                 if let Some(name) = argument.filter(|word| !word.text.contains(':')) {
                     let taken = config.vrrp_instances.iter().find(|other| {
@@ -822,6 +848,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "vmac_xmit_base" => instance.vmac_xmit_base = true,
             "use_ipvlan" => {
+                check_instance_extra(child, context);
                 instance.use_ipvlan = Some(
                     child
                         .arguments
@@ -904,8 +931,66 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     Some(word) => values::integer(context, word, 0, 4, "debug"),
                 }
             }
+            "old_unicast_checksum"
+            | "vrf"
+            | "linkbeat_use_polling"
+            | "lvs_sync_daemon_interface"
+            | "vmac_garp_intvl"
+            | "kernel_rx_buf_size" => {
+                check_instance_extra(child, context);
+                instance.other.push(common::raw(child));
+            }
             _ => instance.other.push(common::raw(child)),
         }
+    }
+    // All virtual addresses share the instance's family (that of the first,
+    // or IPv6 with native_ipv6): keepalived ignores the others.
+    let mut family = instance.native_ipv6.then_some(false).or_else(|| {
+        instance
+            .virtual_addresses
+            .first()
+            .map(|address| address.address.address.is_ipv4())
+    });
+    for node in address_nodes {
+        for line in &node.children {
+            let Ok(prefix) = values::parse_prefix(&line.keyword.text) else {
+                continue;
+            };
+            match family {
+                None => family = Some(prefix.address.is_ipv4()),
+                Some(is_ipv4) if is_ipv4 != prefix.address.is_ipv4() => {
+                    context.warning(
+                        line.keyword.span,
+                        "this address's family differs from the instance's: keepalived ignores it (use virtual_ipaddress_excluded to mix families)",
+                    );
+                    instance
+                        .virtual_addresses
+                        .retain(|address| address.address != prefix);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    if instance.nopreempt && instance.preempt_delay > Duration::ZERO {
+        context.warning(
+            node.keyword.span,
+            "preempt_delay is incompatible with nopreempt: keepalived resets it",
+        );
+        instance.preempt_delay = Duration::ZERO;
+    }
+    if instance.unicast_peers.is_empty()
+        && (instance.unicast_source.is_some() || instance.unicast_ttl.is_some())
+    {
+        context.warning(
+            node.keyword.span,
+            "a unicast keyword without unicast peers: keepalived falls back to multicast (deprecated)",
+        );
+    }
+    if instance.interface.is_some() && node.children.iter().any(|child| child.name() == "vrf") {
+        context.warning(
+            node.keyword.span,
+            "vrf cannot be given with interface: keepalived ignores the vrf",
+        );
     }
     if instance.virtual_router_id.is_none() {
         context.error(
@@ -1011,6 +1096,46 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
         );
     }
     config.vrrp_instances.push(instance);
+}
+
+/// Argument checks for the instance keywords stored as written.
+fn check_instance_extra(node: &Node, context: &mut Context) {
+    match node.name() {
+        "use_ipvlan" => {
+            // [NAME] [ADDRESS[/LEN]] [bridge|private|vepa]
+            if let Some(mode) = node.argument(2) {
+                values::choice(
+                    context,
+                    mode,
+                    &[("bridge", ()), ("private", ()), ("vepa", ())],
+                    "ipvlan mode",
+                );
+            }
+        }
+        "old_unicast_checksum" => {
+            if let Some(word) = node.argument(0) {
+                values::choice(context, word, &[("never", ())], "old_unicast_checksum mode");
+            }
+        }
+        "kernel_rx_buf_size" => {
+            if let Some(word) = node.argument(0) {
+                values::integer::<u64>(context, word, 1, u32::MAX.into(), "kernel_rx_buf_size");
+            }
+        }
+        "linkbeat_use_polling" => context.warning(
+            node.keyword.span,
+            "'linkbeat_use_polling' in a vrrp_instance is deprecated: use a linkbeat_interfaces block",
+        ),
+        "lvs_sync_daemon_interface" => context.warning(
+            node.keyword.span,
+            "'lvs_sync_daemon_interface' in a vrrp_instance is deprecated: use the global lvs_sync_daemon",
+        ),
+        "vmac_garp_intvl" => context.warning(
+            node.keyword.span,
+            "'vmac_garp_intvl' is deprecated: use 'garp_extra_if'",
+        ),
+        _ => {}
+    }
 }
 
 fn read_authentication(node: &Node, instance: &mut VrrpInstance, context: &mut Context) {
