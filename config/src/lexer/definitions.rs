@@ -76,6 +76,9 @@ pub(crate) struct Cursor {
     pub offset: usize,
     /// The `$NAME` use every expanded line points at.
     pub span: Span,
+    /// The multi-line definitions this expansion is inside, itself
+    /// included: a definition met again in its own expansion recurses.
+    pub ancestry: Rc<Vec<usize>>,
 }
 
 /// A `$NAME` / `${NAME params}` use that names a definition.
@@ -318,6 +321,23 @@ impl Lexer<'_> {
                 definition.builtin,
                 definition.value.clone(),
             );
+            if is_multiline && self.line_ancestry.contains(&found_use.index) {
+                // A multi-line definition used in its own expansion, even as
+                // its last line (where keepalived's stack does not grow):
+                // keepalived expands it for ever.
+                let span = covering(&buffer[dollar..]).unwrap_or(buffer[dollar].span);
+                let name =
+                    String::from_utf8_lossy(&self.definitions[found_use.index].name).into_owned();
+                self.diagnostics.push(Diagnostic::error(
+                    span,
+                    format!("multi-line definition '${name}' is used in its own expansion; keepalived would expand it for ever; stopped here"),
+                ));
+                self.multiline_stack.clear();
+                self.multiline_sequence_depth = 0;
+                *multiline = None;
+                self.substitutions = SUBSTITUTION_LIMIT + 1;
+                return false;
+            }
             if is_multiline && self.multiline_stack.len() >= MULTILINE_DEPTH_LIMIT {
                 // A multi-line definition that uses itself: keepalived nests
                 // expansions until it runs out of memory.
@@ -363,10 +383,13 @@ impl Lexer<'_> {
                     .iter()
                     .position(|&byte| byte == b'\n')
                     .unwrap_or(value.len());
+                let mut ancestry = self.line_ancestry.as_ref().clone();
+                ancestry.push(found_use.index);
                 let cursor = Cursor {
                     value: value.clone(),
                     offset: line_end + 1,
                     span: use_span,
+                    ancestry: Rc::new(ancestry),
                 };
                 next = Some(cursor.clone());
                 multiline_cursor = Some(cursor);

@@ -141,6 +141,9 @@ pub(crate) struct Lexer<'a> {
     sequences: Vec<Sequence>,
     /// keepalived's `line_residue`: the rest of a line split at a brace.
     residue: Option<Text>,
+    /// The multi-line definitions the current line came from (empty for
+    /// a line of a file).
+    line_ancestry: std::rc::Rc<Vec<usize>>,
     /// keepalived's `next_ptr`: the multi-line definition being expanded.
     next_line: Option<Cursor>,
     multiline_stack: Vec<(Cursor, usize)>,
@@ -181,6 +184,7 @@ impl<'a> Lexer<'a> {
             definitions: definitions::standard_definitions(),
             sequences: Vec::new(),
             residue: None,
+            line_ancestry: std::rc::Rc::new(Vec::new()),
             next_line: None,
             multiline_stack: Vec::new(),
             multiline_sequence_depth: 0,
@@ -256,9 +260,11 @@ impl<'a> Lexer<'a> {
                 self.next_sequence_line()
             } else if let Some(cursor) = self.next_line.take() {
                 self.substitutions = 0;
+                self.line_ancestry = cursor.ancestry.clone();
                 self.next_multiline_line(cursor)
             } else {
                 self.substitutions = 0;
+                self.line_ancestry = std::rc::Rc::new(Vec::new());
                 self.next_file_line()?
             };
 

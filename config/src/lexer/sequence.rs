@@ -11,6 +11,8 @@ pub(crate) struct Sequence {
     pub kind: SequenceKind,
     /// The rest of the line after `)`, expanded once per value.
     pub text: Text,
+    /// The multi-line definitions the `~SEQ` line came from.
+    pub ancestry: std::rc::Rc<Vec<usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -190,6 +192,7 @@ impl Lexer<'_> {
                 hexadecimal,
             },
             text: buffer[text_start..].to_vec(),
+            ancestry: self.line_ancestry.clone(),
         });
         Ok(())
     }
@@ -299,6 +302,7 @@ impl Lexer<'_> {
                 value_sets,
             },
             text: buffer[text_start..].to_vec(),
+            ancestry: self.line_ancestry.clone(),
         });
         Ok(())
     }
@@ -325,6 +329,7 @@ impl Lexer<'_> {
             return Text::new();
         };
         let text = sequence.text.clone();
+        self.line_ancestry = sequence.ancestry.clone();
         match &mut sequence.kind {
             SequenceKind::Numbers {
                 variable,

@@ -693,4 +693,25 @@ fn fuzz_regressions() {
     assert_eq!(lexed.count(Severity::Error), 3, "{}", lexed.messages());
     assert!(lexed.lines.len() < 1000);
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // Found by cargo fuzz: the same as its last line, where the expansion
+    // stack does not grow (took 9 s and 500,000 lines before).
+    let lexed = lex("$VI= \\\nk $NUM \\\n$VI\n\n$NUM=2\n$VI\n");
+    assert_eq!(lexed.words(), [["k", "2"]]);
+    assert_eq!(lexed.count(Severity::Error), 1, "{}", lexed.messages());
+    // Using one multi-line definition in another, repeatedly, is fine.
+    expect(
+        "$A= \\\na1 \\\na2\n\n$B= \\\nb \\\n$A \\\n$A\n\n$B\n$B\n",
+        &[
+            &["b"],
+            &["a1"],
+            &["a2"],
+            &["a1"],
+            &["a2"],
+            &["b"],
+            &["a1"],
+            &["a2"],
+            &["a1"],
+            &["a2"],
+        ],
+    );
 }
