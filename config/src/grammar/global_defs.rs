@@ -216,10 +216,19 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             "default_interface" => global.default_interface = Some(common::first(child)),
             "dynamic_interfaces" => global.dynamic_interfaces = true,
             "lvs_flush" => global.lvs_flush = true,
-            "lvs_flush_on_stop" | "lvs_flush_onstop" => {
-                global.lvs_flush_on_stop =
-                    Some(argument.map_or_else(|| "all".to_string(), |word| word.text.clone()))
-            }
+            // `lvs_flush_on_stop [VS|ALL]`: bare means everything.
+            "lvs_flush_on_stop" | "lvs_flush_onstop" => match argument {
+                None => global.lvs_flush_on_stop = Some("ALL".to_string()),
+                Some(word) => {
+                    global.lvs_flush_on_stop = values::choice(
+                        context,
+                        word,
+                        &[("VS", "VS"), ("ALL", "ALL")],
+                        "lvs_flush_on_stop type",
+                    )
+                    .map(str::to_string)
+                }
+            },
             "lvs_timeouts" => read_lvs_timeouts(child, global, context),
             "lvs_sync_daemon" if global.lvs_sync_daemon.is_some() => {
                 common::ignored_duplicate(context, child)
@@ -445,9 +454,6 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                                     | "IROTH"
                                     | "IWOTH"
                                     | "IXOTH"
-                                    | "IRWXU"
-                                    | "IRWXG"
-                                    | "IRWXO"
                             )
                         })
                     };
@@ -497,6 +503,7 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
         "nftables_priority" | "nftables_ipvs_priority" => (i32::MIN.into(), i32::MAX.into()),
         "nftables_ipvs_start_fwmark" => (1, u32::MAX.into()),
         "max_auto_priority" => (-1, 99),
+        "random_seed" => (0, u32::MAX.into()),
         _ => return None,
     })
 }
