@@ -133,7 +133,7 @@ fn invalid_values_point_at_the_word() {
 #[test]
 fn vrrp_instance_with_addresses_routes_and_tracking() {
     let (config, diagnostics) = check(
-        "vrrp_instance VI_1 {\n state MASTER\n interface eth0\n virtual_router_id 51\n priority 150\n advert_int 0.5\n authentication {\n  auth_type PASS\n  auth_pass secret\n }\n virtual_ipaddress {\n  10.0.0.10/24 dev eth0 label eth0:1\n  fe80::1\n }\n virtual_routes {\n  src 10.0.0.1 to 10.1.0.0/16 via 10.0.0.254 dev eth0\n  blackhole 10.2.0.0/16\n }\n virtual_rules {\n  from 10.0.0.0/24 table 100\n }\n unicast_peer {\n  10.0.0.2\n }\n track_interface {\n  eth1 weight -10\n }\n}\n",
+        "vrrp_instance VI_1 {\n state MASTER\n interface eth0\n virtual_router_id 51\n priority 150\n advert_int 0.5\n authentication {\n  auth_type PASS\n  auth_pass secret\n }\n virtual_ipaddress {\n  10.0.0.10/24 dev eth0 label eth0:1\n  10.0.0.11\n }\n virtual_routes {\n  src 10.0.0.1 to 10.1.0.0/16 via 10.0.0.254 dev eth0\n  blackhole 10.2.0.0/16\n }\n virtual_rules {\n  from 10.0.0.0/24 table 100\n }\n unicast_peer {\n  10.0.0.2\n }\n track_interface {\n  eth1 weight -10\n }\n}\n",
     );
     assert_eq!(errors(&diagnostics), vec![]);
     let instance = &config.vrrp_instances[0];
