@@ -564,3 +564,21 @@ fn a_block_without_its_open_brace_is_read_up_to_the_close_brace() {
     assert_eq!(found[0].0, 1);
     assert_eq!(config.vrrp_instances[0].virtual_addresses.len(), 1);
 }
+
+#[test]
+fn a_keyword_in_the_wrong_block_says_where_it_belongs() {
+    let (_, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  real_server 10.0.0.2 80 {\n    lvs_sched rr\n  }\n}\n",
+    );
+    let error = diagnostics
+        .items
+        .iter()
+        .find(|item| item.severity == Severity::Error)
+        .unwrap();
+    assert_eq!(error.span.line, 4);
+    assert!(
+        error.notes[0].1.contains("'virtual_server'"),
+        "{:?}",
+        error.notes
+    );
+}

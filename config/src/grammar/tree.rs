@@ -367,8 +367,27 @@ impl<'a> Builder<'a, '_> {
                     keyword.text
                 ),
             );
-        } else if let Some(block) = here {
-            diagnostic = diagnostic.with_note(None, format!("not a keyword of '{block}' blocks"));
+        } else {
+            let homes = blocks_knowing(self.root, &keyword.text);
+            if !homes.is_empty() {
+                diagnostic = diagnostic.with_note(
+                    None,
+                    format!(
+                        "'{}' is a keyword of {} blocks{}",
+                        keyword.text,
+                        homes
+                            .iter()
+                            .map(|home| format!("'{home}'"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        here.map(|block| format!(", not of '{block}' blocks"))
+                            .unwrap_or_default()
+                    ),
+                );
+            } else if let Some(block) = here {
+                diagnostic =
+                    diagnostic.with_note(None, format!("not a keyword of '{block}' blocks"));
+            }
         }
         self.diagnostics.push(diagnostic);
     }
@@ -456,6 +475,32 @@ impl<'a> Builder<'a, '_> {
             "missing '}': this block is not closed before the end of the input",
         ));
     }
+}
+
+/// The names of the blocks (anywhere in the tree) whose table has `name`.
+fn blocks_knowing(root: &'static [Keyword], name: &str) -> Vec<&'static str> {
+    fn walk(
+        table: &'static [Keyword],
+        owner: &'static str,
+        name: &str,
+        depth: usize,
+        found: &mut Vec<&'static str>,
+    ) {
+        if depth > 6 {
+            return;
+        }
+        if !owner.is_empty() && keyword::find(table, name).is_some() && !found.contains(&owner) {
+            found.push(owner);
+        }
+        for keyword in table {
+            if let Body::Keywords(next) = keyword.body {
+                walk(next, keyword.name, name, depth + 1, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(root, "", name, 0, &mut found);
+    found
 }
 
 fn knows(body: Body, name: &str) -> bool {
