@@ -582,3 +582,18 @@ fn a_keyword_in_the_wrong_block_says_where_it_belongs() {
         error.notes
     );
 }
+
+#[test]
+fn the_serialized_model_gives_durations_in_seconds() {
+    let (config, _) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_timeout 2.5\n    }\n  }\n}\n",
+    );
+    let json = serde_json::to_value(&config).unwrap();
+    let common = &json["virtual_servers"][0]["real_servers"][0]["checkers"][0]["common"];
+    assert_eq!(common["connect_timeout"], serde_json::json!(2.5));
+    assert_eq!(common["delay_loop"], serde_json::json!(60.0));
+    assert_eq!(
+        json["virtual_servers"][0]["scheduler"],
+        serde_json::json!("rr")
+    );
+}

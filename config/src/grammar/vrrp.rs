@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::common::{self, script};
 use super::{Context, Keyword, Node, Reference, ReferenceKind, values};
 use crate::model::{
-    Authentication, Config, GarpGroup, GarpSettings, Notify, Prefix, Route, Rule, Scope, SyncGroup,
-    TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer, VirtualAddress, VrrpInstance,
-    VrrpScript, VrrpState,
+    Authentication, Config, GarpExtraInterfaces, GarpGroup, GarpSettings, Notify, Prefix, Route,
+    Rule, Scope, SyncGroup, TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer,
+    VirtualAddress, VrrpInstance, VrrpScript, VrrpState,
 };
 use crate::syntax::Word;
 
@@ -910,7 +910,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                 if let Some(delay) = delay_word.and_then(|word| {
                     values::whole_seconds(context, word, 0, 86400, "garp_extra_if delay")
                 }) {
-                    garp.extra_if = Some((all, delay));
+                    garp.extra_if = Some(GarpExtraInterfaces { all, delay });
                 }
             }
             "lower_prio_no_advert" => {

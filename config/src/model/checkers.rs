@@ -28,17 +28,21 @@ pub struct CheckerCommon {
     pub bind_port: Option<u16>,
     pub fwmark: Option<u32>,
     /// Resolved: checker, real server, virtual server, else 5 s.
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub connect_timeout: Duration,
     /// Resolved: checker, real server, virtual server, else the checker's
     /// default (1; DNS_CHECK 3; MISC_CHECK 0).
     pub retry: u32,
     /// Resolved: checker, real server, virtual server, else the checker's
     /// default (HTTP_GET/SSL_GET 3 s, DNS_CHECK the delay_loop, else 1 s).
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub delay_before_retry: Duration,
     /// Resolved: checker, real server, virtual server, else 60 s.
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub delay_loop: Duration,
     /// Resolved: checker, real server, virtual server, else the delay_loop
     /// (0 disables the random initial delay).
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub warmup: Duration,
     /// Resolved: checker, real server, virtual server, else false.
     pub alpha: bool,
@@ -62,9 +66,12 @@ pub enum CheckerKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum HttpProtocol {
     /// `1.0`, the default.
+    #[serde(rename = "1.0")]
     Http10,
     /// `1.0C`: 1.0 with `Connection: close`.
+    #[serde(rename = "1.0C")]
     Http10Close,
+    #[serde(rename = "1.1")]
     Http11,
 }
 
@@ -102,6 +109,7 @@ pub struct Url {
 pub struct MiscCheck {
     pub path: Option<Script>,
     /// Default: the delay_loop.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub timeout: Option<Duration>,
     pub dynamic: bool,
 }
@@ -113,6 +121,7 @@ pub struct SmtpCheck {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum DnsType {
     A,
     Ns,
@@ -172,9 +181,12 @@ pub struct BfdInstance {
     pub neighbor_ip: Option<IpAddr>,
     pub source_ip: Option<IpAddr>,
     /// Default 10 ms.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub min_rx: Option<Duration>,
     /// Default 10 ms.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub min_tx: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub idle_tx: Option<Duration>,
     /// Default 5.
     pub multiplier: Option<u8>,

@@ -18,6 +18,7 @@ pub struct GlobalDefs {
     /// Default: the host name.
     pub smtp_helo_name: Option<String>,
     /// Default 30 s.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub smtp_connect_timeout: Option<Duration>,
     /// `smtp_alert`, `smtp_alert_vrrp`, `smtp_alert_checker`: `None` = unset
     /// (each object then has its own default).
@@ -55,8 +56,11 @@ pub struct SmtpServer {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LvsTimeouts {
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub tcp: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub tcp_fin: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub udp: Option<Duration>,
 }
 
@@ -66,15 +70,20 @@ pub struct VrrpDefaults {
     pub mcast_group4: Option<IpAddr>,
     pub mcast_group6: Option<IpAddr>,
     /// Default 5 s.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub garp_master_delay: Option<Duration>,
     /// Default 5.
     pub garp_master_repeat: Option<u32>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub garp_lower_prio_delay: Option<Duration>,
     pub garp_lower_prio_repeat: Option<u32>,
     /// Default 0 (no refresh).
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub garp_master_refresh: Option<Duration>,
     pub garp_master_refresh_repeat: Option<u32>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub garp_interval: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub gna_interval: Option<Duration>,
     pub min_garp: bool,
     /// Default 2.
@@ -87,6 +96,7 @@ pub struct VrrpDefaults {
     pub no_swap: bool,
     pub lower_prio_no_advert: Option<bool>,
     pub higher_prio_send_advert: Option<bool>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub startup_delay: Option<Duration>,
     pub down_timer_adverts: Option<u32>,
     pub notify_priority_changes: Option<bool>,

@@ -30,6 +30,7 @@ pub enum GroupEntry {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     Inet,
     Inet6,
@@ -50,6 +51,7 @@ pub enum VirtualServerAddress {
 /// An IPVS scheduler (`lvs_sched`/`lb_algo`). Default: `wlc`, with
 /// keepalived's warning "no scheduler set".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scheduler {
     Rr,
     Wrr,
@@ -128,6 +130,7 @@ pub struct ServiceFlags {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Protocol {
     Tcp,
     Udp,
@@ -137,8 +140,11 @@ pub enum Protocol {
 /// The forwarding method (`lvs_method`/`lb_kind`). Default NAT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ForwardingMethod {
+    #[serde(rename = "NAT")]
     Nat,
+    #[serde(rename = "DR")]
     DirectRouting,
+    #[serde(rename = "TUN")]
     Tunnel(Tunnel),
 }
 
@@ -150,6 +156,7 @@ pub struct Tunnel {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TunnelKind {
     Ipip,
     Gue { port: u16 },
@@ -159,8 +166,11 @@ pub enum TunnelKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TunnelChecksum {
     /// Default.
+    #[serde(rename = "nocsum")]
     NoChecksum,
+    #[serde(rename = "csum")]
     Checksum,
+    #[serde(rename = "remcsum")]
     RemoteChecksum,
 }
 
@@ -177,10 +187,14 @@ pub enum Granularity {
 /// `None` means not written at this level.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CheckDefaults {
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub connect_timeout: Option<Duration>,
     pub retry: Option<u32>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub delay_before_retry: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub warmup: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub delay_loop: Option<Duration>,
     pub inhibit_on_failure: Option<bool>,
     pub alpha: Option<bool>,
@@ -204,6 +218,7 @@ pub struct VirtualServer {
     pub persistence_engine: Option<String>,
     /// `persistence_timeout [SECONDS]`; bare = 360 s; also set to 360 s by
     /// `persistence_granularity` or a zero port, as keepalived does.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub persistence_timeout: Option<Duration>,
     pub persistence_granularity: Option<Granularity>,
     /// Default UDP for address services (keepalived: "the kernel defaults to

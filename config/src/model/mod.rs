@@ -8,6 +8,7 @@
 mod checkers;
 mod global;
 mod lvs;
+mod seconds;
 mod vrrp;
 
 pub use checkers::*;

@@ -15,8 +15,10 @@ pub struct VrrpScript {
     pub name: String,
     pub script: Option<Script>,
     /// Default 1 s.
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub interval: Duration,
     /// Default: the interval.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub timeout: Option<Duration>,
     /// Default 0 (failure means FAULT).
     pub weight: i32,
@@ -51,8 +53,11 @@ pub struct TrackProcess {
     /// Default 0.
     pub weight: i32,
     pub weight_reverse: bool,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub delay: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub terminate_delay: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub fork_delay: Option<Duration>,
     pub full_command: bool,
     pub param_match: Option<String>,
@@ -106,13 +111,16 @@ pub struct SyncGroup {
 /// `garp_group { ... }`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GarpGroup {
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub garp_interval: Option<Duration>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub gna_interval: Option<Duration>,
     pub interface: Option<String>,
     pub interfaces: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum VrrpState {
     Master,
     Backup,
@@ -147,6 +155,7 @@ pub struct VrrpInstance {
     /// Default 100; 255 = address owner.
     pub priority: u8,
     /// Default 1 s (VRRPv3: centiseconds resolution).
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub advert_interval: Duration,
     /// Default: global `vrrp_version`, else 2.
     pub version: Option<u8>,
@@ -170,6 +179,7 @@ pub struct VrrpInstance {
     /// `nopreempt` (default: preempt).
     pub nopreempt: bool,
     /// Default 0.
+    #[serde(serialize_with = "super::seconds::serialize")]
     pub preempt_delay: Duration,
     /// `accept`/`no_accept`: `None` = accept unless strict mode.
     pub accept: Option<bool>,
@@ -194,17 +204,31 @@ pub struct VrrpInstance {
 /// The instance-level garp settings (defaults: the global ones).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GarpSettings {
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub master_delay: Option<Duration>,
     pub master_repeat: Option<u32>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub lower_prio_delay: Option<Duration>,
     pub lower_prio_repeat: Option<u32>,
+    #[serde(serialize_with = "super::seconds::serialize_option")]
     pub master_refresh: Option<Duration>,
     pub master_refresh_repeat: Option<u32>,
     /// `garp_extra_if [all] DELAY`.
-    pub extra_if: Option<(bool, Duration)>,
+    pub extra_if: Option<GarpExtraInterfaces>,
+}
+
+/// `garp_extra_if [all] DELAY`: periodic gratuitous ARPs on the interfaces of
+/// the virtual addresses (all of them, or only those not on the instance's
+/// interface).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GarpExtraInterfaces {
+    pub all: bool,
+    #[serde(serialize_with = "super::seconds::serialize")]
+    pub delay: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scope {
     Global,
     Site,
