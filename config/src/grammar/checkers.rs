@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use super::common::{self, script};
+use super::common;
 use super::virtual_server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_DELAY_LOOP};
 use super::{Context, Keyword, Node, values};
 use crate::model::{
@@ -232,12 +232,10 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 if misc.path.is_some() {
                     common::ignored_duplicate(context, child);
                 } else {
-                    misc.path = script(child).map(|mut path| {
-                        path.user = None;
-                        path.group = None;
-                        path.command = common::joined(child);
-                        path
-                    });
+                    // The user comes from MISC_CHECK's `user` keyword.
+                    misc.path = common::command_words(child)
+                        .first()
+                        .map(|command| crate::model::Script::new(command, None, None));
                 }
             }
             (CheckerKind::Misc(misc), "misc_timeout") => {

@@ -4,14 +4,51 @@ use super::{Context, Node, values};
 use crate::model::{RawSetting, Script};
 use crate::syntax::Word;
 
-/// `KEYWORD <STRING>|<QUOTED-STRING> [username [groupname]]`.
-pub fn script(node: &Node) -> Option<Script> {
-    let command = node.argument(0)?;
-    Some(Script {
-        command: command.text.clone(),
-        user: node.argument(1).map(|word| word.text.clone()),
-        group: node.argument(2).map(|word| word.text.clone()),
-    })
+/// `KEYWORD <STRING>|<QUOTED-STRING> [username [groupname]]`. keepalived
+/// re-splits the raw line of script keywords with `'` and `"` quotes and
+/// escapes (`alloc_strvec_quoted_escaped`): the first word after the keyword
+/// is the command line, the next ones the user and group.
+///
+/// The arity of script keywords is only known once the raw line is re-split,
+/// so words after the group are warned about here.
+pub fn script_checked(node: &Node, context: Option<&mut Context>) -> Option<Script> {
+    let words = command_words(node);
+    if let (Some(context), true) = (context, words.len() > 3) {
+        context.warning(
+            node.span(),
+            format!(
+                "'{}' takes a command, a user and a group; keepalived ignores the rest (quote a command with arguments)",
+                node.name()
+            ),
+        );
+    }
+    Some(Script::new(
+        words.first()?,
+        words.get(1).cloned(),
+        words.get(2).cloned(),
+    ))
+}
+
+/// The words after the keyword, split as keepalived splits script lines
+/// (falling back to the ordinary words where the raw line is not at hand or
+/// does not split, which the lexer has already reported).
+pub fn command_words(node: &Node) -> Vec<String> {
+    let split = node
+        .raw
+        .and_then(|raw| crate::lexer::split_quoted_escaped(raw).ok())
+        .filter(|words| words.first().map(Vec::as_slice) == Some(node.keyword.text.as_bytes()));
+    match split {
+        Some(words) => words
+            .into_iter()
+            .skip(1)
+            .map(|word| String::from_utf8_lossy(&word).into_owned())
+            .collect(),
+        None => node
+            .arguments
+            .iter()
+            .map(|word| word.text.clone())
+            .collect(),
+    }
 }
 
 /// The whole argument list as one string (keepalived's `set_value`, which

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::common::{self, script};
+use super::common;
 use super::{Context, Keyword, Node, values};
 use crate::model::{GlobalDefs, SmtpServer};
 
@@ -35,8 +35,8 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("lvs_flush_onstop", 0, Some(1)),
     Keyword::leaf("lvs_timeouts", 2, Some(6)),
     Keyword::leaf("lvs_sync_daemon", 2, None),
-    Keyword::leaf("startup_script", 1, Some(3)),
-    Keyword::leaf("shutdown_script", 1, Some(3)),
+    Keyword::leaf("startup_script", 1, None),
+    Keyword::leaf("shutdown_script", 1, None),
     Keyword::leaf("vrrp_mcast_group4", 1, Some(1)),
     Keyword::leaf("vrrp_mcast_group6", 1, Some(1)),
     Keyword::leaf("vrrp_garp_master_delay", 1, Some(1)),
@@ -244,8 +244,12 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 );
                 context.not_acted_on(child);
             }
-            "startup_script" => global.startup_script = script(child),
-            "shutdown_script" => global.shutdown_script = script(child),
+            "startup_script" => {
+                global.startup_script = common::script_checked(child, Some(context))
+            }
+            "shutdown_script" => {
+                global.shutdown_script = common::script_checked(child, Some(context))
+            }
             "vrrp_mcast_group4" => {
                 vrrp.mcast_group4 = argument.and_then(|word| {
                     let address = values::address(context, word, "vrrp_mcast_group4")?;

@@ -597,3 +597,27 @@ fn the_serialized_model_gives_durations_in_seconds() {
         serde_json::json!("rr")
     );
 }
+
+#[test]
+fn scripts_are_split_as_keepalived_splits_their_raw_line() {
+    let text = "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 5\n  notify_master '/bin/echo single quoted' nobody daemon\n  notify_backup \"/bin/echo two\" root\n  virtual_ipaddress {\n    10.0.0.1\n  }\n}\n";
+    let mut sources = crate::syntax::Sources::default();
+    let mut diagnostics = Diagnostics::default();
+    let lines = crate::lexer::read_str(
+        "keepalived.conf",
+        text,
+        &crate::lexer::Options::default(),
+        &mut sources,
+        &mut diagnostics,
+    );
+    let config = parse(&lines, &mut diagnostics);
+    let notify = &config.vrrp_instances[0].notify;
+    let master = notify.master.as_ref().unwrap();
+    assert_eq!(master.command, "/bin/echo single quoted");
+    assert_eq!(master.argv, ["/bin/echo", "single", "quoted"]);
+    assert_eq!(master.user.as_deref(), Some("nobody"));
+    assert_eq!(master.group.as_deref(), Some("daemon"));
+    let backup = notify.backup.as_ref().unwrap();
+    assert_eq!(backup.command, "/bin/echo two");
+    assert_eq!(backup.user.as_deref(), Some("root"));
+}

@@ -30,6 +30,10 @@ pub struct Node<'a> {
     pub open: Option<Span>,
     /// The `}` that closed the block, if it was found.
     pub close: Option<Span>,
+    /// The line as keepalived's handlers see it ([`Line::raw`]), for the
+    /// keywords that re-split it (scripts); `None` for a piece of a line
+    /// after a brace.
+    pub raw: Option<&'a str>,
 }
 
 impl<'a> Node<'a> {
@@ -66,6 +70,8 @@ enum Item<'a> {
     Line {
         words: Vec<&'a Word>,
         open: Option<&'a Word>,
+        /// The source line's raw text, for the first piece of a line.
+        raw: Option<&'a str>,
     },
     Close(&'a Word),
 }
@@ -118,26 +124,34 @@ fn split(lines: &[Line]) -> Vec<Item<'_>> {
     let mut items = Vec::new();
     for line in lines {
         let mut words = Vec::new();
+        let mut raw = Some(line.raw.as_str());
         for word in &line.words {
             if word.is_open() {
                 items.push(Item::Line {
                     words: std::mem::take(&mut words),
                     open: Some(word),
+                    raw: raw.take(),
                 });
             } else if word.is_close() {
                 if !words.is_empty() {
                     items.push(Item::Line {
                         words: std::mem::take(&mut words),
                         open: None,
+                        raw: raw.take(),
                     });
                 }
+                raw = None;
                 items.push(Item::Close(word));
             } else {
                 words.push(word);
             }
         }
         if !words.is_empty() {
-            items.push(Item::Line { words, open: None });
+            items.push(Item::Line {
+                words,
+                open: None,
+                raw: raw.take(),
+            });
         }
     }
     items
@@ -164,7 +178,7 @@ impl<'a> Builder<'a, '_> {
                 }
                 return (nodes, End::InputEnded);
             };
-            let (words, open) = match item {
+            let (words, open, raw) = match item {
                 Item::Close(word) => {
                     self.position += 1;
                     if self.open_blocks.is_empty() {
@@ -177,7 +191,7 @@ impl<'a> Builder<'a, '_> {
                     self.last_close = Some(word.span);
                     return (nodes, End::Closed);
                 }
-                Item::Line { words, open } => (words.clone(), *open),
+                Item::Line { words, open, raw } => (words.clone(), *open, *raw),
             };
             let Some(&keyword) = words.first() else {
                 // A `{` on its own line that no keyword before it takes.
@@ -210,6 +224,7 @@ impl<'a> Builder<'a, '_> {
                         children: Vec::new(),
                         open: None,
                         close: None,
+                        raw,
                     });
                     if let Some(open) = open {
                         self.diagnostics.push(Diagnostic::error(
@@ -242,6 +257,7 @@ impl<'a> Builder<'a, '_> {
                 children: Vec::new(),
                 open: None,
                 close: None,
+                raw,
             };
             if !spec.opens_block() {
                 if let Some(open) = open {
@@ -306,7 +322,7 @@ impl<'a> Builder<'a, '_> {
     /// A `{` alone on the next line (keepalived accepts the brace there).
     fn lone_open(&mut self) -> Option<&'a Word> {
         match self.items.get(self.position) {
-            Some(Item::Line { words, open }) if words.is_empty() => {
+            Some(Item::Line { words, open, .. }) if words.is_empty() => {
                 self.position += 1;
                 *open
             }
@@ -415,7 +431,9 @@ impl<'a> Builder<'a, '_> {
             .rev()
             .find_map(|item| match item {
                 Item::Close(word) => Some(word.span),
-                Item::Line { words, open } => open.or(words.last().copied()).map(|word| word.span),
+                Item::Line { words, open, .. } => {
+                    open.or(words.last().copied()).map(|word| word.span)
+                }
             })
             .unwrap_or(self.open_blocks[0].1);
         let mut diagnostic = Diagnostic::error(

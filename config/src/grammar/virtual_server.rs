@@ -10,7 +10,7 @@ use nom::bytes::complete::take_while1;
 use nom::character::complete::char;
 use nom::combinator::{all_consuming, opt};
 
-use super::common::{self, ignored_duplicate, script};
+use super::common::{self, ignored_duplicate};
 use super::{Context, Keyword, Node, checkers, values};
 use crate::model::{
     CheckDefaults, Config, Family, ForwardingMethod, Granularity, GroupEntry, Protocol, RealServer,
@@ -72,8 +72,8 @@ pub static VIRTUAL_SERVER: &[Keyword] = &{
         Keyword::leaf("ha_suspend", 0, Some(0)),
         Keyword::leaf("alpha", 0, Some(0)),
         Keyword::leaf("omega", 0, Some(0)),
-        Keyword::leaf("quorum_up", 1, Some(3)),
-        Keyword::leaf("quorum_down", 1, Some(3)),
+        Keyword::leaf("quorum_up", 1, None),
+        Keyword::leaf("quorum_down", 1, None),
         Keyword::leaf("quorum", 1, Some(1)),
         Keyword::leaf("hysteresis", 1, Some(1)),
         Keyword::leaf("weight", 1, Some(1)),
@@ -102,8 +102,8 @@ pub static REAL_SERVER: &[Keyword] = &{
         Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
         Keyword::leaf("uthreshold", 1, Some(1)),
         Keyword::leaf("lthreshold", 1, Some(1)),
-        Keyword::leaf("notify_up", 1, Some(3)),
-        Keyword::leaf("notify_down", 1, Some(3)),
+        Keyword::leaf("notify_up", 1, None),
+        Keyword::leaf("notify_down", 1, None),
         Keyword::leaf("alpha", 0, Some(1)),
         Keyword::block("TCP_CHECK", 0, Some(0), checkers::TCP),
         Keyword::block("HTTP_GET", 0, Some(0), checkers::HTTP),
@@ -659,14 +659,14 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 if server.quorum_up.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    server.quorum_up = script(child);
+                    server.quorum_up = common::script_checked(child, Some(context));
                 }
             }
             "quorum_down" => {
                 if server.quorum_down.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    server.quorum_down = script(child);
+                    server.quorum_down = common::script_checked(child, Some(context));
                 }
             }
             "quorum" => {
@@ -1102,14 +1102,14 @@ fn read_real_server<'n, 'a>(
                 if real_server.notify_up.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    real_server.notify_up = script(child);
+                    real_server.notify_up = common::script_checked(child, Some(context));
                 }
             }
             "notify_down" => {
                 if real_server.notify_down.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    real_server.notify_down = script(child);
+                    real_server.notify_down = common::script_checked(child, Some(context));
                 }
             }
             "alpha" => {

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::common::{self, script};
+use super::common;
 use super::{Context, Keyword, Node, Reference, ReferenceKind, values};
 use crate::model::{
     Authentication, Config, GarpExtraInterfaces, GarpGroup, GarpSettings, Notify, Prefix, Route,
@@ -47,11 +47,11 @@ pub static TRACK_FILE: &[Keyword] = &[
 macro_rules! notify_keywords {
     ($($extra:expr),* $(,)?) => {
         &[
-            Keyword::leaf("notify_master", 1, Some(3)),
-            Keyword::leaf("notify_backup", 1, Some(3)),
-            Keyword::leaf("notify_fault", 1, Some(3)),
-            Keyword::leaf("notify_stop", 1, Some(3)),
-            Keyword::leaf("notify", 1, Some(3)),
+            Keyword::leaf("notify_master", 1, None),
+            Keyword::leaf("notify_backup", 1, None),
+            Keyword::leaf("notify_fault", 1, None),
+            Keyword::leaf("notify_stop", 1, None),
+            Keyword::leaf("notify", 1, None),
             Keyword::leaf("notify_priority_changes", 0, Some(1)),
             Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
             Keyword::lines("track_interface", 0, Some(0)),
@@ -104,8 +104,8 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("mcast_dst_ip", 1, Some(1)),
     Keyword::leaf("dont_track_primary", 0, Some(0)),
     Keyword::leaf("track_src_ip", 0, Some(0)),
-    Keyword::leaf("notify_deleted", 0, Some(3)),
-    Keyword::leaf("notify_master_rx_lower_pri", 1, Some(3)),
+    Keyword::leaf("notify_deleted", 0, None),
+    Keyword::leaf("notify_master_rx_lower_pri", 1, None),
     Keyword::leaf("nopreempt", 0, Some(0)),
     // "for backwards compatibility": preempting is the default.
     Keyword::leaf("preempt", 0, Some(0)),
@@ -157,11 +157,9 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
         let argument = child.argument(0);
         match child.name() {
             "script" => {
-                vrrp_script.script = Some(crate::model::Script {
-                    command: common::joined(child),
-                    user: None,
-                    group: None,
-                })
+                vrrp_script.script = common::command_words(child)
+                    .first()
+                    .map(|command| crate::model::Script::new(command, None, None))
             }
             "interval" => {
                 if let Some(value) = argument.and_then(|word| {
@@ -429,7 +427,7 @@ fn read_notify_or_tracking(
         "notify" => &mut notify.any,
         "notify_master_rx_lower_pri" => &mut notify.master_rx_lower_priority,
         "notify_deleted" => {
-            notify.deleted = Some(script(child));
+            notify.deleted = Some(common::script_checked(child, Some(context)));
             return true;
         }
         "notify_priority_changes" => {
@@ -482,7 +480,7 @@ fn read_notify_or_tracking(
     if slot.is_some() {
         context.replaced(child);
     }
-    *slot = script(child);
+    *slot = common::script_checked(child, Some(context));
     true
 }
 

@@ -61,13 +61,35 @@ impl std::fmt::Display for Prefix {
 }
 
 /// A script keepalived runs (`notify_*`, `quorum_up`, `misc_path`, ...):
-/// the command line as written (quoted when it has arguments) and the user
-/// and group to run it as (default: the global `script_user`).
+/// the command line (the first word after the keyword, quoted when it has
+/// arguments) and the user and group to run it as (default: the global
+/// `script_user`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Script {
     pub command: String,
+    /// The command line split into the program and its arguments, as
+    /// keepalived does before `execve` (quotes and escapes, no shell).
+    pub argv: Vec<String>,
     pub user: Option<String>,
     pub group: Option<String>,
+}
+
+impl Script {
+    pub fn new(command: &str, user: Option<String>, group: Option<String>) -> Script {
+        let argv = match crate::lexer::split_quoted_escaped(command) {
+            Ok(words) => words
+                .into_iter()
+                .map(|word| String::from_utf8_lossy(&word).into_owned())
+                .collect(),
+            Err(_) => command.split_whitespace().map(str::to_string).collect(),
+        };
+        Script {
+            command: command.to_string(),
+            argv,
+            user,
+            group,
+        }
+    }
 }
 
 /// A keyword kept as written because Fulcrum does not act on it yet (it is
