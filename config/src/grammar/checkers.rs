@@ -464,14 +464,8 @@ fn read_common(
                 values::boolean(context, word, "log_all_failures").or(common.log_all_failures)
         }
         "connect_timeout" => {
-            written.connect_timeout = values::seconds(
-                context,
-                word,
-                Duration::from_micros(1),
-                Duration::from_secs(u64::from(u32::MAX)),
-                "connect_timeout",
-            )
-            .or(written.connect_timeout)
+            written.connect_timeout =
+                values::connect_timeout(context, word).or(written.connect_timeout)
         }
         "retry" | "nb_get_retry" => {
             if node.name() == "nb_get_retry" {
@@ -489,14 +483,7 @@ fn read_common(
         }
         "warmup" => written.warmup = values::timer(context, word, "warmup").or(written.warmup),
         "delay_loop" => {
-            written.delay_loop = values::seconds(
-                context,
-                word,
-                Duration::from_micros(1),
-                Duration::from_secs(u64::from(u32::MAX)),
-                "delay_loop",
-            )
-            .or(written.delay_loop)
+            written.delay_loop = values::delay_loop(context, word).or(written.delay_loop)
         }
         _ => return false,
     }

@@ -29,6 +29,14 @@ pub fn integer<T: TryFrom<i128>>(
     let shape: nom::IResult<&str, &str> =
         all_consuming(recognize((opt(alt((char('-'), char('+')))), digit1))).parse(text);
     let parsed: Option<i128> = shape.ok().and_then(|_| text.parse().ok());
+    // keepalived's unsigned readers refuse any '-', even "-0".
+    if minimum >= 0 && text.starts_with('-') && parsed.is_some() {
+        context.error(
+            word.span,
+            format!("negative number '{text}' for {what}: expected {minimum} to {maximum}"),
+        );
+        return None;
+    }
     match parsed {
         Some(value) if (minimum..=maximum).contains(&value) => T::try_from(value).ok(),
         Some(_) => {
@@ -48,15 +56,21 @@ pub fn integer<T: TryFrom<i128>>(
     }
 }
 
-/// Splits `123.456` into whole and fractional digits.
+/// Splits `123.456` into whole and fractional digits (keepalived, like
+/// `strtod`, also takes `+5`, `.5` and `5.`).
 fn decimal_parts(text: &str) -> Option<(&str, &str)> {
-    let parsed: nom::IResult<&str, (&str, Option<&str>)> =
-        all_consuming((alt((digit1, tag(""))), opt(preceded(char('.'), digit1)))).parse(text);
-    let (_, (whole, fraction)) = parsed.ok()?;
-    if whole.is_empty() && fraction.is_none() {
+    let parsed: nom::IResult<&str, (Option<char>, &str, Option<&str>)> = all_consuming((
+        opt(char('+')),
+        alt((digit1, tag(""))),
+        opt(preceded(char('.'), alt((digit1, tag(""))))),
+    ))
+    .parse(text);
+    let (_, (_, whole, fraction)) = parsed.ok()?;
+    let fraction = fraction.unwrap_or("");
+    if whole.is_empty() && fraction.is_empty() {
         return None;
     }
-    Some((whole, fraction.unwrap_or("")))
+    Some((whole, fraction))
 }
 
 /// A non-negative decimal number of seconds with keepalived's microsecond
@@ -113,12 +127,32 @@ pub fn seconds(
 
 /// keepalived's `<TIMER>`: decimal seconds, at most `u32::MAX` seconds.
 pub fn timer(context: &mut Context, word: &Word, what: &str) -> Option<Duration> {
+    seconds(context, word, Duration::ZERO, TIMER_MAXIMUM, what)
+}
+
+/// keepalived's largest timer: `ULONG_MAX - 1` microseconds.
+pub const TIMER_MAXIMUM: Duration = Duration::from_micros(u64::MAX - 1);
+
+/// `delay_loop`: more than zero.
+pub fn delay_loop(context: &mut Context, word: &Word) -> Option<Duration> {
     seconds(
         context,
         word,
-        Duration::ZERO,
-        Duration::from_secs(u64::from(u32::MAX)),
-        what,
+        Duration::from_micros(1),
+        TIMER_MAXIMUM,
+        "delay_loop",
+    )
+}
+
+/// `connect_timeout`: kept in an unsigned int of microseconds by keepalived,
+/// so at most 4294.967295 s.
+pub fn connect_timeout(context: &mut Context, word: &Word) -> Option<Duration> {
+    seconds(
+        context,
+        word,
+        Duration::from_micros(1),
+        Duration::from_micros(u32::MAX.into()),
+        "connect_timeout",
     )
 }
 

@@ -158,26 +158,13 @@ pub fn read_check_default(
         }
         "delay_loop" => {
             if let Some(word) = argument {
-                defaults.delay_loop = values::seconds(
-                    context,
-                    word,
-                    Duration::from_micros(1),
-                    Duration::from_secs(u64::from(u32::MAX)),
-                    "delay_loop",
-                )
-                .or(defaults.delay_loop);
+                defaults.delay_loop = values::delay_loop(context, word).or(defaults.delay_loop);
             }
         }
         "connect_timeout" => {
             if let Some(word) = argument {
-                defaults.connect_timeout = values::seconds(
-                    context,
-                    word,
-                    Duration::from_micros(1),
-                    Duration::from_secs(u64::from(u32::MAX)),
-                    "connect_timeout",
-                )
-                .or(defaults.connect_timeout);
+                defaults.connect_timeout =
+                    values::connect_timeout(context, word).or(defaults.connect_timeout);
             }
         }
         "inhibit_on_failure" => {
