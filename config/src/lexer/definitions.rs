@@ -407,6 +407,9 @@ impl Lexer<'_> {
             };
 
             if length_used + replacing.len() as isize - total as isize >= maximum_length as isize {
+                if !self.reported_too_long.insert(use_span) {
+                    return false;
+                }
                 self.diagnostics.push(Diagnostic::error(
                     use_span,
                     format!(

@@ -160,6 +160,10 @@ pub(crate) struct Lexer<'a> {
     /// Opening quotes already reported (decomment and word splitting can
     /// both notice the same one).
     reported_quotes: HashSet<Span>,
+    /// Undefined `${NAME}` uses already reported.
+    reported_undefined: HashSet<Span>,
+    /// Substitutions already reported as making a line too long.
+    reported_too_long: HashSet<Span>,
 }
 
 impl<'a> Lexer<'a> {
@@ -195,6 +199,8 @@ impl<'a> Lexer<'a> {
             expanded_lines: 0,
             expansion_reported: false,
             reported_quotes: HashSet::new(),
+            reported_undefined: HashSet::new(),
+            reported_too_long: HashSet::new(),
         }
     }
 
@@ -540,6 +546,13 @@ impl<'a> Lexer<'a> {
                     let name = text::to_string(&buffer[name_start..name_end]);
                     let span = covering(&buffer[position..=close.min(buffer.len() - 1)])
                         .unwrap_or(buffer[position].span);
+                    position = close;
+                    if !self.reported_undefined.insert(span) {
+                        // Already said, for this use (a line split at its
+                        // braces is scanned again piece by piece).
+                        position += 1;
+                        continue;
+                    }
                     let hint = if name == "_ENV" {
                         " (keepalived 2.2.7 has no ${_ENV})"
                     } else {
@@ -551,7 +564,6 @@ impl<'a> Lexer<'a> {
                             "'${{{name}}}' is not defined{hint}: keepalived keeps it as it is and splits the line at its braces"
                         ),
                     ));
-                    position = close;
                 }
             }
             position += 1;

@@ -698,6 +698,12 @@ fn fuzz_regressions() {
     let lexed = lex("$VI= \\\nk $NUM \\\n$VI\n\n$NUM=2\n$VI\n");
     assert_eq!(lexed.words(), [["k", "2"]]);
     assert_eq!(lexed.count(Severity::Error), 1, "{}", lexed.messages());
+    // Found by cargo fuzz: each undefined ${NAME} is reported once, not
+    // once per piece the line is split into (a million warnings, 4 s).
+    let line = format!("k {}\n", "${U}".repeat(200));
+    let lexed = lex(&line);
+    assert_eq!(lexed.count(Severity::Warning), 200);
+    assert_eq!(lexed.lines.len(), 200 * 3);
     // Using one multi-line definition in another, repeatedly, is fine.
     expect(
         "$A= \\\na1 \\\na2\n\n$B= \\\nb \\\n$A \\\n$A\n\n$B\n$B\n",
