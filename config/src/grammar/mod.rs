@@ -62,7 +62,10 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
             "SSL" => checkers::read_ssl(node, &mut config, &mut context),
             "bfd_instance" => bfd::read_instance(node, &mut config, &mut context),
             // Top-level keywords not acted on yet (already reported as such).
-            _ => config.other.push(common::raw(node)),
+            _ => {
+                vrrp::check_stored(node, &mut context);
+                config.other.push(common::raw(node));
+            }
         }
     }
     vrrp::finish(&mut config, &mut context);
@@ -85,6 +88,9 @@ pub static ROOT: &[Keyword] = &[
     Keyword::lines("static_routes", 0, Some(0)),
     Keyword::lines("static_rules", 0, Some(0)),
     Keyword::lines("linkbeat_interfaces", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("linkbeat_use_polling", 0, Some(0)).not_acted_on(),
+    Keyword::lines("interface_up_down_delays", 0, Some(0)).not_acted_on(),
+    Keyword::block("track_group", 1, Some(1), vrrp::TRACK_GROUP).not_acted_on(),
     Keyword::block("virtual_server_group", 1, Some(1), &[]).with_body(Body::Lines),
     Keyword::block("virtual_server", 1, Some(2), virtual_server::VIRTUAL_SERVER),
     Keyword::block("SSL", 0, Some(0), checkers::SSL),

@@ -70,6 +70,51 @@ pub static SYNC_GROUP: &[Keyword] = notify_keywords!(
     Keyword::leaf("sync_group_tracking_weight", 0, Some(0)),
 );
 
+/// `track_group NAME { group { INSTANCE... } }`: the instances whose
+/// static addresses, routes and rules `track_group` ties together.
+pub static TRACK_GROUP: &[Keyword] = &[Keyword::lines("group", 0, Some(0))];
+
+/// Checks the top-level blocks stored as written.
+pub fn check_stored(node: &Node, context: &mut Context) {
+    match node.name() {
+        // `IFNAME DOWN_DELAY [UP_DELAY]`, seconds to 255 with microseconds.
+        "interface_up_down_delays" => {
+            for line in &node.children {
+                if line.arguments.is_empty() || line.arguments.len() > 2 {
+                    context.error(
+                        line.span(),
+                        "expected an interface, a down delay and optionally an up delay",
+                    );
+                    continue;
+                }
+                for word in &line.arguments {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::ZERO,
+                        Duration::from_secs(255),
+                        "interface delay",
+                    );
+                }
+            }
+        }
+        // `IFNAME [MII|ETHTOOL|POLL]`.
+        "linkbeat_interfaces" => {
+            for line in &node.children {
+                if let Some(kind) = line.argument(0) {
+                    values::choice(
+                        context,
+                        kind,
+                        &[("MII", ()), ("ETHTOOL", ()), ("POLL", ())],
+                        "linkbeat type",
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 pub static GARP_GROUP: &[Keyword] = &[
     Keyword::leaf("garp_interval", 1, Some(1)),
     Keyword::leaf("gna_interval", 1, Some(1)),
