@@ -2,7 +2,7 @@
 
 mod keepalived_cases;
 
-use keepalived_cases::KEEPALIVED_CASES;
+use keepalived_cases::{KEEPALIVED_CASES, KEEPALIVED_KEYWORDS};
 
 use super::parse;
 use crate::diagnostic::{Diagnostics, Severity};
@@ -620,4 +620,20 @@ fn scripts_are_split_as_keepalived_splits_their_raw_line() {
     let backup = notify.backup.as_ref().unwrap();
     assert_eq!(backup.command, "/bin/echo two");
     assert_eq!(backup.user.as_deref(), Some("root"));
+}
+
+#[test]
+fn the_keyword_tables_are_keepalived_2_2_7s() {
+    let mut differences = Vec::new();
+    for (path, expected) in KEEPALIVED_KEYWORDS {
+        let table = super::keywords_at(path).unwrap_or_else(|| panic!("no table at {path:?}"));
+        let mut ours: Vec<&str> = table.iter().map(|keyword| keyword.name).collect();
+        ours.sort_unstable();
+        let mut theirs = expected.to_vec();
+        theirs.sort_unstable();
+        if ours != theirs {
+            differences.push(format!("{path:?}: ours {ours:?}, keepalived's {theirs:?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
