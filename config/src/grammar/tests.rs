@@ -1,8 +1,10 @@
 //! Grammar tests on text split by a tiny stand-in for the lexer.
 
 mod keepalived_cases;
+mod keepalived_keywords;
 
-use keepalived_cases::{KEEPALIVED_CASES, KEEPALIVED_KEYWORDS};
+use keepalived_cases::KEEPALIVED_CASES;
+use keepalived_keywords::KEEPALIVED_KEYWORDS;
 
 use super::parse;
 use crate::diagnostic::{Diagnostics, Severity};

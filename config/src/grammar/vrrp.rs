@@ -1129,14 +1129,9 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
     if instance.nopreempt && instance.state == Some(VrrpState::Master) {
         context.warning(
             node.keyword.span,
-            "nopreempt only works when the initial state is not MASTER",
+            "nopreempt does not work with the initial state MASTER: keepalived clears it",
         );
-    }
-    if instance.priority == 255 && instance.state == Some(VrrpState::Backup) {
-        context.warning(
-            node.keyword.span,
-            "priority 255 (address owner) with state BACKUP: keepalived makes it MASTER",
-        );
+        instance.nopreempt = false;
     }
     config.vrrp_instances.push(instance);
 }
