@@ -47,7 +47,8 @@ pub static URL: &[Keyword] = &[
     Keyword::leaf("regex", 1, None),
     Keyword::leaf("regex_no_match", 0, Some(0)),
     Keyword::leaf("regex_options", 1, None),
-    Keyword::leaf("regex_stack", 2, Some(2)),
+    // `regex_stack START [MAX]` (keepalived takes a lone start).
+    Keyword::leaf("regex_stack", 1, Some(2)),
     Keyword::leaf("regex_min_offset", 1, Some(1)),
     Keyword::leaf("regex_max_offset", 1, Some(1)),
 ];
@@ -142,6 +143,8 @@ pub fn is_checker(name: &str) -> bool {
 /// What a checker inherits from its real server (which inherited from its
 /// virtual server).
 pub struct Inherited {
+    /// The real server's address (the default connect_ip).
+    pub address: std::net::IpAddr,
     pub retry: Option<u32>,
     pub connect_timeout: Option<Duration>,
     pub delay_loop: Duration,
@@ -389,8 +392,8 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
         && udp.min_reply_length > udp.max_reply_length
     {
         context.warning(
-            node.keyword.span,
-            "UDP_CHECK min_reply_length is above max_reply_length",
+            node.end_span(),
+            "UDP_CHECK min_reply_length is above max_reply_length: the check will always fail",
         );
     }
     let (default_retry, default_delay_before_retry) = default_for(&kind);
@@ -415,6 +418,22 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
     if let CheckerKind::Http(http) | CheckerKind::Ssl(http) = &mut kind {
         if http.virtualhost.is_none() {
             http.virtualhost = inherited.virtualhost.clone();
+        }
+    }
+    // keepalived: "bindto address ... does not match address family of
+    // connect_ip - skipping".
+    if let Some(bind_to) = common.bind_to {
+        if bind_to.is_ipv4() != common.connect_ip.unwrap_or(inherited.address).is_ipv4() {
+            let span = node
+                .children
+                .iter()
+                .find(|child| child.name() == "bindto")
+                .map_or(node.keyword.span, |child| child.span());
+            context.warning(
+                span,
+                "bindto's address family differs from the address checked: keepalived ignores bindto",
+            );
+            common.bind_to = None;
         }
     }
     Some(Checker { common, kind })
@@ -617,13 +636,12 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
                     u64::MAX.into(),
                     "regex_stack start",
                 );
-                let maximum = values::integer(
-                    context,
-                    child.arguments[1],
-                    0,
-                    u64::MAX.into(),
-                    "regex_stack maximum",
-                );
+                let maximum = match child.arguments.get(1) {
+                    Some(word) => {
+                        values::integer(context, word, 0, u64::MAX.into(), "regex_stack maximum")
+                    }
+                    None => start,
+                };
                 if let (Some(start), Some(maximum)) = (start, maximum) {
                     url.regex_stack = Some((start, maximum));
                 }
@@ -647,7 +665,8 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
         url.status_codes.push(200..=299);
     }
     if url.path.is_none() {
-        context.warning(node.keyword.span, "url block without 'path'");
+        context.warning(node.end_span(), "url without 'path': keepalived ignores it");
+        return None;
     }
     Some(url)
 }

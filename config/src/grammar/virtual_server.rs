@@ -1151,6 +1151,7 @@ fn resolve_real_server(
     let delay_before_retry = rs.delay_before_retry.or(vs.delay_before_retry);
     let virtualhost = rs.virtualhost.clone().or(vs.virtualhost.clone());
     let inherited = checkers::Inherited {
+        address: real_server.address,
         retry,
         connect_timeout,
         delay_loop,

@@ -6,6 +6,12 @@
 /// objects to. Where it says nothing, the grammar must report no error.
 pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
     (
+        "bfd_chk_alpha",
+        "bfd_instance B {\n  neighbor_ip 10.0.0.2\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    BFD_CHECK {\n      name B\n      alpha\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "bfd_maxhops",
         "bfd_instance B {\n  neighbor_ip 10.0.0.2\n  max_hops 300\n}\n",
         true,
@@ -96,6 +102,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[],
     ),
     (
+        "dns_name_two",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      name a b\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "dns_type_foo",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    DNS_CHECK {\n      type foo\n    }\n  }\n}\n",
         true,
@@ -124,6 +136,18 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file G\n    }\n  }\n}\n",
         true,
         &[7],
+    ),
+    (
+        "file_weight_bad",
+        "track_file F {\n  file /tmp/f\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file F\n      weight x\n    }\n  }\n}\n",
+        true,
+        &[11],
+    ),
+    (
+        "file_weight_rev",
+        "track_file F {\n  file /tmp/f\n}\nvirtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    FILE_CHECK {\n      track_file F\n      weight -5 reverse\n    }\n  }\n}\n",
+        false,
+        &[],
     ),
     (
         "g_checker_priority",
@@ -568,6 +592,30 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[],
     ),
     (
+        "http_two_urls",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /a\n      }\n      url {\n        path /b\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "http_vh",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      virtualhost www.x\n      url {\n        path /\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "misc_ct",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      connect_timeout 3\n    }\n  }\n}\n",
+        true,
+        &[8],
+    ),
+    (
+        "misc_dyn_arg",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      misc_dynamic yes\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "misc_no_path",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_dynamic\n    }\n  }\n}\n",
         true,
@@ -588,6 +636,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
     (
         "misc_user",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path \"/bin/true arg\"\n      user nobody\n      misc_dynamic\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "misc_user_two",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    MISC_CHECK {\n      misc_path /bin/true\n      user root root\n    }\n  }\n}\n",
         false,
         &[],
     ),
@@ -682,6 +736,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[],
     ),
     (
+        "rs_alpha_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    alpha maybe\n  }\n}\n",
+        true,
+        &[6],
+    ),
+    (
         "rs_delay0",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    delay_loop 0\n  }\n}\n",
         true,
@@ -698,6 +758,18 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    inhibit_on_failure x\n  }\n}\n",
         true,
         &[6],
+    ),
+    (
+        "rs_lvs_method_tun",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    lvs_method TUN type ipip\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "rs_notify_up_two",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    notify_up /bin/true\n    notify_up /bin/false\n  }\n}\n",
+        true,
+        &[7],
     ),
     (
         "rs_port0",
@@ -718,10 +790,28 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[6],
     ),
     (
+        "rs_uthreshold",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    uthreshold 100\n    lthreshold 200\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "rs_uthreshold_neg",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    uthreshold -1\n  }\n}\n",
         true,
         &[6],
+    ),
+    (
+        "rs_virtualhost",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    virtualhost www.x\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "rs_weight0",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    weight 0\n  }\n}\n",
+        true,
+        &[],
     ),
     (
         "rs_weight_65536",
@@ -790,6 +880,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[],
     ),
     (
+        "smtp_helo_quoted",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK {\n      helo_name \"mail x\"\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "smtp_host",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK {\n      helo_name foo\n      host {\n        connect_ip 10.0.0.3\n        connect_port 25\n      }\n    }\n  }\n}\n",
         false,
@@ -806,6 +902,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         "ssl_basic",
         "SSL {\n  password secret\n  ca /etc/ca.pem\n  certificate /etc/c.pem\n  key /etc/k.pem\n}\n",
         false,
+        &[],
+    ),
+    (
+        "ssl_get_nourl",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    SSL_GET {\n      enable_sni\n    }\n  }\n}\n",
+        true,
         &[],
     ),
     (
@@ -845,16 +947,40 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[],
     ),
     (
+        "tcp_alpha_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      alpha maybe\n    }\n  }\n}\n",
+        true,
+        &[7],
+    ),
+    (
+        "tcp_bind_if",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      bind_if eth0\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "tcp_bind_port_bad",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      bind_port 70000\n    }\n  }\n}\n",
         true,
         &[7],
     ),
     (
+        "tcp_bindto_v6",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      bindto 2001:db8::1\n    }\n  }\n}\n",
+        true,
+        &[],
+    ),
+    (
         "tcp_connect_ip_bad",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_ip 10.0.0\n    }\n  }\n}\n",
         true,
         &[7],
+    ),
+    (
+        "tcp_connect_ip_v6",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      connect_ip 2001:db8::1\n    }\n  }\n}\n",
+        false,
+        &[],
     ),
     (
         "tcp_log",
@@ -865,6 +991,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
     (
         "tcp_log_bad",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      log_all_failures 2\n    }\n  }\n}\n",
+        true,
+        &[7],
+    ),
+    (
+        "tcp_retry_big",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    TCP_CHECK {\n      retry 4294967296\n    }\n  }\n}\n",
         true,
         &[7],
     ),
@@ -1020,6 +1152,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[8],
     ),
     (
+        "udp_max_small",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      min_reply_length 10\n      max_reply_length 5\n    }\n  }\n}\n",
+        true,
+        &[],
+    ),
+    (
         "udp_min_big",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      min_reply_length 70000\n    }\n  }\n}\n",
         true,
@@ -1030,6 +1168,12 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload 12zz\n    }\n  }\n}\n",
         true,
         &[7],
+    ),
+    (
+        "udp_payload_odd",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    UDP_CHECK {\n      payload abc\n    }\n  }\n}\n",
+        false,
+        &[],
     ),
     (
         "udp_pl1",
@@ -1140,10 +1284,46 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[7],
     ),
     (
+        "url_digest_nonhex",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest 9b3a0c85a887a256d6939da88aabd8cz\n      }\n    }\n  }\n}\n",
+        true,
+        &[],
+    ),
+    (
         "url_digest_short",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest abc\n      }\n    }\n  }\n}\n",
         true,
         &[9],
+    ),
+    (
+        "url_digest_upper",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest 9B3A0C85A887A256D6939DA88AABD8CD\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "url_nopath",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        digest 9b3a0c85a887a256d6939da88aabd8cd\n      }\n    }\n  }\n}\n",
+        true,
+        &[],
+    ),
+    (
+        "url_path_two",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        path /a /b\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "url_regex_off",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex x\n        regex_min_offset 10\n        regex_max_offset 5\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
+        "url_regex_stack_bad",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex x\n        regex_stack 10\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
     ),
     (
         "url_sc600",
@@ -1158,10 +1338,22 @@ pub(super) const KEEPALIVED_CASES: &[(&str, &str, bool, &[u32])] = &[
         &[9],
     ),
     (
+        "url_sc_list",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        status_code 200 201 202-204\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
+    ),
+    (
         "url_sc_rev",
         "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        status_code 200-199\n      }\n    }\n  }\n}\n",
         true,
         &[9],
+    ),
+    (
+        "url_vh_two",
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_sched rr\n  lvs_method NAT\n  real_server 10.0.0.2 80 {\n    HTTP_GET {\n      url {\n        path /\n        virtualhost a b\n      }\n    }\n  }\n}\n",
+        false,
+        &[],
     ),
     (
         "vi_adv0",
