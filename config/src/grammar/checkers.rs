@@ -376,10 +376,10 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             return None;
         }
     }
-    if let CheckerKind::Http(http) | CheckerKind::Ssl(http) = &kind
-        && http.urls.is_empty()
-    {
-        // keepalived keeps such a checker but it has nothing to check.
+    let no_urls =
+        matches!(&kind, CheckerKind::Http(http) | CheckerKind::Ssl(http) if http.urls.is_empty());
+    if no_urls {
+        // keepalived: "HTTP/SSL_GET checker has no urls specified - ignoring".
         context.warning(
             node.end_span(),
             format!(
@@ -387,10 +387,9 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 node.name()
             ),
         );
+        return None;
     }
-    if let CheckerKind::Udp(udp) = &kind
-        && udp.min_reply_length > udp.max_reply_length
-    {
+    if matches!(&kind, CheckerKind::Udp(udp) if udp.min_reply_length > udp.max_reply_length) {
         context.warning(
             node.end_span(),
             "UDP_CHECK min_reply_length is above max_reply_length: the check will always fail",
