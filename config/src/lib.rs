@@ -1,4 +1,15 @@
 //! The keepalived.conf parser and its typed model.
 //!
-//! Nothing here yet: the grammar, the model and the diagnostics are the subject
-//! of a later issue.
+//! Two layers meet at [`syntax`]: the lexical layer turns files into
+//! keepalived's lines of words, with locations; the grammar turns lines into
+//! the model, with keepalived's defaults, and reports every problem as a
+//! [`diagnostic::Diagnostic`].
+
+pub mod diagnostic;
+pub mod grammar;
+pub mod lexer;
+mod load;
+pub mod model;
+pub mod syntax;
+
+pub use load::{Loaded, load, load_str};

@@ -1,3 +1,221 @@
 //! The Fulcrum daemon: configuration and health checks in, IPVS state out.
 //!
-//! Nothing here yet: the daemon is the subject of later issues.
+//! So far only keepalived's configuration check (`-t`) and `--dump-config`;
+//! running the daemon is the subject of later issues. [`run`] holds the
+//! logic, so that the binary stays a thin wrapper and tests can drive it.
+
+pub mod cli;
+
+use std::io::Write;
+
+use fulcrum_config::diagnostic::Severity;
+use fulcrum_config::lexer::Options;
+
+/// Exit statuses, keepalived's where they apply (see docs/pulse.md).
+pub mod exit {
+    /// No error and no warning.
+    pub const CLEAN: i32 = 0;
+    /// The command line is wrong (keepalived: "Unknown option", status 1).
+    pub const USAGE: i32 = 1;
+    /// At least one error: pulse would refuse this configuration
+    /// (keepalived's `KEEPALIVED_EXIT_CONFIG`, "cannot run the config").
+    pub const ERRORS: i32 = 4;
+    /// Warnings but no error: pulse would run it
+    /// (keepalived's `KEEPALIVED_EXIT_CONFIG_TEST`).
+    pub const WARNINGS: i32 = 5;
+}
+
+/// Runs pulse with `arguments` (without the program name); returns the
+/// exit status.
+pub fn run(
+    arguments: impl IntoIterator<Item = std::ffi::OsString>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> std::io::Result<i32> {
+    let arguments = match cli::parse(arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => {
+            writeln!(stderr, "pulse: {error}")?;
+            writeln!(stderr, "Try 'pulse --help' for more information.")?;
+            return Ok(exit::USAGE);
+        }
+    };
+    if arguments.help {
+        write!(stdout, "{}", cli::HELP)?;
+        return Ok(exit::CLEAN);
+    }
+    if arguments.version {
+        writeln!(
+            stdout,
+            "pulse {} (Fulcrum), reading keepalived 2.2.7 configurations",
+            env!("CARGO_PKG_VERSION")
+        )?;
+        return Ok(exit::CLEAN);
+    }
+    if !arguments.unexpected.is_empty() {
+        // keepalived reports stray arguments and carries on.
+        writeln!(
+            stderr,
+            "Unexpected argument(s): {}",
+            arguments.unexpected.join(" ")
+        )?;
+    }
+    if arguments.config_test.is_none() && !arguments.dump_config {
+        writeln!(
+            stderr,
+            "pulse: running the daemon is not implemented yet; use -t/--config-test or --dump-config"
+        )?;
+        return Ok(exit::USAGE);
+    }
+    check(&arguments, stdout, stderr)
+}
+
+fn check(
+    arguments: &cli::Arguments,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> std::io::Result<i32> {
+    let options = Options {
+        config_id: arguments.config_id.clone(),
+        all_config: arguments.all_config,
+        random_seed: None,
+    };
+    let loaded = fulcrum_config::load(&arguments.config_file, &options);
+    let errors = loaded.diagnostics.count(Severity::Error);
+    let warnings = loaded.diagnostics.count(Severity::Warning);
+    let report = format!(
+        "{}{}\n",
+        loaded.diagnostics.render(&loaded.sources),
+        summary(errors, warnings)
+    );
+    match &arguments.config_test {
+        Some(cli::ConfigTest::File(path)) => {
+            if let Err(error) = std::fs::write(path, &report) {
+                writeln!(stderr, "pulse: cannot write {}: {error}", path.display())?;
+                write!(stderr, "{report}")?;
+            }
+        }
+        _ => write!(stderr, "{report}")?,
+    }
+    if arguments.dump_config {
+        let json = serde_json::to_string_pretty(&loaded.config).map_err(std::io::Error::other)?;
+        writeln!(stdout, "{json}")?;
+    }
+    Ok(if errors > 0 {
+        exit::ERRORS
+    } else if warnings > 0 {
+        exit::WARNINGS
+    } else {
+        exit::CLEAN
+    })
+}
+
+/// "2 errors, 1 warning".
+pub fn summary(errors: usize, warnings: usize) -> String {
+    let plural = |count: usize, word: &str| {
+        if count == 1 {
+            format!("{count} {word}")
+        } else {
+            format!("{count} {word}s")
+        }
+    };
+    format!(
+        "{}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn parse(line: &[&str]) -> Result<cli::Arguments, cli::UsageError> {
+        cli::parse(line.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn config_test_takes_an_attached_argument_only() {
+        let arguments = parse(&["-t", "-f", "x.conf"]).unwrap();
+        assert_eq!(arguments.config_test, Some(cli::ConfigTest::Stderr));
+        assert_eq!(arguments.config_file, std::path::PathBuf::from("x.conf"));
+        let arguments = parse(&["-tlog", "-fx.conf"]).unwrap();
+        assert_eq!(
+            arguments.config_test,
+            Some(cli::ConfigTest::File("log".into()))
+        );
+        assert_eq!(arguments.config_file, std::path::PathBuf::from("x.conf"));
+        let arguments = parse(&["--config-test=log"]).unwrap();
+        assert_eq!(
+            arguments.config_test,
+            Some(cli::ConfigTest::File("log".into()))
+        );
+        // keepalived: "Unexpected argument(s): log", and goes on.
+        let arguments = parse(&["--config-test", "log"]).unwrap();
+        assert_eq!(arguments.config_test, Some(cli::ConfigTest::Stderr));
+        assert_eq!(arguments.unexpected, ["log"]);
+        assert_eq!(
+            parse(&["--use-file", "a", "--config-id=b"])
+                .unwrap()
+                .config_id,
+            Some("b".into())
+        );
+    }
+
+    #[test]
+    fn grouped_abbreviated_and_unknown_options() {
+        let arguments = parse(&["-lnt", "-i", "main", "--all-c", "--dump-config"]).unwrap();
+        assert_eq!(arguments.config_test, Some(cli::ConfigTest::Stderr));
+        assert_eq!(arguments.not_yet_supported, ["-l", "-n"]);
+        assert_eq!(arguments.config_id, Some("main".into()));
+        assert!(arguments.all_config && arguments.dump_config);
+        // -tn: the optional argument of -t swallows the rest of the group.
+        assert_eq!(
+            parse(&["-tn"]).unwrap().config_test,
+            Some(cli::ConfigTest::File("n".into()))
+        );
+        assert!(parse(&["--bogus"]).is_err());
+        assert!(parse(&["-q"]).is_err());
+        assert!(
+            parse(&["--dump"]).is_err(),
+            "ambiguous: --dump-conf, --dump-config"
+        );
+        assert!(parse(&["-i"]).is_err());
+    }
+
+    #[test]
+    fn summary_counts() {
+        assert_eq!(summary(0, 0), "0 errors, 0 warnings");
+        assert_eq!(summary(1, 2), "1 error, 2 warnings");
+    }
+
+    #[test]
+    fn exit_statuses() {
+        let directory = std::env::temp_dir().join(format!("pulse-exit-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let clean = directory.join("clean.conf");
+        std::fs::write(&clean, "").unwrap();
+        let warning = directory.join("warning.conf");
+        std::fs::write(&warning, "include nothing-here.conf\n").unwrap();
+        let error = directory.join("error.conf");
+        std::fs::write(&error, "x \"unterminated\n").unwrap();
+        let status = |file: &std::path::Path| {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let arguments = ["-t", "-f", file.to_str().unwrap()].map(OsString::from);
+            run(arguments, &mut out, &mut err).unwrap()
+        };
+        assert_eq!(status(&clean), exit::CLEAN);
+        assert_eq!(status(&warning), exit::WARNINGS);
+        assert_eq!(status(&error), exit::ERRORS);
+        assert_eq!(status(&directory.join("absent.conf")), exit::ERRORS);
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        assert_eq!(
+            run([OsString::from("--nope")], &mut out, &mut err).unwrap(),
+            exit::USAGE
+        );
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+}

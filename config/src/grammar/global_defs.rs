@@ -1,0 +1,568 @@
+//! `global_defs` (keepalived's global_parser.c). The keywords pulse uses
+//! (mail alerts, scripts, VRRP defaults, LVS timeouts) are typed; the many
+//! tuning knobs Fulcrum has no use for yet (process priorities, SNMP, DBus,
+//! nftables, netlink buffer sizes...) are stored as written and reported as
+//! "accepted, not yet acted on".
+
+use std::time::Duration;
+
+use super::common::{self, script};
+use super::{Context, Keyword, Node, values};
+use crate::model::{GlobalDefs, SmtpServer};
+
+/// A keyword kept as written: at least `minimum` words.
+const fn raw(name: &'static str, minimum: u8) -> Keyword {
+    Keyword::leaf(name, minimum, None).not_acted_on()
+}
+
+pub static KEYWORDS: &[Keyword] = &[
+    // Typed.
+    Keyword::leaf("router_id", 1, Some(1)),
+    Keyword::lines("notification_email", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("notification_email_from", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("smtp_server", 1, Some(2)).not_acted_on(),
+    Keyword::leaf("smtp_helo_name", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("smtp_connect_timeout", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("smtp_alert_vrrp", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("smtp_alert_checker", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("enable_script_security", 0, Some(0)),
+    Keyword::leaf("script_user", 1, Some(2)),
+    Keyword::leaf("default_interface", 1, Some(1)),
+    Keyword::leaf("dynamic_interfaces", 0, Some(1)),
+    Keyword::leaf("lvs_flush", 0, Some(0)),
+    Keyword::leaf("lvs_flush_on_stop", 0, Some(1)),
+    Keyword::leaf("lvs_flush_onstop", 0, Some(1)),
+    Keyword::leaf("lvs_timeouts", 2, Some(6)),
+    Keyword::leaf("lvs_sync_daemon", 2, None),
+    Keyword::leaf("startup_script", 1, Some(3)),
+    Keyword::leaf("shutdown_script", 1, Some(3)),
+    Keyword::leaf("vrrp_mcast_group4", 1, Some(1)),
+    Keyword::leaf("vrrp_mcast_group6", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_master_delay", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_master_repeat", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_lower_prio_delay", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_lower_prio_repeat", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_master_refresh", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_master_refresh_repeat", 1, Some(1)),
+    Keyword::leaf("vrrp_garp_interval", 1, Some(1)),
+    Keyword::leaf("vrrp_gna_interval", 1, Some(1)),
+    Keyword::leaf("vrrp_min_garp", 0, Some(1)),
+    Keyword::leaf("vrrp_version", 1, Some(1)),
+    Keyword::leaf("vrrp_strict", 0, Some(0)),
+    Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
+    Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
+    Keyword::leaf("vrrp_iptables", 0, Some(2)),
+    Keyword::leaf("vrrp_priority", 1, Some(1)),
+    Keyword::leaf("vrrp_no_swap", 0, Some(0)),
+    Keyword::leaf("vrrp_lower_prio_no_advert", 0, Some(1)),
+    Keyword::leaf("vrrp_higher_prio_send_advert", 0, Some(1)),
+    Keyword::leaf("vrrp_startup_delay", 1, Some(1)),
+    Keyword::leaf("vrrp_down_timer_adverts", 1, Some(1)),
+    Keyword::leaf("vrrp_notify_priority_changes", 0, Some(1)),
+    // Stored as written.
+    raw("bfd_cpu_affinity", 1),
+    raw("bfd_no_swap", 0),
+    raw("bfd_priority", 1),
+    raw("bfd_process_name", 1),
+    raw("bfd_rlimit_rtime", 1),
+    raw("bfd_rlimit_rttime", 1),
+    raw("bfd_rt_priority", 1),
+    raw("checker_cpu_affinity", 1),
+    raw("checker_log_all_failures", 0),
+    raw("checker_no_swap", 0),
+    raw("checker_priority", 1),
+    raw("checker_process_name", 1),
+    raw("checker_rlimit_rtime", 1),
+    raw("checker_rlimit_rttime", 1),
+    raw("checker_rt_priority", 1),
+    raw("config_save_dir", 1),
+    raw("data_use_instance", 0),
+    raw("dbus_service_name", 1),
+    raw("disable_local_igmp", 0),
+    raw("enable_dbus", 0),
+    raw("enable_snmp_checker", 0),
+    raw("enable_snmp_keepalived", 0),
+    raw("enable_snmp_rfc", 0),
+    raw("enable_snmp_rfcv2", 0),
+    raw("enable_snmp_rfcv3", 0),
+    raw("enable_snmp_vrrp", 0),
+    raw("enable_traps", 0),
+    raw("fifo_write_vrrp_states_on_reload", 0),
+    raw("include_check", 0),
+    raw("log_unknown_vrids", 0),
+    raw("lvs_netlink_cmd_rcv_bufs", 1),
+    raw("lvs_netlink_cmd_rcv_bufs_force", 0),
+    raw("lvs_netlink_monitor_rcv_bufs", 1),
+    raw("lvs_netlink_monitor_rcv_bufs_force", 0),
+    raw("lvs_notify_fifo", 1),
+    raw("lvs_notify_fifo_script", 1),
+    raw("lvs_process_name", 1),
+    raw("max_auto_priority", 0),
+    raw("min_auto_priority_delay", 1),
+    raw("nftables", 0),
+    raw("nftables_counters", 0),
+    raw("nftables_ifindex", 0),
+    raw("nftables_ipvs", 0),
+    raw("nftables_ipvs_priority", 1),
+    raw("nftables_ipvs_start_fwmark", 1),
+    raw("nftables_priority", 1),
+    raw("no_checker_emails", 0),
+    raw("no_email_faults", 0),
+    raw("notify_fifo", 1),
+    raw("notify_fifo_script", 1),
+    raw("process_monitor_rcv_bufs", 1),
+    raw("process_monitor_rcv_bufs_force", 0),
+    raw("process_name", 1),
+    raw("process_names", 0),
+    raw("random_seed", 1),
+    raw("reload_check_config", 0),
+    raw("reload_file", 1),
+    raw("reload_repeat", 1),
+    raw("reload_time_file", 1),
+    raw("rs_init_notifies", 0),
+    raw("snmp_socket", 1),
+    raw("startup_script_timeout", 1),
+    raw("shutdown_script_timeout", 1),
+    raw("tmp_config_directory", 1),
+    raw("umask", 1),
+    raw("vmac_addr_prefix", 1),
+    raw("vmac_prefix", 1),
+    raw("vrrp_cpu_affinity", 1),
+    raw("vrrp_garp_extra_if", 1),
+    raw("vrrp_netlink_cmd_rcv_bufs", 1),
+    raw("vrrp_netlink_cmd_rcv_bufs_force", 0),
+    raw("vrrp_netlink_monitor_rcv_bufs", 1),
+    raw("vrrp_netlink_monitor_rcv_bufs_force", 0),
+    raw("vrrp_notify_fifo", 1),
+    raw("vrrp_notify_fifo_script", 1),
+    raw("vrrp_process_name", 1),
+    raw("vrrp_rlimit_rtime", 1),
+    raw("vrrp_rlimit_rttime", 1),
+    raw("vrrp_rt_priority", 1),
+    raw("vrrp_rx_bufs_multiplier", 1),
+    raw("vrrp_rx_bufs_policy", 1),
+    raw("vrrp_vmac_garp_intvl", 1),
+];
+
+pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
+    for child in &node.children {
+        let argument = child.argument(0);
+        let vrrp = &mut global.vrrp;
+        match child.name() {
+            "router_id" => global.router_id = Some(common::first(child)),
+            "notification_email" => {
+                if child.children.is_empty() {
+                    context.warning(child.end_span(), "empty notification_email block");
+                }
+                for line in &child.children {
+                    for word in line.words() {
+                        global.notification_email.push(word.text.clone());
+                    }
+                }
+            }
+            "notification_email_from" => {
+                global.notification_email_from = Some(common::first(child))
+            }
+            "smtp_server" => {
+                let Some(word) = argument else { continue };
+                let port = match child.argument(1) {
+                    None => 25,
+                    Some(port) => {
+                        match values::integer(context, port, 1, 65535, "smtp_server port") {
+                            Some(port) => port,
+                            None => continue,
+                        }
+                    }
+                };
+                global.smtp_server = Some(match values::parse_address(&word.text) {
+                    Some(address) => SmtpServer {
+                        address: Some(address),
+                        host: None,
+                        port,
+                    },
+                    // keepalived also accepts a host name, resolved at start-up.
+                    None => SmtpServer {
+                        address: None,
+                        host: Some(word.text.clone()),
+                        port,
+                    },
+                });
+            }
+            "smtp_helo_name" => global.smtp_helo_name = Some(common::first(child)),
+            "smtp_connect_timeout" => {
+                global.smtp_connect_timeout = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 1, u32::MAX.into(), "smtp_connect_timeout")
+                })
+            }
+            "smtp_alert" => {
+                global.smtp_alert = values::optional_boolean(context, argument, "smtp_alert")
+            }
+            "smtp_alert_vrrp" => {
+                global.smtp_alert_vrrp =
+                    values::optional_boolean(context, argument, "smtp_alert_vrrp")
+            }
+            "smtp_alert_checker" => {
+                global.smtp_alert_checker =
+                    values::optional_boolean(context, argument, "smtp_alert_checker")
+            }
+            "enable_script_security" => global.enable_script_security = true,
+            "script_user" => {
+                global.script_user = Some((
+                    common::first(child),
+                    child.argument(1).map(|word| word.text.clone()),
+                ))
+            }
+            "default_interface" => global.default_interface = Some(common::first(child)),
+            "dynamic_interfaces" => global.dynamic_interfaces = true,
+            "lvs_flush" => global.lvs_flush = true,
+            // `lvs_flush_on_stop [VS|ALL]`: bare means everything.
+            "lvs_flush_on_stop" | "lvs_flush_onstop" => match argument {
+                None => global.lvs_flush_on_stop = Some("ALL".to_string()),
+                Some(word) => {
+                    global.lvs_flush_on_stop = values::choice(
+                        context,
+                        word,
+                        &[("VS", "VS"), ("ALL", "ALL")],
+                        "lvs_flush_on_stop type",
+                    )
+                    .map(str::to_string)
+                }
+            },
+            "lvs_timeouts" => read_lvs_timeouts(child, global, context),
+            "lvs_sync_daemon" if global.lvs_sync_daemon.is_some() => {
+                common::ignored_duplicate(context, child)
+            }
+            "lvs_sync_daemon" => {
+                read_lvs_sync_daemon(child, context);
+                global.lvs_sync_daemon = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                );
+                context.not_acted_on(child);
+            }
+            "startup_script" => global.startup_script = script(child),
+            "shutdown_script" => global.shutdown_script = script(child),
+            "vrrp_mcast_group4" => {
+                vrrp.mcast_group4 = argument.and_then(|word| {
+                    let address = values::address(context, word, "vrrp_mcast_group4")?;
+                    if address.is_ipv4() && address.is_multicast() {
+                        Some(address)
+                    } else {
+                        context.error(
+                            word.span,
+                            "vrrp_mcast_group4 must be an IPv4 multicast address",
+                        );
+                        None
+                    }
+                })
+            }
+            "vrrp_mcast_group6" => {
+                vrrp.mcast_group6 = argument.and_then(|word| {
+                    let address = values::address(context, word, "vrrp_mcast_group6")?;
+                    if address.is_ipv6() && address.is_multicast() {
+                        Some(address)
+                    } else {
+                        context.error(
+                            word.span,
+                            "vrrp_mcast_group6 must be an IPv6 multicast address",
+                        );
+                        None
+                    }
+                })
+            }
+            "vrrp_garp_master_delay" => {
+                vrrp.garp_master_delay = argument.and_then(|word| {
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_master_delay",
+                    )
+                })
+            }
+            "vrrp_garp_master_repeat" => {
+                vrrp.garp_master_repeat = argument.and_then(|word| {
+                    values::integer(context, word, 1, u32::MAX.into(), "vrrp_garp_master_repeat")
+                })
+            }
+            "vrrp_garp_lower_prio_delay" => {
+                vrrp.garp_lower_prio_delay = argument.and_then(|word| {
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_lower_prio_delay",
+                    )
+                })
+            }
+            "vrrp_garp_lower_prio_repeat" => {
+                vrrp.garp_lower_prio_repeat = argument.and_then(|word| {
+                    values::integer(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_lower_prio_repeat",
+                    )
+                })
+            }
+            "vrrp_garp_master_refresh" => {
+                vrrp.garp_master_refresh = argument.and_then(|word| {
+                    values::whole_seconds(
+                        context,
+                        word,
+                        0,
+                        u32::MAX.into(),
+                        "vrrp_garp_master_refresh",
+                    )
+                })
+            }
+            "vrrp_garp_master_refresh_repeat" => {
+                vrrp.garp_master_refresh_repeat = argument.and_then(|word| {
+                    values::integer(
+                        context,
+                        word,
+                        1,
+                        u32::MAX.into(),
+                        "vrrp_garp_master_refresh_repeat",
+                    )
+                })
+            }
+            "vrrp_garp_interval" => {
+                vrrp.garp_interval = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
+                        "vrrp_garp_interval",
+                    )
+                })
+            }
+            "vrrp_gna_interval" => {
+                vrrp.gna_interval = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::from_micros(1),
+                        Duration::from_micros(u32::MAX.into()),
+                        "vrrp_gna_interval",
+                    )
+                })
+            }
+            "vrrp_min_garp" => {
+                vrrp.min_garp =
+                    values::optional_boolean(context, argument, "vrrp_min_garp").unwrap_or(false)
+            }
+            "vrrp_version" => {
+                vrrp.version =
+                    argument.and_then(|word| values::integer(context, word, 2, 3, "vrrp_version"))
+            }
+            "vrrp_strict" => vrrp.strict = true,
+            "vrrp_skip_check_adv_addr" => {
+                // keepalived 2.2.7 does not check the word here: anything
+                // but false/off/no means true.
+                vrrp.skip_check_adv_addr = !matches!(
+                    argument.map(|word| word.text.as_str()),
+                    Some("false" | "off" | "no")
+                );
+                if let Some(word) = argument.filter(|word| {
+                    !matches!(
+                        word.text.as_str(),
+                        "true" | "on" | "yes" | "false" | "off" | "no"
+                    )
+                }) {
+                    context.warning(
+                        word.span,
+                        format!(
+                            "'{}' is not a <BOOL>: keepalived takes it as true",
+                            word.text
+                        ),
+                    );
+                }
+            }
+            "vrrp_check_unicast_src" => vrrp.check_unicast_src = true,
+            "vrrp_iptables" => {
+                vrrp.iptables = Some(
+                    child
+                        .arguments
+                        .iter()
+                        .map(|word| word.text.clone())
+                        .collect(),
+                );
+                context.not_acted_on(child);
+            }
+            "vrrp_priority" => {
+                vrrp.priority = argument
+                    .and_then(|word| values::integer(context, word, -20, 19, "vrrp_priority"))
+            }
+            "vrrp_no_swap" => vrrp.no_swap = true,
+            "vrrp_lower_prio_no_advert" => {
+                vrrp.lower_prio_no_advert =
+                    values::optional_boolean(context, argument, "vrrp_lower_prio_no_advert")
+            }
+            "vrrp_higher_prio_send_advert" => {
+                vrrp.higher_prio_send_advert =
+                    values::optional_boolean(context, argument, "vrrp_higher_prio_send_advert")
+            }
+            "vrrp_startup_delay" => {
+                vrrp.startup_delay = argument.and_then(|word| {
+                    values::seconds(
+                        context,
+                        word,
+                        Duration::ZERO,
+                        Duration::from_secs(3600),
+                        "vrrp_startup_delay",
+                    )
+                })
+            }
+            "vrrp_down_timer_adverts" => {
+                vrrp.down_timer_adverts = argument.and_then(|word| {
+                    values::integer(context, word, 1, 100, "vrrp_down_timer_adverts")
+                })
+            }
+            "vrrp_notify_priority_changes" => {
+                vrrp.notify_priority_changes =
+                    values::optional_boolean(context, argument, "vrrp_notify_priority_changes")
+            }
+            "umask" => {
+                // A number in C's notation (0 prefix octal, 0x hex) or
+                // `IWGRP|IWOTH`-style flags.
+                if let Some(word) = argument {
+                    let text = word.text.as_str();
+                    let valid = if let Some(hex) = text.strip_prefix("0x") {
+                        u32::from_str_radix(hex, 16).is_ok()
+                    } else if text.starts_with(|c: char| c.is_ascii_digit()) {
+                        u32::from_str_radix(text, if text.starts_with('0') { 8 } else { 10 })
+                            .is_ok()
+                    } else {
+                        text.split('|').all(|flag| {
+                            matches!(
+                                flag,
+                                "IRUSR"
+                                    | "IWUSR"
+                                    | "IXUSR"
+                                    | "IRGRP"
+                                    | "IWGRP"
+                                    | "IXGRP"
+                                    | "IROTH"
+                                    | "IWOTH"
+                                    | "IXOTH"
+                            )
+                        })
+                    };
+                    if !valid {
+                        context.error(word.span, format!("invalid umask value '{text}'"));
+                    }
+                }
+                global.other.push(common::raw(child));
+            }
+            name => {
+                if global.other.iter().any(|setting| setting.keyword == name) {
+                    context.warning(
+                        child.keyword.span,
+                        format!("'{name}' already given in global_defs: keepalived keeps only one of them"),
+                    );
+                }
+                if let (Some((minimum, maximum)), Some(word)) = (numeric_range(name), argument) {
+                    values::integer::<i64>(context, word, minimum, maximum, name);
+                }
+                global.other.push(common::raw(child));
+            }
+        }
+    }
+}
+
+/// The range of the number that some stored-as-written keywords take, so
+/// that a typo is still caught.
+fn numeric_range(name: &str) -> Option<(i128, i128)> {
+    Some(match name {
+        "vrrp_rt_priority" | "checker_rt_priority" | "bfd_rt_priority" => (1, 99),
+        "checker_priority" | "bfd_priority" => (-20, 19),
+        "vrrp_rlimit_rtime"
+        | "vrrp_rlimit_rttime"
+        | "checker_rlimit_rtime"
+        | "checker_rlimit_rttime"
+        | "bfd_rlimit_rtime"
+        | "bfd_rlimit_rttime" => (1, u32::MAX.into()),
+        "startup_script_timeout" | "shutdown_script_timeout" => (1, 1000),
+        "min_auto_priority_delay" | "reload_repeat" | "vrrp_rx_bufs_multiplier" => {
+            (1, u32::MAX.into())
+        }
+        "lvs_netlink_cmd_rcv_bufs"
+        | "lvs_netlink_monitor_rcv_bufs"
+        | "vrrp_netlink_cmd_rcv_bufs"
+        | "vrrp_netlink_monitor_rcv_bufs"
+        | "process_monitor_rcv_bufs" => (1, u32::MAX.into()),
+        "nftables_priority" | "nftables_ipvs_priority" => (i32::MIN.into(), i32::MAX.into()),
+        "nftables_ipvs_start_fwmark" => (1, u32::MAX.into()),
+        "max_auto_priority" => (-1, 99),
+        "random_seed" => (0, u32::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Checks `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N]
+/// [ttl N] [group ADDR]` (stored as written).
+fn read_lvs_sync_daemon(node: &Node, context: &mut Context) {
+    let mut words = node.arguments.iter().skip(2);
+    while let Some(word) = words.next() {
+        let Some(value) = words.next() else {
+            context.error(word.span, format!("'{}' needs a value", word.text));
+            return;
+        };
+        match word.text.as_str() {
+            "id" => drop(values::integer::<u8>(
+                context,
+                value,
+                0,
+                255,
+                "sync daemon id",
+            )),
+            "maxlen" => drop(values::integer::<u16>(context, value, 1, 65507, "maxlen")),
+            "port" => drop(values::integer::<u16>(context, value, 1, 65535, "port")),
+            "ttl" => drop(values::integer::<u8>(context, value, 1, 255, "ttl")),
+            "group" => drop(values::address(context, value, "multicast group")),
+            other => {
+                context.error(
+                    word.span,
+                    format!("unknown lvs_sync_daemon option '{other}': expected id, maxlen, port, ttl or group"),
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// `lvs_timeouts [tcp T] [tcpfin T] [udp T]` (whole seconds).
+fn read_lvs_timeouts(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
+    let mut words = node.arguments.iter();
+    while let Some(word) = words.next() {
+        let Some(value) = words.next() else {
+            context.error(
+                word.span,
+                format!("'{}' needs a timeout in seconds", word.text),
+            );
+            return;
+        };
+        let timeout = values::whole_seconds(context, value, 0, 86400 * 31, "lvs_timeouts");
+        match word.text.as_str() {
+            "tcp" => global.lvs_timeouts.tcp = timeout,
+            "tcpfin" => global.lvs_timeouts.tcp_fin = timeout,
+            "udp" => global.lvs_timeouts.udp = timeout,
+            other => {
+                context.error(
+                    word.span,
+                    format!("unknown lvs_timeouts protocol '{other}': expected tcp, tcpfin or udp"),
+                );
+                return;
+            }
+        }
+    }
+}

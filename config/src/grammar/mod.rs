@@ -1,0 +1,242 @@
+//! The keyword tree: turns keepalived's lines of words into the model.
+//!
+//! keepalived's parser is a tree of keyword tables: each block level has a
+//! table of keywords, each with a handler reading its arguments, and a `{`
+//! opens the sub-table of the keyword on the same line. We do the same in two
+//! steps:
+//! 1. [`tree`] walks the lines with the static [`Keyword`] tables, checks
+//!    braces, keyword names and argument counts, and builds a tree of
+//!    [`Node`]s (unknown keywords and misplaced braces are reported once
+//!    here and left out of the tree);
+//! 2. one module per block family reads the tree into the typed model,
+//!    checking argument values with [`values`] and applying keepalived's
+//!    defaults and rules.
+
+pub mod bfd;
+pub mod checkers;
+mod common;
+pub mod global_defs;
+mod keyword;
+pub mod tree;
+pub mod values;
+pub mod virtual_server;
+pub mod vrrp;
+
+pub use keyword::{Arity, Body, Keyword, Support};
+pub use tree::Node;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::model::Config;
+use crate::syntax::{Line, Span, Word};
+
+/// Parses the lines of one configuration into the model, reporting every
+/// problem to `diagnostics` (all of them, in one run).
+pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
+    let nodes = tree::build(lines, ROOT, diagnostics);
+    let mut context = Context {
+        diagnostics,
+        virtual_servers: Vec::new(),
+        references: Vec::new(),
+    };
+    let mut config = Config::default();
+    for node in &nodes {
+        match node.name() {
+            "global_defs" => global_defs::read(node, &mut config.global, &mut context),
+            "vrrp_script" => vrrp::read_script(node, &mut config, &mut context),
+            "vrrp_track_process" => vrrp::read_track_process(node, &mut config, &mut context),
+            "track_file" | "vrrp_track_file" => {
+                vrrp::read_track_file(node, &mut config, &mut context)
+            }
+            "vrrp_sync_group" => vrrp::read_sync_group(node, &mut config, &mut context),
+            "garp_group" => vrrp::read_garp_group(node, &mut config, &mut context),
+            "vrrp_instance" => vrrp::read_instance(node, &mut config, &mut context),
+            "static_ipaddress" => {
+                vrrp::read_addresses(node, &mut config.static_addresses, true, &mut context)
+            }
+            "static_routes" => {
+                vrrp::read_routes(node, &mut config.static_routes, true, &mut context)
+            }
+            "static_rules" => vrrp::read_rules(node, &mut config.static_rules, true, &mut context),
+            "virtual_server_group" => virtual_server::read_group(node, &mut config, &mut context),
+            "virtual_server" => virtual_server::read(node, &mut config, &mut context),
+            "SSL" => checkers::read_ssl(node, &mut config, &mut context),
+            "bfd_instance" => bfd::read_instance(node, &mut config, &mut context),
+            // Top-level keywords not acted on yet (already reported as such).
+            _ => config.other.push(common::raw(node)),
+        }
+    }
+    vrrp::finish(&mut config, &mut context);
+    virtual_server::finish(&mut config, &mut context);
+    config
+}
+
+/// The top level of keepalived.conf.
+pub static ROOT: &[Keyword] = &[
+    Keyword::block("global_defs", 0, Some(0), global_defs::KEYWORDS),
+    Keyword::block("vrrp_script", 1, Some(1), vrrp::SCRIPT),
+    Keyword::block("vrrp_track_process", 1, Some(1), vrrp::TRACK_PROCESS),
+    Keyword::block("track_file", 1, Some(1), vrrp::TRACK_FILE),
+    // keepalived's older name for track_file.
+    Keyword::block("vrrp_track_file", 1, Some(1), vrrp::TRACK_FILE),
+    Keyword::block("vrrp_sync_group", 1, Some(1), vrrp::SYNC_GROUP),
+    Keyword::block("garp_group", 0, Some(0), vrrp::GARP_GROUP),
+    Keyword::block("vrrp_instance", 1, Some(1), vrrp::INSTANCE),
+    Keyword::lines("static_ipaddress", 0, Some(0)),
+    Keyword::lines("static_routes", 0, Some(0)),
+    Keyword::lines("static_rules", 0, Some(0)),
+    Keyword::lines("linkbeat_interfaces", 0, Some(0)).not_acted_on(),
+    Keyword::block("virtual_server_group", 1, Some(1), &[]).with_body(Body::Lines),
+    Keyword::block("virtual_server", 1, Some(2), virtual_server::VIRTUAL_SERVER),
+    Keyword::block("SSL", 0, Some(0), checkers::SSL),
+    Keyword::block("bfd_instance", 1, Some(1), bfd::INSTANCE),
+    Keyword::leaf("net_namespace", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("net_namespace_ipvs", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("namespace_with_ipsets", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("instance", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("use_pid_dir", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("child_wait_time", 1, Some(1)).not_acted_on(),
+];
+
+/// The keywords allowed inside the block reached by `path` from the top
+/// level (`&[]`: the top level; `&["virtual_server", "real_server"]`: a real
+/// server's), for completions and documentation. `None` if a step is not a
+/// keyword block (blocks of free-form lines, like `virtual_ipaddress`, have
+/// no keywords).
+pub fn keywords_at(path: &[&str]) -> Option<&'static [Keyword]> {
+    let mut table = ROOT;
+    for step in path {
+        match keyword::find(table, step)?.body {
+            Body::Keywords(next) => table = next,
+            Body::None | Body::Lines => return None,
+        }
+    }
+    Some(table)
+}
+
+/// What the block readers share: where diagnostics go, and helpers to report
+/// them against words.
+pub struct Context<'d> {
+    pub diagnostics: &'d mut Diagnostics,
+    /// Virtual servers read so far, for the checks made at the end.
+    pub(crate) virtual_servers: Vec<virtual_server::Pending>,
+    /// Names used before (or without) their definition, checked at the end
+    /// (keepalived resolves them once the whole file is read).
+    pub(crate) references: Vec<Reference>,
+}
+
+/// A use of a named object: `track_script { NAME }`, a sync group member...
+#[derive(Debug, Clone)]
+pub(crate) struct Reference {
+    pub kind: ReferenceKind,
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReferenceKind {
+    Script,
+    File,
+    Process,
+    Bfd,
+    Instance,
+}
+
+impl Context<'_> {
+    pub fn error(&mut self, span: Span, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::error(span, message));
+    }
+
+    pub fn warning(&mut self, span: Span, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::warning(span, message));
+    }
+
+    pub fn note(&mut self, span: Span, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::note(span, message));
+    }
+
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// The uniform report for a keyword stored in the model but not yet used
+    /// by Fulcrum.
+    pub fn not_acted_on(&mut self, node: &Node) {
+        self.note(
+            node.keyword.span,
+            format!("'{}' accepted, not yet acted on", node.name()),
+        );
+    }
+
+    /// A keyword given twice where keepalived keeps only one value.
+    pub fn replaced(&mut self, node: &Node) {
+        self.warning(
+            node.keyword.span,
+            format!(
+                "'{}' given more than once; this later value replaces the earlier one",
+                node.name()
+            ),
+        );
+    }
+}
+
+/// The span covering several words of one line (for diagnostics about a
+/// whole argument list).
+pub fn span_of(words: &[&Word]) -> Option<Span> {
+    let first = words.first()?;
+    let last = words.last()?;
+    let mut span = first.span;
+    if last.span.file == span.file && last.span.line == span.line {
+        span.end = last.span.end.max(span.end);
+    }
+    Some(span)
+}
+
+/// The closest keyword to `word` by edit distance, for "did you mean".
+pub fn suggestion<'k>(word: &str, candidates: impl Iterator<Item = &'k str>) -> Option<&'k str> {
+    let limit = (word.len() / 3).clamp(1, 3);
+    candidates
+        .map(|candidate| {
+            (
+                edit_distance(&word.to_lowercase(), &candidate.to_lowercase()),
+                candidate,
+            )
+        })
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance, counting a swap of two neighbours as one edit
+/// (the commonest typo).
+pub fn edit_distance(left: &str, right: &str) -> usize {
+    let left: Vec<char> = left.chars().collect();
+    let right: Vec<char> = right.chars().collect();
+    let width = right.len() + 1;
+    let mut table = vec![0usize; (left.len() + 1) * width];
+    for (row, cell) in table.iter_mut().step_by(width).enumerate() {
+        *cell = row;
+    }
+    for (column, cell) in table.iter_mut().take(width).enumerate() {
+        *cell = column;
+    }
+    for row in 1..=left.len() {
+        for column in 1..=right.len() {
+            let cost = usize::from(left[row - 1] != right[column - 1]);
+            let mut best = (table[(row - 1) * width + column] + 1)
+                .min(table[row * width + column - 1] + 1)
+                .min(table[(row - 1) * width + column - 1] + cost);
+            if row > 1
+                && column > 1
+                && left[row - 1] == right[column - 2]
+                && left[row - 2] == right[column - 1]
+            {
+                best = best.min(table[(row - 2) * width + column - 2] + 1);
+            }
+            table[row * width + column] = best;
+        }
+    }
+    table[left.len() * width + right.len()]
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

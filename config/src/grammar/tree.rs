@@ -1,0 +1,466 @@
+//! The generic engine: lines to a tree of known keywords, with every brace
+//! and keyword-name problem reported once and a sensible recovery.
+//!
+//! Recovery rules:
+//! - an unknown keyword is one error (with a "did you mean"); if it opens a
+//!   block, the whole block is skipped (keepalived would instead report every
+//!   line inside it as unknown, then close the enclosing block at the skipped
+//!   block's `}`: a cascade we do not reproduce);
+//! - a `{` after a keyword that takes no block is one error and the block is
+//!   skipped;
+//! - a missing `}` is noticed when a top-level block keyword such as
+//!   `virtual_server` appears inside a block that does not know it: one error
+//!   there, and parsing resumes at top level; at the end of the input, one
+//!   error for all the blocks still open;
+//! - a `}` with no open block is one error.
+
+use super::keyword::{self, Body, Keyword, Support};
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::syntax::{Line, Span, Word};
+
+/// One keyword line with its block, or one free-form line of a block like
+/// `virtual_ipaddress` (then `spec` is `None`).
+#[derive(Debug, Clone)]
+pub struct Node<'a> {
+    pub keyword: &'a Word,
+    pub arguments: Vec<&'a Word>,
+    pub spec: Option<&'static Keyword>,
+    pub children: Vec<Node<'a>>,
+    /// The `{` of the block, if the node has one.
+    pub open: Option<Span>,
+    /// The `}` that closed the block, if it was found.
+    pub close: Option<Span>,
+}
+
+impl<'a> Node<'a> {
+    pub fn name(&self) -> &'a str {
+        &self.keyword.text
+    }
+
+    /// The keyword and its arguments.
+    pub fn words(&self) -> Vec<&'a Word> {
+        let mut words = vec![self.keyword];
+        words.extend(self.arguments.iter().copied());
+        words
+    }
+
+    pub fn argument(&self, index: usize) -> Option<&'a Word> {
+        self.arguments.get(index).copied()
+    }
+
+    /// Where keepalived reports problems found at the end of a block: its
+    /// closing `}` (else the keyword).
+    pub fn end_span(&self) -> Span {
+        self.close.unwrap_or(self.keyword.span)
+    }
+
+    /// The span of the whole line (keyword and arguments).
+    pub fn span(&self) -> Span {
+        super::span_of(&self.words()).unwrap_or(self.keyword.span)
+    }
+}
+
+/// A line split at its braces: `a b { c }` is `a b {`, `c`, `}`.
+#[derive(Debug)]
+enum Item<'a> {
+    Line {
+        words: Vec<&'a Word>,
+        open: Option<&'a Word>,
+    },
+    Close(&'a Word),
+}
+
+/// The start of the note saying which lines a recovery skipped.
+pub const SKIPPED: &str = "the block is skipped up to its '}'";
+
+/// The start of the note saying which lines were read as the block of a
+/// keyword whose `{` is missing.
+pub const READ_AS_BLOCK: &str = "these lines are read as its block";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The block's `}` was found.
+    Closed,
+    /// The input ended inside the block (already reported).
+    InputEnded,
+    /// A top-level keyword appeared inside the block (already reported); the
+    /// caller must unwind to the top level without consuming it.
+    TopLevel,
+}
+
+/// Builds the tree of `root`'s keywords from the lines.
+pub fn build<'a>(
+    lines: &'a [Line],
+    root: &'static [Keyword],
+    diagnostics: &mut Diagnostics,
+) -> Vec<Node<'a>> {
+    let mut builder = Builder {
+        items: split(lines),
+        position: 0,
+        diagnostics,
+        open_blocks: Vec::new(),
+        root,
+        last_close: None,
+    };
+    let mut nodes = Vec::new();
+    loop {
+        let (mut more, end) = builder.block(Body::Keywords(root));
+        nodes.append(&mut more);
+        // At top level a block only ends at the end of the input.
+        if end == End::InputEnded || builder.position >= builder.items.len() {
+            break;
+        }
+    }
+    nodes
+}
+
+fn split(lines: &[Line]) -> Vec<Item<'_>> {
+    let mut items = Vec::new();
+    for line in lines {
+        let mut words = Vec::new();
+        for word in &line.words {
+            if word.is_open() {
+                items.push(Item::Line {
+                    words: std::mem::take(&mut words),
+                    open: Some(word),
+                });
+            } else if word.is_close() {
+                if !words.is_empty() {
+                    items.push(Item::Line {
+                        words: std::mem::take(&mut words),
+                        open: None,
+                    });
+                }
+                items.push(Item::Close(word));
+            } else {
+                words.push(word);
+            }
+        }
+        if !words.is_empty() {
+            items.push(Item::Line { words, open: None });
+        }
+    }
+    items
+}
+
+struct Builder<'a, 'd> {
+    items: Vec<Item<'a>>,
+    position: usize,
+    diagnostics: &'d mut Diagnostics,
+    /// The keyword and `{` of every block being read, outermost first.
+    open_blocks: Vec<(&'a Word, Span)>,
+    root: &'static [Keyword],
+    /// The `}` that ended the last block read.
+    last_close: Option<Span>,
+}
+
+impl<'a> Builder<'a, '_> {
+    fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
+        let mut nodes = Vec::new();
+        loop {
+            let Some(item) = self.items.get(self.position) else {
+                if !self.open_blocks.is_empty() {
+                    self.report_unclosed_at_end();
+                }
+                return (nodes, End::InputEnded);
+            };
+            let (words, open) = match item {
+                Item::Close(word) => {
+                    self.position += 1;
+                    if self.open_blocks.is_empty() {
+                        self.diagnostics.push(Diagnostic::error(
+                            word.span,
+                            "unexpected '}': no block is open here",
+                        ));
+                        continue;
+                    }
+                    self.last_close = Some(word.span);
+                    return (nodes, End::Closed);
+                }
+                Item::Line { words, open } => (words.clone(), *open),
+            };
+            let Some(&keyword) = words.first() else {
+                // A `{` on its own line that no keyword before it takes.
+                self.position += 1;
+                if let Some(open) = open {
+                    self.diagnostics.push(Diagnostic::error(
+                        open.span,
+                        "unexpected '{': no keyword before it opens a block",
+                    ));
+                    self.skip_block(open.span);
+                }
+                continue;
+            };
+            if !self.open_blocks.is_empty()
+                && !knows(body, &keyword.text)
+                && keyword::find(self.root, &keyword.text).is_some_and(Keyword::opens_block)
+            {
+                self.report_unclosed_before(keyword);
+                return (nodes, End::TopLevel);
+            }
+            self.position += 1;
+            let arguments = words[1..].to_vec();
+            let table = match body {
+                Body::Keywords(table) => table,
+                Body::None | Body::Lines => {
+                    nodes.push(Node {
+                        keyword,
+                        arguments,
+                        spec: None,
+                        children: Vec::new(),
+                        open: None,
+                        close: None,
+                    });
+                    if let Some(open) = open {
+                        self.diagnostics.push(Diagnostic::error(
+                            open.span,
+                            "unexpected '{': the lines of this block do not open blocks",
+                        ));
+                        self.skip_block(open.span);
+                    }
+                    continue;
+                }
+            };
+            let Some(spec) = keyword::find(table, &keyword.text) else {
+                self.report_unknown(keyword, table);
+                if let Some(open) = open {
+                    self.skip_block(open.span);
+                }
+                continue;
+            };
+            let complete = self.check_arity(spec, keyword, &arguments);
+            if spec.support == Support::NotYet {
+                self.diagnostics.push(Diagnostic::note(
+                    keyword.span,
+                    format!("'{}' accepted, not yet acted on", spec.name),
+                ));
+            }
+            let mut node = Node {
+                keyword,
+                arguments,
+                spec: Some(spec),
+                children: Vec::new(),
+                open: None,
+                close: None,
+            };
+            if !spec.opens_block() {
+                if let Some(open) = open {
+                    self.diagnostics.push(Diagnostic::error(
+                        open.span,
+                        format!("unexpected '{{': '{}' takes no block", spec.name),
+                    ));
+                    self.skip_block(open.span);
+                }
+                if complete {
+                    nodes.push(node);
+                }
+                continue;
+            }
+            let mut missing_open_error = None;
+            let braced = open.or_else(|| self.lone_open());
+            let open = match braced {
+                Some(open) => open.span,
+                None => {
+                    // keepalived ("Missing '{' at beginning of configuration
+                    // block") reads the following lines as the block anyway,
+                    // up to a `}`; so do we, rather than report each of them.
+                    missing_open_error = Some(self.diagnostics.items.len());
+                    self.diagnostics.push(Diagnostic::error(
+                        keyword.span,
+                        format!(
+                            "missing '{{' after '{}': its block is read up to the next '}}'",
+                            spec.name
+                        ),
+                    ));
+                    keyword.span
+                }
+            };
+            node.open = Some(open);
+            self.open_blocks.push((keyword, open));
+            let (children, end) = self.block(spec.body);
+            self.open_blocks.pop();
+            node.children = children;
+            if end == End::Closed {
+                node.close = self.last_close;
+                if braced.is_none() {
+                    if let (Some(close), Some(error)) = (node.close, missing_open_error) {
+                        self.diagnostics.items[error].notes.push((
+                            Some(close),
+                            format!(
+                                "{READ_AS_BLOCK} (lines {} to {})",
+                                keyword.span.line, close.line
+                            ),
+                        ));
+                    }
+                }
+            }
+            if complete {
+                nodes.push(node);
+            }
+            if end != End::Closed {
+                return (nodes, end);
+            }
+        }
+    }
+
+    /// A `{` alone on the next line (keepalived accepts the brace there).
+    fn lone_open(&mut self) -> Option<&'a Word> {
+        match self.items.get(self.position) {
+            Some(Item::Line { words, open }) if words.is_empty() => {
+                self.position += 1;
+                *open
+            }
+            _ => None,
+        }
+    }
+
+    /// Returns whether the keyword has all its arguments.
+    fn check_arity(&mut self, spec: &Keyword, keyword: &Word, arguments: &[&Word]) -> bool {
+        let count = arguments.len();
+        if count < spec.arity.minimum as usize {
+            let wanted = spec.arity.minimum;
+            self.diagnostics.push(Diagnostic::error(
+                arguments.last().map_or(keyword.span, |word| word.span),
+                format!(
+                    "'{}' needs {} argument{}, found {count}",
+                    spec.name,
+                    if spec.arity.maximum == Some(wanted) {
+                        format!("{wanted}")
+                    } else {
+                        format!("at least {wanted}")
+                    },
+                    if wanted == 1 { "" } else { "s" }
+                ),
+            ));
+            return false;
+        }
+        let maximum = spec.arity.maximum.map_or(usize::MAX, usize::from);
+        if count > maximum {
+            let extra: Vec<&Word> = arguments[maximum..].to_vec();
+            self.diagnostics.push(Diagnostic::warning(
+                super::span_of(&extra).unwrap_or(keyword.span),
+                format!(
+                    "'{}' takes {}; extra words ignored",
+                    spec.name,
+                    match maximum {
+                        0 => "no arguments".to_string(),
+                        1 => "one argument".to_string(),
+                        other => format!("at most {other} arguments"),
+                    }
+                ),
+            ));
+        }
+        true
+    }
+
+    fn report_unknown(&mut self, keyword: &Word, table: &'static [Keyword]) {
+        let mut diagnostic =
+            Diagnostic::error(keyword.span, format!("unknown keyword '{}'", keyword.text));
+        let here = self.open_blocks.last().map(|(word, _)| word.text.as_str());
+        if let Some(best) = super::suggestion(&keyword.text, table.iter().map(|spec| spec.name)) {
+            diagnostic = diagnostic.with_note(None, format!("did you mean '{best}'?"));
+        } else if keyword::find(self.root, &keyword.text).is_some() {
+            diagnostic = diagnostic.with_note(
+                None,
+                format!(
+                    "'{}' is a top-level keyword, not allowed here",
+                    keyword.text
+                ),
+            );
+        } else if let Some(block) = here {
+            diagnostic = diagnostic.with_note(None, format!("not a keyword of '{block}' blocks"));
+        }
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn report_unclosed_before(&mut self, keyword: &Word) {
+        let mut diagnostic = Diagnostic::error(
+            keyword.span,
+            format!(
+                "missing '}}' before '{}': {} still open",
+                keyword.text,
+                self.describe_open_blocks()
+            ),
+        );
+        for (word, open) in self.open_blocks.iter().rev() {
+            diagnostic =
+                diagnostic.with_note(Some(*open), format!("'{}' block opened here", word.text));
+        }
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn report_unclosed_at_end(&mut self) {
+        let last = self
+            .items
+            .iter()
+            .rev()
+            .find_map(|item| match item {
+                Item::Close(word) => Some(word.span),
+                Item::Line { words, open } => open.or(words.last().copied()).map(|word| word.span),
+            })
+            .unwrap_or(self.open_blocks[0].1);
+        let mut diagnostic = Diagnostic::error(
+            last,
+            format!(
+                "missing '}}' at the end of the input: {} still open",
+                self.describe_open_blocks()
+            ),
+        );
+        for (word, open) in self.open_blocks.iter().rev() {
+            diagnostic =
+                diagnostic.with_note(Some(*open), format!("'{}' block opened here", word.text));
+        }
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn describe_open_blocks(&self) -> String {
+        let names: Vec<String> = self
+            .open_blocks
+            .iter()
+            .rev()
+            .map(|(word, open)| format!("'{}' (line {})", word.text, open.line))
+            .collect();
+        if names.len() == 1 {
+            format!("the block {} is", names[0])
+        } else {
+            format!("the blocks {} are", names.join(", "))
+        }
+    }
+
+    /// Skips a block whose `{` was just consumed, up to its `}`.
+    fn skip_block(&mut self, open: Span) {
+        let mut depth = 1usize;
+        while let Some(item) = self.items.get(self.position) {
+            self.position += 1;
+            match item {
+                Item::Close(close) => {
+                    depth -= 1;
+                    if depth == 0 {
+                        // Say how far the recovery went, on the error just
+                        // reported about this block.
+                        if let Some(last) = self.diagnostics.items.last_mut() {
+                            last.notes.push((
+                                Some(close.span),
+                                format!("{SKIPPED} (lines {} to {})", open.line, close.span.line),
+                            ));
+                        }
+                        return;
+                    }
+                }
+                Item::Line { open: Some(_), .. } => depth += 1,
+                Item::Line { .. } => {}
+            }
+        }
+        self.diagnostics.push(Diagnostic::error(
+            open,
+            "missing '}': this block is not closed before the end of the input",
+        ));
+    }
+}
+
+fn knows(body: Body, name: &str) -> bool {
+    match body {
+        Body::Keywords(table) => keyword::find(table, name).is_some(),
+        Body::None | Body::Lines => false,
+    }
+}

@@ -1,0 +1,609 @@
+//! The lexical layer: files in, keepalived's lines of words out.
+//!
+//! This is a port of what keepalived 2.2.7's `lib/parser.c` does before a
+//! keyword handler sees a line: `read_line` (files and `include`s,
+//! `decomment`, `@id` conditionals, `$NAME=` definitions and their
+//! substitution, `~SEQ`/`~LST` expansion, splitting at braces) and
+//! `alloc_strvec` (words, `"` quoting). Its quirks are reproduced on
+//! purpose, each with a comment saying so; where keepalived would hang,
+//! crash or read freed memory, Fulcrum stops with a diagnostic instead.
+//!
+//! One deliberate difference in shape, from the [`crate::syntax`] contract:
+//! keepalived splits `keyword args {` into the two lines `keyword args` and
+//! `{`; here the `{` stays the last word of its keyword's line (which is
+//! what keepalived's `process_stream` makes of it). Every other brace is a
+//! line of its own, as in keepalived, and text after a brace starts a new
+//! line.
+
+mod comment;
+mod conditional;
+mod definitions;
+mod glob;
+mod include;
+mod quoted;
+mod sequence;
+mod text;
+pub mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+pub use quoted::{QuoteError, split_quoted_escaped};
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::syntax::{Line, SourceFile, Sources, Span, Word};
+use definitions::{Cursor, Definition};
+use include::IncludeFrame;
+use sequence::Sequence;
+use text::{Cell, Text, at, cells, covering, find_byte, is_white_space, span_of_set};
+
+/// How to read a configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// keepalived's `-i`/`--config-id`: `@id` lines are kept when `id`
+    /// matches it. `None`: the host name up to its first dot (keepalived's
+    /// default, from `uname`).
+    pub config_id: Option<String>,
+    /// keepalived's `-e`/`--all-config`: every include check on (as if each
+    /// `include` were `includea`).
+    pub all_config: bool,
+    /// Seed for `${_RANDOM}` (keepalived's `random_seed`); `None`: the time.
+    pub random_seed: Option<u64>,
+}
+
+impl Options {
+    /// The config id in effect.
+    pub fn effective_config_id(&self) -> String {
+        match &self.config_id {
+            Some(id) => id.clone(),
+            None => default_config_id(),
+        }
+    }
+}
+
+/// The node name up to the first dot, as keepalived derives it.
+pub fn default_config_id() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    name.split('.').next().unwrap_or_default().to_string()
+}
+
+/// Reads the configuration at `path` (a glob pattern, like keepalived's
+/// `-f`) and every file it includes.
+pub fn read_file(
+    path: &Path,
+    options: &Options,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Line> {
+    let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
+    let pattern = path.to_string_lossy().into_owned();
+    if !lexer.open_main(&pattern) {
+        return Vec::new();
+    }
+    lexer.run()
+}
+
+/// Reads a configuration held in memory (tests, fuzzing); `include`s are
+/// relative to the current directory.
+pub fn read_str(
+    name: &str,
+    text: &str,
+    options: &Options,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Line> {
+    let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
+    lexer.open_text(name, text.as_bytes().to_vec());
+    lexer.run()
+}
+
+/// keepalived's line buffer (`MAXBUF`): 1023 bytes and a terminator.
+const LINE_BUFFER: usize = 1024;
+
+/// At most this many lines produced by `~SEQ`, `~LST` and multi-line
+/// definitions per configuration: keepalived has no limit, so a tiny file
+/// could keep it busy for ever.
+pub(crate) const EXPANSION_LIMIT: u64 = 1_000_000;
+
+/// At most this many lines in all (the largest real configuration seen
+/// expands to 273,000).
+const LINE_LIMIT: u64 = 600_000;
+
+/// Include nesting deeper than this is refused (keepalived recurses until
+/// it runs out of file descriptors).
+const INCLUDE_DEPTH_LIMIT: usize = 32;
+
+/// One line as `read_line` returns it, before `alloc_strvec`.
+struct Produced {
+    text: Text,
+    /// The `{` split off the end of this line (kept on it, see the module
+    /// comment).
+    opening_brace: Option<Cell>,
+}
+
+pub(crate) struct Lexer<'a> {
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+    config_id: String,
+    /// The include stack; the innermost file is the last.
+    stack: Vec<IncludeFrame>,
+    /// Where `include`s of in-memory text are resolved from.
+    base_directory: PathBuf,
+    definitions: Vec<Definition>,
+    sequences: Vec<Sequence>,
+    /// keepalived's `line_residue`: the rest of a line split at a brace.
+    residue: Option<Text>,
+    /// The multi-line definitions the current line came from (empty for
+    /// a line of a file).
+    line_ancestry: std::rc::Rc<Vec<usize>>,
+    /// keepalived's `next_ptr`: the multi-line definition being expanded.
+    next_line: Option<Cursor>,
+    multiline_stack: Vec<(Cursor, usize)>,
+    multiline_sequence_depth: usize,
+    /// The multi-line definition being read (`multiline_param_def`).
+    defining: Option<usize>,
+    /// keepalived's `include_check` bits.
+    include_check: u8,
+    random_state: u64,
+    /// Substitutions for the current line (guards `$A=$A`).
+    substitutions: usize,
+    expanded_lines: u64,
+    expansion_reported: bool,
+    /// Opening quotes already reported (decomment and word splitting can
+    /// both notice the same one).
+    reported_quotes: HashSet<Span>,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(
+        options: &Options,
+        sources: &'a mut Sources,
+        diagnostics: &'a mut Diagnostics,
+        base_directory: PathBuf,
+    ) -> Self {
+        let seed = options.random_seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+        Lexer {
+            sources,
+            diagnostics,
+            config_id: options.effective_config_id(),
+            stack: Vec::new(),
+            base_directory,
+            definitions: definitions::standard_definitions(),
+            sequences: Vec::new(),
+            residue: None,
+            line_ancestry: std::rc::Rc::new(Vec::new()),
+            next_line: None,
+            multiline_stack: Vec::new(),
+            multiline_sequence_depth: 0,
+            defining: None,
+            include_check: if options.all_config { include::ALL } else { 0 },
+            random_state: seed | 1,
+            substitutions: 0,
+            expanded_lines: 0,
+            expansion_reported: false,
+            reported_quotes: HashSet::new(),
+        }
+    }
+
+    fn run(&mut self) -> Vec<Line> {
+        let mut lines = Vec::new();
+        while let Some(produced) = self.read_line() {
+            if lines.len() as u64 >= LINE_LIMIT {
+                // A definition that contains itself followed by a brace
+                // makes keepalived produce lines for ever (each piece split
+                // off the line is substituted again).
+                let span = text::covering(&produced.text)
+                    .or(produced.opening_brace.map(|brace| brace.span));
+                if let Some(span) = span {
+                    self.diagnostics.push(Diagnostic::error(
+                        span,
+                        format!(
+                            "the configuration expands to more than {LINE_LIMIT} lines; the rest is ignored"
+                        ),
+                    ));
+                }
+                break;
+            }
+            let mut words = self.split_words(&produced.text);
+            if let Some(brace) = produced.opening_brace {
+                words.push(Word {
+                    text: "{".to_string(),
+                    span: brace.span,
+                    quoted: false,
+                });
+            }
+            if words.is_empty() {
+                continue;
+            }
+            if words[0].text == "include_check" && !words[0].quoted {
+                // keepalived runs the global_defs handler as soon as it has
+                // read the line, and later includes are checked with the new
+                // setting (applied wherever the line is; the grammar judges
+                // its place).
+                self.set_include_check(&words[1..]);
+            }
+            lines.push(Line {
+                words,
+                raw: text::to_string(&produced.text),
+            });
+        }
+        if let Some(index) = self.defining.take() {
+            self.end_definition(index);
+        }
+        lines
+    }
+
+    /// keepalived's `read_line`: the next line, or `None` at the end.
+    fn read_line(&mut self) -> Option<Produced> {
+        loop {
+            let mut buffer: Text = if let Some(residue) = self.residue.take() {
+                // The substitution budget covers a line and every piece
+                // split off it: a definition ending in its own use regrows
+                // each piece (keepalived never stops).
+                residue
+            } else if !self.sequences.is_empty()
+                && self.sequences.len() > self.multiline_sequence_depth
+            {
+                self.next_sequence_line()
+            } else if let Some(cursor) = self.next_line.take() {
+                self.substitutions = 0;
+                self.line_ancestry = cursor.ancestry.clone();
+                self.next_multiline_line(cursor)
+            } else {
+                self.substitutions = 0;
+                self.line_ancestry = std::rc::Rc::new(Vec::new());
+                self.next_file_line()?
+            };
+
+            if let Some(index) = self.defining {
+                let line = text::bytes(&buffer);
+                if !self.continue_definition(index, line) {
+                    self.defining = None;
+                }
+                continue;
+            }
+            if buffer.is_empty() {
+                continue;
+            }
+
+            let mut dropped = false;
+            loop {
+                let mut recheck = false;
+                if at(&buffer, 0) == b'@' && !self.keep_conditional(&mut buffer) {
+                    dropped = true;
+                    break;
+                }
+                if at(&buffer, 0) == b'$' {
+                    if let Some(index) = self.check_definition(&buffer) {
+                        if self.definitions[index].multiline {
+                            self.defining = Some(index);
+                        }
+                        dropped = true;
+                        break;
+                    }
+                }
+                if text::starts_with(&buffer, b"~SEQ") {
+                    self.add_sequence(&buffer);
+                    dropped = true;
+                    break;
+                }
+                if text::starts_with(&buffer, b"~LST") {
+                    self.add_list(&buffer);
+                    dropped = true;
+                    break;
+                }
+                // Any other line starting with '~' is taken as it is, without
+                // substitution.
+                if at(&buffer, 0) == b'~' {
+                    break;
+                }
+                if find_byte(&buffer, 0, b'$').is_some() {
+                    let mut next_line = self.next_line.take();
+                    let replaced =
+                        self.replace_parameters(&mut buffer, LINE_BUFFER, &mut next_line);
+                    self.next_line = next_line;
+                    if !replaced {
+                        break;
+                    }
+                    // keepalived 2.2.7 removes comments again after
+                    // substituting: a substituted `#` or `!` (even
+                    // `${_HASH}`) starts a comment (verified).
+                    let found = comment::decomment(&mut buffer);
+                    self.report_unterminated_quote(found.unterminated_quote);
+                    if at(&buffer, 0) == b'@' || find_byte(&buffer, 0, b'$').is_some() {
+                        recheck = true;
+                    }
+                }
+                if !recheck {
+                    break;
+                }
+            }
+            if self.substitutions > definitions::SUBSTITUTION_LIMIT {
+                // Reported where the budget ran out: drop the line and what
+                // would be split off it.
+                self.residue = None;
+                continue;
+            }
+            if dropped || buffer.is_empty() {
+                continue;
+            }
+            // keepalived looks for `include` after conditionals and
+            // substitution (despite its manual saying otherwise).
+            if self.check_include(&buffer) {
+                continue;
+            }
+            self.report_undefined(&buffer);
+            return Some(self.split_at_brace(buffer));
+        }
+    }
+
+    /// The next line of a multi-line definition being expanded.
+    fn next_multiline_line(&mut self, cursor: Cursor) -> Text {
+        self.expanded_lines += 1;
+        if self.expanded_lines > EXPANSION_LIMIT {
+            if !self.expansion_reported {
+                self.expansion_reported = true;
+                self.diagnostics.push(Diagnostic::error(
+                    cursor.span,
+                    format!(
+                        "multi-line definitions expand to more than {EXPANSION_LIMIT} lines; the rest of the expansion is ignored"
+                    ),
+                ));
+            }
+            self.multiline_stack.clear();
+            self.multiline_sequence_depth = 0;
+            return Text::new();
+        }
+        let start = cursor.offset.min(cursor.value.len());
+        let rest = &cursor.value[start..];
+        match rest.iter().position(|&byte| byte == b'\n') {
+            None => {
+                let line = cells(rest, cursor.span);
+                match self.multiline_stack.pop() {
+                    Some((outer, depth)) => {
+                        self.next_line = Some(outer);
+                        self.multiline_sequence_depth = depth;
+                    }
+                    None => self.multiline_sequence_depth = 0,
+                }
+                line
+            }
+            Some(end) => {
+                let line = cells(&rest[..end], cursor.span);
+                self.next_line = Some(Cursor {
+                    offset: start + end + 1,
+                    ..cursor
+                });
+                line
+            }
+        }
+    }
+
+    /// keepalived's brace split: the text before the first `{` or `}`
+    /// outside double quotes is this line, the brace and what follows come
+    /// next. A line starting with a brace is that brace alone.
+    fn split_at_brace(&mut self, mut buffer: Text) -> Produced {
+        let brace_at = if matches!(at(&buffer, 0), b'{' | b'}') {
+            Some(0)
+        } else {
+            let mut position = 0;
+            loop {
+                let Some(offset) = buffer[position..]
+                    .iter()
+                    .position(|cell| matches!(cell.byte, b'{' | b'}' | b'"'))
+                else {
+                    break None;
+                };
+                let found = position + offset;
+                if buffer[found].byte != b'"' {
+                    break Some(found);
+                }
+                // Braces inside "..." do not split; an unterminated quote
+                // stops the search.
+                match find_byte(&buffer, found + 1, b'"') {
+                    Some(close) => position = close + 1,
+                    None => break None,
+                }
+            }
+        };
+        if let Some(brace) = brace_at {
+            let skip = if brace == 0 {
+                1 + span_of_set(&buffer, 1, b" \t")
+            } else {
+                0
+            };
+            if brace + skip < buffer.len() {
+                let mut residue = buffer.split_off(brace + skip);
+                text::trim_blank_end(&mut residue);
+                self.residue = Some(residue);
+            }
+        }
+        text::trim_blank_end(&mut buffer);
+
+        // Keep a `{` that ends a keyword's line on that line.
+        let mut opening_brace = None;
+        if !matches!(at(&buffer, 0), b'{' | b'}') {
+            if let Some(residue) = self.residue.take() {
+                if at(&residue, 0) == b'{' {
+                    opening_brace = Some(residue[0]);
+                    let rest_start = 1 + span_of_set(&residue, 1, b" \t");
+                    if rest_start < residue.len() {
+                        self.residue = Some(residue[rest_start..].to_vec());
+                    }
+                } else {
+                    self.residue = Some(residue);
+                }
+            }
+        }
+        Produced {
+            text: buffer,
+            opening_brace,
+        }
+    }
+
+    /// keepalived's `alloc_strvec`: words separated by white space; `"..."`
+    /// is one word without its quotes (no escapes: those are for
+    /// [`split_quoted_escaped`]); a `"` also ends an unquoted word
+    /// (`a"b c"` is `a` and `b c`); single quotes are ordinary characters.
+    fn split_words(&mut self, buffer: &[Cell]) -> Vec<Word> {
+        let mut words = Vec::new();
+        let mut position = 0;
+        loop {
+            while position < buffer.len() && is_white_space(buffer[position].byte) {
+                position += 1;
+            }
+            if position >= buffer.len() {
+                break;
+            }
+            if buffer[position].byte == b'"' {
+                let Some(close) = find_byte(buffer, position + 1, b'"') else {
+                    // keepalived: "Unmatched quote", and the rest of the line
+                    // is dropped.
+                    let span = buffer[position].span;
+                    if self.reported_quotes.insert(span) {
+                        self.diagnostics.push(Diagnostic::error(
+                            covering(&buffer[position..]).unwrap_or(span),
+                            "unmatched quote: keepalived ignores the rest of the line",
+                        ));
+                    }
+                    break;
+                };
+                words.push(Word {
+                    text: text::to_string(&buffer[position + 1..close]),
+                    span: covering(&buffer[position..=close]).unwrap_or(buffer[position].span),
+                    quoted: true,
+                });
+                position = close + 1;
+            } else {
+                let start = position;
+                while position < buffer.len()
+                    && !is_white_space(buffer[position].byte)
+                    && buffer[position].byte != b'"'
+                {
+                    position += 1;
+                }
+                words.push(Word {
+                    text: text::to_string(&buffer[start..position]),
+                    span: covering(&buffer[start..position]).unwrap_or(buffer[start].span),
+                    quoted: false,
+                });
+            }
+        }
+        words
+    }
+
+    fn report_unterminated_quote(&mut self, quote: Option<Span>) {
+        if let Some(span) = quote {
+            if self.reported_quotes.insert(span) {
+                self.diagnostics.push(Diagnostic::error(
+                    span,
+                    "unterminated quote: comments are not recognised after it and keepalived ignores the rest of the line",
+                ));
+            }
+        }
+    }
+
+    /// keepalived keeps an undefined `${NAME}` as it is, and then splits the
+    /// line at its braces unless it is inside double quotes: worth a
+    /// warning. (An undefined `$NAME` is common and harmless in scripts.)
+    fn report_undefined(&mut self, buffer: &[Cell]) {
+        let mut quoted = false;
+        let mut position = 0;
+        while position < buffer.len() {
+            let byte = buffer[position].byte;
+            if byte == b'"' {
+                quoted = !quoted;
+            } else if byte == b'$' && !quoted && at(buffer, position + 1) == b'{' {
+                let name_start = position + 2;
+                let mut name_end = name_start;
+                while definitions::is_name_byte(at(buffer, name_end)) {
+                    name_end += 1;
+                }
+                if name_end > name_start
+                    && definitions::is_name_start(at(buffer, name_start))
+                    && find_byte(buffer, name_end, b'}').is_some()
+                {
+                    let close = find_byte(buffer, name_end, b'}').unwrap_or(name_end);
+                    let name = text::to_string(&buffer[name_start..name_end]);
+                    let span = covering(&buffer[position..=close.min(buffer.len() - 1)])
+                        .unwrap_or(buffer[position].span);
+                    let hint = if name == "_ENV" {
+                        " (keepalived 2.2.7 has no ${_ENV})"
+                    } else {
+                        ""
+                    };
+                    self.diagnostics.push(Diagnostic::warning(
+                        span,
+                        format!(
+                            "'${{{name}}}' is not defined{hint}: keepalived keeps it as it is and splits the line at its braces"
+                        ),
+                    ));
+                    position = close;
+                }
+            }
+            position += 1;
+        }
+    }
+
+    /// The directory relative paths are resolved from: the directory of the
+    /// file being read (keepalived `chdir()`s into it).
+    fn current_directory(&self) -> PathBuf {
+        self.stack
+            .iter()
+            .rev()
+            .find_map(|frame| frame.file.as_ref().map(|file| file.directory.clone()))
+            .unwrap_or_else(|| self.base_directory.clone())
+    }
+
+    /// `${_PWD}`: keepalived's `getcwd()`, an absolute path.
+    fn current_directory_text(&self) -> String {
+        let directory = self.current_directory();
+        let directory = if directory.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            directory
+        };
+        std::fs::canonicalize(&directory)
+            .or_else(|_| std::env::current_dir().map(|current| current.join(&directory)))
+            .unwrap_or(directory)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn add_source(
+        &mut self,
+        name: String,
+        bytes: &[u8],
+        included_from: Option<Span>,
+    ) -> crate::syntax::FileId {
+        self.sources.add(SourceFile {
+            name,
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            included_from,
+        })
+    }
+
+    /// A diagnostic about a file that has no line to point at.
+    fn file_span(&mut self, name: &str) -> Span {
+        let file = self.add_source(name.to_string(), b"", None);
+        Span {
+            file,
+            line: 0,
+            start: 0,
+            end: 0,
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Reading a whole configuration: files, lines, model.
+
+use std::path::Path;
+
+use crate::diagnostic::Diagnostics;
+use crate::lexer::{self, Options};
+use crate::model::Config;
+use crate::syntax::Sources;
+
+/// A configuration as read: the model, every problem found, and the text
+/// the problems point into.
+#[derive(Debug)]
+pub struct Loaded {
+    pub sources: Sources,
+    pub diagnostics: Diagnostics,
+    pub config: Config,
+}
+
+/// Reads the configuration at `path` (with its includes) into the model.
+/// Never fails: what cannot be read is a diagnostic.
+pub fn load(path: &Path, options: &Options) -> Loaded {
+    let mut sources = Sources::default();
+    let mut diagnostics = Diagnostics::default();
+    let lines = lexer::read_file(path, options, &mut sources, &mut diagnostics);
+    let config = crate::grammar::parse(&lines, &mut diagnostics);
+    Loaded {
+        sources,
+        diagnostics,
+        config,
+    }
+}
+
+/// [`load`] for text in memory (tests, fuzzing); includes are relative to
+/// the current directory.
+pub fn load_str(name: &str, text: &str, options: &Options) -> Loaded {
+    let mut sources = Sources::default();
+    let mut diagnostics = Diagnostics::default();
+    let lines = lexer::read_str(name, text, options, &mut sources, &mut diagnostics);
+    let config = crate::grammar::parse(&lines, &mut diagnostics);
+    Loaded {
+        sources,
+        diagnostics,
+        config,
+    }
+}

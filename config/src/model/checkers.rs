@@ -1,0 +1,188 @@
+//! Health checkers (what nanny runs), the SSL context and BFD instances.
+
+use std::net::IpAddr;
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::Script;
+
+/// One checker of a real server, with every inherited value resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Checker {
+    pub common: CheckerCommon,
+    pub kind: CheckerKind,
+}
+
+/// Options every checker has (MISC_CHECK: from `alpha` on; FILE_CHECK and
+/// BFD_CHECK: none, their values here are unused defaults).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckerCommon {
+    /// Default: the real server's address.
+    pub connect_ip: Option<IpAddr>,
+    /// Default: the real server's port.
+    pub connect_port: Option<u16>,
+    pub bind_to: Option<IpAddr>,
+    pub bind_interface: Option<String>,
+    pub bind_port: Option<u16>,
+    pub fwmark: Option<u32>,
+    /// Resolved: checker, real server, virtual server, else 5 s.
+    pub connect_timeout: Duration,
+    /// Resolved: checker, real server, virtual server, else the checker's
+    /// default (1; DNS_CHECK 3; MISC_CHECK 0).
+    pub retry: u32,
+    /// Resolved: checker, real server, virtual server, else the checker's
+    /// default (HTTP_GET/SSL_GET 3 s, DNS_CHECK the delay_loop, else 1 s).
+    pub delay_before_retry: Duration,
+    /// Resolved: checker, real server, virtual server, else 60 s.
+    pub delay_loop: Duration,
+    /// Resolved: checker, real server, virtual server, else the delay_loop
+    /// (0 disables the random initial delay).
+    pub warmup: Duration,
+    /// Resolved: checker, real server, virtual server, else false.
+    pub alpha: bool,
+    pub log_all_failures: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum CheckerKind {
+    Tcp,
+    Http(HttpCheck),
+    Ssl(HttpCheck),
+    Misc(MiscCheck),
+    Smtp(SmtpCheck),
+    Dns(DnsCheck),
+    Udp(UdpCheck),
+    Ping,
+    File(FileCheck),
+    Bfd(BfdCheck),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum HttpProtocol {
+    /// `1.0`, the default.
+    Http10,
+    /// `1.0C`: 1.0 with `Connection: close`.
+    Http10Close,
+    Http11,
+}
+
+/// HTTP_GET and SSL_GET.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpCheck {
+    /// Default 1.0.
+    pub protocol: HttpProtocol,
+    pub fast_recovery: bool,
+    /// Default: the real server's, then the virtual server's virtualhost.
+    pub virtualhost: Option<String>,
+    /// SSL_GET `enable_sni`.
+    pub enable_sni: bool,
+    pub urls: Vec<Url>,
+}
+
+/// An `url { ... }` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Url {
+    pub path: Option<String>,
+    /// An MD5 digest (32 hex digits), as genhash prints it.
+    pub digest: Option<String>,
+    /// Default 200-299.
+    pub status_codes: Vec<RangeInclusive<u16>>,
+    pub virtualhost: Option<String>,
+    pub regex: Option<String>,
+    pub regex_no_match: bool,
+    pub regex_options: Vec<String>,
+    pub regex_stack: Option<(u64, u64)>,
+    pub regex_min_offset: Option<u64>,
+    pub regex_max_offset: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MiscCheck {
+    pub path: Option<Script>,
+    /// Default: the delay_loop.
+    pub timeout: Option<Duration>,
+    pub dynamic: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SmtpCheck {
+    /// Default: the host name.
+    pub helo_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum DnsType {
+    A,
+    Ns,
+    Cname,
+    Soa,
+    Mx,
+    Txt,
+    Aaaa,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DnsCheck {
+    /// Default SOA.
+    pub query_type: DnsType,
+    /// Default ".".
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UdpCheck {
+    /// Default: a random payload.
+    pub payload: Option<Vec<u8>>,
+    /// `require_reply [HEX]`: `Some` when required; each byte's two nibbles,
+    /// `None` for an `x` wildcard.
+    pub require_reply: Option<Vec<(Option<u8>, Option<u8>)>>,
+    /// Default 0.
+    pub min_reply_length: u16,
+    /// Default 255.
+    pub max_reply_length: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileCheck {
+    pub track_file: Option<String>,
+    pub weight: Option<i32>,
+    pub reverse: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BfdCheck {
+    pub name: Option<String>,
+}
+
+/// The `SSL { ... }` block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SslContext {
+    pub password: Option<String>,
+    pub ca: Option<String>,
+    pub certificate: Option<String>,
+    pub key: Option<String>,
+}
+
+/// `bfd_instance NAME { ... }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BfdInstance {
+    pub name: String,
+    pub neighbor_ip: Option<IpAddr>,
+    pub source_ip: Option<IpAddr>,
+    /// Default 10 ms.
+    pub min_rx: Option<Duration>,
+    /// Default 10 ms.
+    pub min_tx: Option<Duration>,
+    pub idle_tx: Option<Duration>,
+    /// Default 5.
+    pub multiplier: Option<u8>,
+    pub passive: bool,
+    pub ttl: Option<u8>,
+    pub max_hops: Option<u8>,
+    pub weight: Option<i32>,
+    pub reverse: bool,
+    /// `vrrp` and `checker` lines, as written.
+    pub used_by: Vec<super::RawSetting>,
+}

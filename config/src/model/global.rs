@@ -1,0 +1,93 @@
+//! `global_defs`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{RawSetting, Script};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GlobalDefs {
+    /// Default: the host name.
+    pub router_id: Option<String>,
+    pub notification_email: Vec<String>,
+    /// Default `keepalived@<hostname>`.
+    pub notification_email_from: Option<String>,
+    pub smtp_server: Option<SmtpServer>,
+    /// Default: the host name.
+    pub smtp_helo_name: Option<String>,
+    /// Default 30 s.
+    pub smtp_connect_timeout: Option<Duration>,
+    /// `smtp_alert`, `smtp_alert_vrrp`, `smtp_alert_checker`: `None` = unset
+    /// (each object then has its own default).
+    pub smtp_alert: Option<bool>,
+    pub smtp_alert_vrrp: Option<bool>,
+    pub smtp_alert_checker: Option<bool>,
+    pub enable_script_security: bool,
+    /// `script_user USER [GROUP]`; default `keepalived_script`, else root.
+    pub script_user: Option<(String, Option<String>)>,
+    pub default_interface: Option<String>,
+    pub dynamic_interfaces: bool,
+    pub lvs_flush: bool,
+    pub lvs_flush_on_stop: Option<String>,
+    /// `lvs_timeouts [tcp T] [tcpfin T] [udp T]`.
+    pub lvs_timeouts: LvsTimeouts,
+    /// `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N] [ttl N]
+    /// [group ADDR]`, stored as written.
+    pub lvs_sync_daemon: Option<Vec<String>>,
+    pub vrrp: VrrpDefaults,
+    pub startup_script: Option<Script>,
+    pub shutdown_script: Option<Script>,
+    /// Every other keyword, stored as written and reported as "accepted,
+    /// not yet acted on".
+    pub other: Vec<RawSetting>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SmtpServer {
+    pub address: Option<IpAddr>,
+    /// A host name when not an address.
+    pub host: Option<String>,
+    /// Default 25.
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LvsTimeouts {
+    pub tcp: Option<Duration>,
+    pub tcp_fin: Option<Duration>,
+    pub udp: Option<Duration>,
+}
+
+/// The `vrrp_*` defaults of global_defs, which instances inherit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VrrpDefaults {
+    pub mcast_group4: Option<IpAddr>,
+    pub mcast_group6: Option<IpAddr>,
+    /// Default 5 s.
+    pub garp_master_delay: Option<Duration>,
+    /// Default 5.
+    pub garp_master_repeat: Option<u32>,
+    pub garp_lower_prio_delay: Option<Duration>,
+    pub garp_lower_prio_repeat: Option<u32>,
+    /// Default 0 (no refresh).
+    pub garp_master_refresh: Option<Duration>,
+    pub garp_master_refresh_repeat: Option<u32>,
+    pub garp_interval: Option<Duration>,
+    pub gna_interval: Option<Duration>,
+    pub min_garp: bool,
+    /// Default 2.
+    pub version: Option<u8>,
+    pub strict: bool,
+    pub skip_check_adv_addr: bool,
+    pub check_unicast_src: bool,
+    pub iptables: Option<Vec<String>>,
+    pub priority: Option<i32>,
+    pub no_swap: bool,
+    pub lower_prio_no_advert: Option<bool>,
+    pub higher_prio_send_advert: Option<bool>,
+    pub startup_delay: Option<Duration>,
+    pub down_timer_adverts: Option<u32>,
+    pub notify_priority_changes: Option<bool>,
+}

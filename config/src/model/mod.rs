@@ -1,0 +1,82 @@
+//! The typed keepalived configuration, with keepalived's defaults applied.
+//!
+//! Every field documents the default keepalived uses when the keyword is
+//! absent; `Option` is used where keepalived distinguishes "unset".
+//! Durations are `std::time::Duration` (keepalived's timers have microsecond
+//! resolution).
+
+mod checkers;
+mod global;
+mod lvs;
+mod vrrp;
+
+pub use checkers::*;
+pub use global::*;
+pub use lvs::*;
+pub use vrrp::*;
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+/// A whole keepalived.conf.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Config {
+    pub global: GlobalDefs,
+    pub vrrp_scripts: Vec<VrrpScript>,
+    pub track_files: Vec<TrackFile>,
+    pub track_processes: Vec<TrackProcess>,
+    pub sync_groups: Vec<SyncGroup>,
+    pub garp_groups: Vec<GarpGroup>,
+    pub vrrp_instances: Vec<VrrpInstance>,
+    /// `static_ipaddress`: addresses keepalived adds at start-up, whatever
+    /// the VRRP state.
+    pub static_addresses: Vec<VirtualAddress>,
+    pub static_routes: Vec<Route>,
+    pub static_rules: Vec<Rule>,
+    pub virtual_server_groups: Vec<VirtualServerGroup>,
+    pub virtual_servers: Vec<VirtualServer>,
+    /// The `SSL` block, for SSL_GET checkers (keepalived generates a context
+    /// when it is absent).
+    pub ssl: Option<SslContext>,
+    pub bfd_instances: Vec<BfdInstance>,
+    /// Top-level keywords stored as written and not yet acted on
+    /// (`net_namespace`, `linkbeat_interfaces`, ...).
+    pub other: Vec<RawSetting>,
+}
+
+/// An address with a prefix length (`10.0.0.1/24`; the length defaults to
+/// the whole address: 32 or 128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Prefix {
+    pub address: IpAddr,
+    pub length: u8,
+}
+
+impl std::fmt::Display for Prefix {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}/{}", self.address, self.length)
+    }
+}
+
+/// A script keepalived runs (`notify_*`, `quorum_up`, `misc_path`, ...):
+/// the command line as written (quoted when it has arguments) and the user
+/// and group to run it as (default: the global `script_user`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Script {
+    pub command: String,
+    pub user: Option<String>,
+    pub group: Option<String>,
+}
+
+/// A keyword kept as written because Fulcrum does not act on it yet (it is
+/// reported as a note, never dropped silently).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RawSetting {
+    pub keyword: String,
+    pub arguments: Vec<String>,
+    /// The lines of its block, if it has one.
+    pub block: Vec<RawSetting>,
+    /// `file:line` where it was written.
+    pub line: u32,
+}

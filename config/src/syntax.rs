@@ -1,0 +1,123 @@
+//! What the lexical layer hands the grammar: keepalived's "lines" of words,
+//! each word remembering where in which file it came from.
+//!
+//! This is the contract between the two halves of the crate:
+//! - `lexer` (sources, `include`, `@id` conditionals, `$NAME` definitions,
+//!   `~SEQ`/`~LST`, comments, quoting, brace splitting) produces
+//!   [`Line`]s, exactly the word vectors keepalived's `alloc_strvec` would
+//!   give its keyword handlers, in the order keepalived would see them;
+//! - `grammar` (the keyword tree, the model, defaults and checks) consumes
+//!   them and never looks at raw text again, except through
+//!   [`Sources`] to render a diagnostic.
+
+/// Index of a file in [`Sources`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// Where a piece of text is: one file, one line, a range of columns.
+///
+/// Lines and columns are 1-based; columns count bytes, like compilers'
+/// `file:line:col`. `end` is exclusive. A word produced by a `$NAME`
+/// substitution points at the `$NAME` use; a word produced by `~SEQ` points
+/// at the `~SEQ(...)` text. Line 0 means the whole file (a file that
+/// cannot be read has no line to point at).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub file: FileId,
+    pub line: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// One word of a line, after quoting, escapes and substitutions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    pub span: Span,
+    /// Written in double quotes (keepalived keeps `{`, `}`, `#` and `!`
+    /// literal inside them, so a quoted `{` is not a block opener).
+    pub quoted: bool,
+}
+
+impl Word {
+    /// An unquoted `{`.
+    pub fn is_open(&self) -> bool {
+        !self.quoted && self.text == "{"
+    }
+
+    /// An unquoted `}`.
+    pub fn is_close(&self) -> bool {
+        !self.quoted && self.text == "}"
+    }
+}
+
+/// One keepalived line: the first word is the keyword, the rest its
+/// arguments. Braces are words of their own, wherever they were written
+/// (`virtual_server 10.0.0.1 80 {` is one line of four words; a `}` alone
+/// on a source line is a line of one word).
+///
+/// keepalived splits `keyword args {` into two lines (`keyword args`, then
+/// `{`); here the `{` stays the last word of the keyword's line. Note that
+/// keepalived itself compares words, not quoting, when it looks for braces:
+/// a line whose first word is a quoted `"{"` is taken as an unexpected `{`
+/// by keepalived 2.2.7 (verified); [`Word::quoted`] lets the grammar choose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub words: Vec<Word>,
+    /// The line as keepalived's keyword handlers see it (its `buf_extern`):
+    /// after comments, conditionals and substitutions, before the split
+    /// into words, without a trailing `{`. Keywords that take a command
+    /// line (notify scripts, `misc_path`, track scripts) re-split it with
+    /// `lexer::split_quoted_escaped`, which knows `'` quotes and escapes.
+    pub raw: String,
+}
+
+impl Line {
+    /// A line of `words`, its raw text being the words joined by spaces
+    /// (for tests that build lines by hand).
+    pub fn new(words: Vec<Word>) -> Self {
+        let raw = words
+            .iter()
+            .filter(|word| !word.is_open())
+            .map(|word| word.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Line { words, raw }
+    }
+}
+
+/// One source file as read (the text diagnostics quote).
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The path as given or as found by `include` (what diagnostics print).
+    pub name: String,
+    pub text: String,
+    /// Where the file was included from, if it was.
+    pub included_from: Option<Span>,
+}
+
+/// Every file read for one configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub files: Vec<SourceFile>,
+}
+
+impl Sources {
+    pub fn add(&mut self, file: SourceFile) -> FileId {
+        self.files.push(file);
+        FileId(self.files.len() as u32 - 1)
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize]
+    }
+
+    /// The text of a 1-based line, without its line ending.
+    pub fn line_text(&self, file: FileId, line: u32) -> Option<&str> {
+        self.file(file)
+            .text
+            .split('\n')
+            .nth(line.checked_sub(1)? as usize)
+            .map(|text| text.strip_suffix('\r').unwrap_or(text))
+    }
+}

@@ -1,0 +1,296 @@
+//! keepalived 2.2.7's command line, parsed the way its `getopt_long` does.
+//!
+//! Hand-written rather than with clap: keepalived's `-t`/`--config-test`
+//! takes an *optional* argument that must be attached (`-tFILE`,
+//! `--config-test=FILE`; in `-t FILE`, FILE is a stray argument), short
+//! options group (`-ln`), and long options may be abbreviated to any
+//! unambiguous prefix. clap cannot express the attached-only optional
+//! argument of a short option, and users' scripts pass exactly these forms.
+//!
+//! Every keepalived option is known here so that existing command lines
+//! parse; the ones pulse does not act on yet are collected in
+//! [`Arguments::not_yet_supported`] for later issues.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// keepalived's default configuration file.
+pub const DEFAULT_CONFIG_FILE: &str = "/etc/keepalived/keepalived.conf";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Takes {
+    Nothing,
+    Required,
+    /// Only when attached: `-tX`, `--config-test=X`.
+    Optional,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flag {
+    UseFile,
+    ConfigTest,
+    ConfigId,
+    AllConfig,
+    DumpConfig,
+    Version,
+    Help,
+    /// A keepalived option pulse accepts but does not act on yet.
+    Other,
+}
+
+struct Spec {
+    short: Option<char>,
+    long: &'static str,
+    takes: Takes,
+    flag: Flag,
+}
+
+const fn option(short: Option<char>, long: &'static str, takes: Takes, flag: Flag) -> Spec {
+    Spec {
+        short,
+        long,
+        takes,
+        flag,
+    }
+}
+
+use Flag::*;
+use Takes::*;
+
+/// keepalived 2.2.7's options (`keepalived --help`), plus `--dump-config`.
+const OPTIONS: &[Spec] = &[
+    option(Some('f'), "use-file", Required, UseFile),
+    option(Some('P'), "vrrp", Nothing, Other),
+    option(Some('C'), "check", Nothing, Other),
+    option(Some('B'), "no_bfd", Nothing, Other),
+    option(None, "all", Nothing, Other),
+    option(Some('l'), "log-console", Nothing, Other),
+    option(Some('D'), "log-detail", Nothing, Other),
+    option(Some('S'), "log-facility", Required, Other),
+    option(Some('G'), "no-syslog", Nothing, Other),
+    option(Some('u'), "umask", Required, Other),
+    option(Some('X'), "release-vips", Nothing, Other),
+    option(Some('V'), "dont-release-vrrp", Nothing, Other),
+    option(Some('I'), "dont-release-ipvs", Nothing, Other),
+    option(Some('R'), "dont-respawn", Nothing, Other),
+    option(Some('n'), "dont-fork", Nothing, Other),
+    option(Some('d'), "dump-conf", Nothing, Other),
+    option(Some('p'), "pid", Required, Other),
+    option(Some('r'), "vrrp_pid", Required, Other),
+    option(Some('T'), "genhash", Nothing, Other),
+    option(Some('c'), "checkers_pid", Required, Other),
+    option(Some('a'), "address-monitoring", Nothing, Other),
+    option(Some('b'), "bfd_pid", Required, Other),
+    option(Some('x'), "snmp", Nothing, Other),
+    option(Some('A'), "snmp-agent-socket", Required, Other),
+    option(Some('s'), "namespace", Required, Other),
+    option(Some('m'), "core-dump", Nothing, Other),
+    option(Some('M'), "core-dump-pattern", Optional, Other),
+    option(Some('e'), "all-config", Nothing, AllConfig),
+    option(Some('i'), "config-id", Required, ConfigId),
+    option(None, "signum", Required, Other),
+    option(Some('t'), "config-test", Optional, ConfigTest),
+    option(Some('v'), "version", Nothing, Version),
+    option(Some('h'), "help", Nothing, Help),
+    option(None, "dump-config", Nothing, DumpConfig),
+];
+
+/// Where `-t` writes its report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigTest {
+    Stderr,
+    /// `-tFILE` / `--config-test=FILE`: keepalived writes the report there.
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arguments {
+    pub config_file: PathBuf,
+    pub config_test: Option<ConfigTest>,
+    pub config_id: Option<String>,
+    pub all_config: bool,
+    pub dump_config: bool,
+    pub version: bool,
+    pub help: bool,
+    /// keepalived options accepted but not acted on yet, as written.
+    pub not_yet_supported: Vec<String>,
+    /// Arguments that are not options: keepalived reports them and goes on.
+    pub unexpected: Vec<String>,
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Arguments {
+            config_file: PathBuf::from(DEFAULT_CONFIG_FILE),
+            config_test: None,
+            config_id: None,
+            all_config: false,
+            dump_config: false,
+            version: false,
+            help: false,
+            not_yet_supported: Vec::new(),
+            unexpected: Vec::new(),
+        }
+    }
+}
+
+/// A command line keepalived would refuse (it exits with status 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Parses the arguments after the program name.
+pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Arguments, UsageError> {
+    let arguments: Vec<String> = arguments
+        .into_iter()
+        .map(|argument| argument.to_string_lossy().into_owned())
+        .collect();
+    let mut parsed = Arguments::default();
+    let mut index = 0;
+    let mut only_operands = false;
+    while index < arguments.len() {
+        let argument = &arguments[index];
+        index += 1;
+        if only_operands || argument == "-" || !argument.starts_with('-') {
+            parsed.unexpected.push(argument.clone());
+            continue;
+        }
+        if argument == "--" {
+            only_operands = true;
+            continue;
+        }
+        if let Some(long) = argument.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (long, None),
+            };
+            let spec = find_long(name)?;
+            let value = match spec.takes {
+                Nothing => {
+                    if attached.is_some() {
+                        return Err(UsageError(format!(
+                            "option '--{}' doesn't allow an argument",
+                            spec.long
+                        )));
+                    }
+                    None
+                }
+                Optional => attached,
+                Required => match attached {
+                    Some(value) => Some(value),
+                    None => {
+                        let Some(value) = arguments.get(index) else {
+                            return Err(UsageError(format!(
+                                "option '--{}' requires an argument",
+                                spec.long
+                            )));
+                        };
+                        index += 1;
+                        Some(value.clone())
+                    }
+                },
+            };
+            apply(&mut parsed, spec, value, argument);
+            continue;
+        }
+        // A group of short options: `-ln`, `-fFILE`, `-tFILE`.
+        let group: Vec<char> = argument[1..].chars().collect();
+        let mut position = 0;
+        while position < group.len() {
+            let letter = group[position];
+            position += 1;
+            let Some(spec) = OPTIONS.iter().find(|spec| spec.short == Some(letter)) else {
+                return Err(UsageError(format!("invalid option -- '{letter}'")));
+            };
+            let rest: String = group[position..].iter().collect();
+            let value = match spec.takes {
+                Nothing => None,
+                Optional => {
+                    position = group.len();
+                    (!rest.is_empty()).then_some(rest)
+                }
+                Required => {
+                    position = group.len();
+                    if !rest.is_empty() {
+                        Some(rest)
+                    } else if let Some(value) = arguments.get(index) {
+                        index += 1;
+                        Some(value.clone())
+                    } else {
+                        return Err(UsageError(format!(
+                            "option requires an argument -- '{letter}'"
+                        )));
+                    }
+                }
+            };
+            apply(&mut parsed, spec, value, &format!("-{letter}"));
+        }
+    }
+    Ok(parsed)
+}
+
+/// getopt_long: an exact name, or an unambiguous prefix.
+fn find_long(name: &str) -> Result<&'static Spec, UsageError> {
+    if let Some(spec) = OPTIONS.iter().find(|spec| spec.long == name) {
+        return Ok(spec);
+    }
+    let candidates: Vec<&Spec> = OPTIONS
+        .iter()
+        .filter(|spec| !name.is_empty() && spec.long.starts_with(name))
+        .collect();
+    match candidates.as_slice() {
+        [spec] => Ok(spec),
+        [] => Err(UsageError(format!("unrecognized option '--{name}'"))),
+        _ => Err(UsageError(format!("option '--{name}' is ambiguous"))),
+    }
+}
+
+fn apply(parsed: &mut Arguments, spec: &Spec, value: Option<String>, written: &str) {
+    match spec.flag {
+        UseFile => parsed.config_file = PathBuf::from(value.unwrap_or_default()),
+        ConfigTest => {
+            parsed.config_test = Some(match value {
+                Some(file) => ConfigTest::File(PathBuf::from(file)),
+                None => ConfigTest::Stderr,
+            })
+        }
+        ConfigId => parsed.config_id = value,
+        AllConfig => parsed.all_config = true,
+        DumpConfig => parsed.dump_config = true,
+        Version => parsed.version = true,
+        Help => parsed.help = true,
+        Other => parsed.not_yet_supported.push(match value {
+            Some(value) => format!("{written} {value}"),
+            None => written.to_string(),
+        }),
+    }
+}
+
+/// `pulse --help`.
+pub const HELP: &str = "\
+Usage: pulse [OPTION...]
+  -f, --use-file=FILE          Use the specified configuration file
+                                default '/etc/keepalived/keepalived.conf'
+  -t, --config-test[=LOG_FILE] Check the configuration and exit; the report goes
+                                to stderr, or to LOG_FILE
+      --dump-config            Print the resolved configuration (after includes,
+                                definitions, conditionals and defaults) as JSON
+  -i, --config-id id           Skip any configuration lines beginning '@' that don't
+                                match id, or any lines beginning @^ that do match.
+                                The config-id defaults to the node name up to its
+                                first dot
+  -e, --all-config             Error if any configuration file is missing (as if
+                                every include were includea)
+  -v, --version                Display the version number
+  -h, --help                   Display this help message
+
+Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.
+Exit status: 0 clean, 4 errors, 5 warnings only, 1 bad command line (docs/pulse.md).
+";
