@@ -1,3 +1,7 @@
-//! Health checkers for real servers.
+//! Health checkers for real servers, with keepalived's semantics.
 //!
-//! Nothing here yet: the checkers are the subject of a later issue.
+//! - [`machine`]: one checker's schedule and up/down state, without I/O.
+//! - [`outcome`]: what an attempt found.
+
+pub mod machine;
+pub mod outcome;
