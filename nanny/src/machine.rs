@@ -568,13 +568,7 @@ mod tests {
     #[test]
     fn misc_dynamic_weight_is_kept() {
         let mut machine = Machine::new(timing(0), Timestamp::ZERO, 0.0);
-        attempt(
-            &mut machine,
-            Ok(Success {
-                weight: Some(7),
-                ..Success::default()
-            }),
-        );
+        attempt(&mut machine, Ok(Success { weight: Some(7) }));
         assert_eq!(machine.weight(), Some(7));
     }
 
