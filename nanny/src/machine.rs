@@ -178,6 +178,14 @@ impl Machine {
         }
     }
 
+    /// A checker whose first attempt is due at `at`, without bootstrap
+    /// delay or warmup (`nanny --once`, tests).
+    pub fn starting_at(timing: Timing, at: Timestamp) -> Machine {
+        let mut machine = Machine::new(timing, at, 0.0);
+        machine.phase = Phase::Waiting { until: at };
+        machine
+    }
+
     pub fn timing(&self) -> &Timing {
         &self.timing
     }

@@ -1,0 +1,486 @@
+//! The task that runs every check of a [`Plan`]: one `select!` loop over
+//! timers, finished attempts and shutdown; each attempt is its own task.
+//!
+//! Out comes a stream of [`StateChange`]s (what `pulse` consumes): first
+//! each real server's initial state, once all its checks have run, then
+//! every change. A real server configured under several virtual servers
+//! with identical checks changes in all of them at once, in one message.
+//!
+//! Shutdown follows mini-redis: a `broadcast` tells the loop to stop, and
+//! the loop holds an `mpsc::Sender` that it drops when it is done, so the
+//! caller knows every attempt was cancelled (dropping the `JoinSet` aborts
+//! them; MISC_CHECK kills its process group on drop).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::driver;
+use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
+use crate::outcome::Outcome;
+use crate::spec::{CheckSpec, Plan, RealServerName, VirtualServerName};
+
+/// A real server's state was decided or changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateChange {
+    pub real_server: RealServerName,
+    /// Every virtual server where it changed (identical checks are shared).
+    pub virtual_servers: Vec<VirtualServerName>,
+    pub up: bool,
+    /// The first report of this real server, not a change.
+    pub initial: bool,
+    /// Why: the check that decided and what it found.
+    pub reason: String,
+}
+
+/// How the scheduler starts checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// keepalived's way: 1 s, plus a random part of each check's warmup.
+    Warmup,
+    /// Every check at once (`nanny --once`).
+    Immediately,
+}
+
+pub struct Scheduler {
+    plan: Plan,
+    specs: Vec<Arc<CheckSpec>>,
+    machines: Vec<Machine>,
+    health: Vec<RealServerHealth>,
+    /// Whether each slot's initial state was sent.
+    reported: Vec<bool>,
+    epoch: Instant,
+    timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
+    running: Vec<Option<AbortHandle>>,
+    /// Each check's last reported reason.
+    reasons: Vec<String>,
+    events: mpsc::Sender<StateChange>,
+}
+
+impl Scheduler {
+    /// A scheduler for `plan`, sending to `events`.
+    pub fn new(plan: Plan, start: Start, events: mpsc::Sender<StateChange>) -> Scheduler {
+        let epoch = Instant::now();
+        let machines: Vec<Machine> = plan
+            .checks
+            .iter()
+            .map(|check| match start {
+                Start::Warmup => {
+                    Machine::new(check.spec.timing.clone(), Timestamp::ZERO, fastrand::f64())
+                }
+                Start::Immediately => {
+                    Machine::starting_at(check.spec.timing.clone(), Timestamp::ZERO)
+                }
+            })
+            .collect();
+        let health = plan
+            .slots
+            .iter()
+            .map(|slot| {
+                RealServerHealth::new(
+                    slot.checks
+                        .iter()
+                        .map(|check| machines[*check].is_up())
+                        .collect(),
+                )
+            })
+            .collect();
+        let timers = machines
+            .iter()
+            .enumerate()
+            .map(|(index, machine)| Reverse((machine.poll_at(), index)))
+            .collect();
+        Scheduler {
+            specs: plan
+                .checks
+                .iter()
+                .map(|check| Arc::new(check.spec.clone()))
+                .collect(),
+            running: vec![None; machines.len()],
+            reasons: vec![String::new(); machines.len()],
+            reported: vec![false; plan.slots.len()],
+            machines,
+            health,
+            plan,
+            epoch,
+            timers,
+            events,
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp(Instant::now() - self.epoch)
+    }
+
+    fn instant(&self, timestamp: Timestamp) -> Instant {
+        self.epoch + timestamp.0
+    }
+
+    /// Runs until `shutdown` fires (or its sender is dropped), or nobody
+    /// listens to the events any more. `_done` is dropped on return.
+    pub async fn run(mut self, mut shutdown: broadcast::Receiver<()>, _done: mpsc::Sender<()>) {
+        let mut attempts: JoinSet<(usize, Outcome)> = JoinSet::new();
+        // Real servers without checkers are up from the start.
+        let empty: Vec<usize> = (0..self.plan.slots.len())
+            .filter(|slot| self.plan.slots[*slot].checks.is_empty())
+            .collect();
+        if !self.send_initial(&empty).await {
+            return;
+        }
+        loop {
+            let wake = self.timers.peek().map(|Reverse((at, _))| self.instant(*at));
+            tokio::select! {
+                _ = shutdown.recv() => break,
+                Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
+                    let Ok((index, outcome)) = joined else { continue };
+                    self.running[index] = None;
+                    let now = self.now();
+                    let transition = self.machines[index].handle(now, outcome);
+                    self.timers.push(Reverse((self.machines[index].poll_at(), index)));
+                    if let Some(transition) = transition
+                        && !self.publish(index, transition).await
+                    {
+                        break;
+                    }
+                }
+                _ = sleep_until_option(wake) => {
+                    if !self.fire_timers(&mut attempts).await {
+                        break;
+                    }
+                }
+            }
+        }
+        attempts.shutdown().await;
+    }
+
+    /// Handles every timer due now; false when nobody listens any more.
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(usize, Outcome)>) -> bool {
+        let now = self.now();
+        while let Some(Reverse((at, index))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            // Stale entries (the machine moved on) are skipped.
+            if self.machines[index].poll_at() != at {
+                continue;
+            }
+            if self.machines[index].is_running() {
+                // The deadline passed before the driver answered.
+                if let Some(handle) = self.running[index].take() {
+                    handle.abort();
+                }
+                let transition = self.machines[index].poll_timeout(now);
+                self.timers
+                    .push(Reverse((self.machines[index].poll_at(), index)));
+                if let Some(transition) = transition
+                    && !self.publish(index, transition).await
+                {
+                    return false;
+                }
+                continue;
+            }
+            if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
+                let spec = self.specs[index].clone();
+                let handle = attempts.spawn(async move { (index, driver::run(&spec).await) });
+                self.running[index] = Some(handle);
+            }
+            self.timers
+                .push(Reverse((self.machines[index].poll_at(), index)));
+        }
+        true
+    }
+
+    /// Applies a check's transition to its subscribers; sends what changed.
+    async fn publish(&mut self, index: usize, transition: Transition) -> bool {
+        let spec = &self.specs[index];
+        let reason = match &transition.reason {
+            Some(failure) if transition.failures > 1 => {
+                format!("{spec}: {failure} ({} attempts)", transition.failures)
+            }
+            Some(failure) => format!("{spec}: {failure}"),
+            None => format!("{spec}: success"),
+        };
+        self.reasons[index] = reason.clone();
+        let mut initial_slots = Vec::new();
+        let mut changes: BTreeMap<(RealServerName, bool), Vec<VirtualServerName>> = BTreeMap::new();
+        for &(slot_index, position) in &self.plan.checks[index].subscribers {
+            let changed = self.health[slot_index].set(position, transition.up);
+            let slot = &self.plan.slots[slot_index];
+            if !self.reported[slot_index] {
+                if slot
+                    .checks
+                    .iter()
+                    .all(|check| self.machines[*check].has_run())
+                {
+                    initial_slots.push(slot_index);
+                }
+            } else if let Some(up) = changed {
+                changes
+                    .entry((slot.real_server.clone(), up))
+                    .or_default()
+                    .push(slot.virtual_server.clone());
+            }
+        }
+        if !self.send_initial(&initial_slots).await {
+            return false;
+        }
+        for ((real_server, up), virtual_servers) in changes {
+            let change = StateChange {
+                real_server,
+                virtual_servers,
+                up,
+                initial: false,
+                reason: reason.clone(),
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Sends the initial state of `slots`, grouped by real server, state
+    /// and reason.
+    async fn send_initial(&mut self, slots: &[usize]) -> bool {
+        let mut groups: BTreeMap<(RealServerName, bool, String), Vec<VirtualServerName>> =
+            BTreeMap::new();
+        for &slot_index in slots {
+            self.reported[slot_index] = true;
+            let slot = &self.plan.slots[slot_index];
+            let up = self.health[slot_index].is_up();
+            // Down: the first check that is down says why. Up: every
+            // check's success.
+            let reason = if slot.checks.is_empty() {
+                "no checker".to_owned()
+            } else if up {
+                let mut reasons: Vec<&str> = slot
+                    .checks
+                    .iter()
+                    .map(|check| self.reasons[*check].as_str())
+                    .collect();
+                reasons.dedup();
+                reasons.join("; ")
+            } else {
+                slot.checks
+                    .iter()
+                    .find(|check| !self.machines[**check].is_up())
+                    .map(|check| self.reasons[*check].clone())
+                    .unwrap_or_default()
+            };
+            groups
+                .entry((slot.real_server.clone(), up, reason))
+                .or_default()
+                .push(slot.virtual_server.clone());
+        }
+        for ((real_server, up, reason), virtual_servers) in groups {
+            let change = StateChange {
+                real_server,
+                virtual_servers,
+                up,
+                initial: true,
+                reason,
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+async fn sleep_until_option(wake: Option<Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A running scheduler: its events, and how to stop it.
+pub struct Handle {
+    pub events: mpsc::Receiver<StateChange>,
+    shutdown: broadcast::Sender<()>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Handle {
+    /// Starts a scheduler for `plan` on the current runtime.
+    pub fn spawn(plan: Plan, start: Start) -> Handle {
+        let (events_sender, events) = mpsc::channel(1024);
+        let (shutdown, shutdown_receiver) = broadcast::channel(1);
+        let (done_sender, done) = mpsc::channel(1);
+        let scheduler = Scheduler::new(plan, start, events_sender);
+        tokio::spawn(scheduler.run(shutdown_receiver, done_sender));
+        Handle {
+            events,
+            shutdown,
+            done,
+        }
+    }
+
+    /// Stops the scheduler and waits until every attempt is cancelled.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(());
+        // Unblock a scheduler waiting to send.
+        self.events.close();
+        while self.events.recv().await.is_some() {}
+        let _ = self.done.recv().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::tcp::tests::{closed_port, saturated_listener};
+    use std::net::SocketAddr;
+    use std::time::Duration;
+    use tokio::net::TcpListener;
+
+    fn plan(text: &str) -> Plan {
+        let loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
+        Plan::from_config(&loaded.config)
+    }
+
+    fn service(virtual_address: &str, real: SocketAddr, extra: &str) -> String {
+        format!(
+            "virtual_server {virtual_address} 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server {} {} {{
+        TCP_CHECK {{
+            connect_timeout 3
+            retry 0
+            {extra}
+        }}
+    }}
+}}
+",
+            real.ip(),
+            real.port()
+        )
+    }
+
+    async fn next(handle: &mut Handle) -> StateChange {
+        tokio::time::timeout(Duration::from_secs(600), handle.events.recv())
+            .await
+            .expect("a state change in time")
+            .expect("the scheduler runs")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shared_checks_report_once_for_every_virtual_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = listener.local_addr().unwrap();
+        let down = closed_port().await;
+        let text = [
+            service("192.0.2.1", up, ""),
+            service("192.0.2.2", up, ""),
+            service("192.0.2.3", down, ""),
+        ]
+        .concat();
+        let plan = plan(&text);
+        assert_eq!(plan.checks.len(), 2);
+        let mut handle = Handle::spawn(plan, Start::Warmup);
+        let mut changes = [next(&mut handle).await, next(&mut handle).await];
+        changes.sort_by_key(|change| change.up);
+        assert!(!changes[0].up && changes[0].initial);
+        assert_eq!(changes[0].real_server.address, down);
+        assert_eq!(
+            changes[0].reason,
+            format!("TCP_CHECK {down}: connection refused")
+        );
+        assert!(changes[1].up && changes[1].initial);
+        assert_eq!(changes[1].real_server.address, up);
+        assert_eq!(
+            changes[1]
+                .virtual_servers
+                .iter()
+                .map(|name| name.0.as_str())
+                .collect::<Vec<_>>(),
+            ["192.0.2.1:80 TCP", "192.0.2.2:80 TCP"]
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn down_and_recovery_as_the_server_goes_and_comes_back() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut handle = Handle::spawn(plan(&service("192.0.2.1", address, "")), Start::Warmup);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert!(!down.up && !down.initial);
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused")
+        );
+        let listener = TcpListener::bind(address).await.unwrap();
+        let up = next(&mut handle).await;
+        assert!(up.up && !up.initial);
+        assert_eq!(up.reason, format!("TCP_CHECK {address}: success"));
+        drop(listener);
+        assert!(!next(&mut handle).await.up);
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_before_down_are_counted_in_the_reason() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let text = service("192.0.2.1", address, "").replace("retry 0", "retry 2");
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        assert!(next(&mut handle).await.up);
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused (3 attempts)")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_connect_is_a_timeout_and_others_go_on() {
+        let (_listener, _held, hanging) = saturated_listener().await;
+        let healthy_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let healthy = healthy_listener.local_addr().unwrap();
+        let text = [
+            service("192.0.2.1", hanging, ""),
+            service("192.0.2.2", healthy, ""),
+        ]
+        .concat();
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up, "the healthy server first: {first:?}");
+        assert_eq!(first.real_server.address, healthy);
+        let second = next(&mut handle).await;
+        assert!(!second.up);
+        assert_eq!(
+            second.reason,
+            format!("TCP_CHECK {hanging}: timeout after 3 s")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_real_server_without_checkers_is_up() {
+        let text = "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 127.0.0.1 80 {
+    }
+}
+";
+        let mut handle = Handle::spawn(plan(text), Start::Warmup);
+        let change = next(&mut handle).await;
+        assert!(change.up && change.initial);
+        assert_eq!(change.reason, "no checker");
+        handle.shutdown().await;
+    }
+}
