@@ -293,6 +293,7 @@ impl CheckSpec {
 
 /// A real server of one virtual server: one IPVS destination.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
 pub struct RealServerName {
     pub address: SocketAddr,
 }

@@ -61,6 +61,65 @@ pub async fn check(endpoint: &Endpoint, http: &HttpSpec, connect_timeout: Durati
     Ok(Success::default())
 }
 
+/// Fetches one URL and returns the response, whatever its status (what
+/// genhash does), all under `timeout`.
+pub async fn fetch(
+    endpoint: &Endpoint,
+    url: &UrlSpec,
+    version: HttpVersion,
+    timeout: Duration,
+) -> Result<Response, Failure> {
+    let started = Instant::now();
+    super::by(started + timeout, started, async {
+        let mut stream = super::tcp::connect(endpoint).await?;
+        let request = request(url, version, endpoint);
+        exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await
+    })
+    .await
+}
+
+/// A URL split for fetching: `http://HOST[:PORT][/PATH]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+}
+
+/// Splits an `http://` URL (`https://` waits for SSL_GET).
+pub fn parse_url(text: &str) -> Result<ParsedUrl, Failure> {
+    let invalid = |why: &str| Failure::Other(format!("URL {text:?}: {why}"));
+    let rest = text
+        .strip_prefix("http://")
+        .ok_or_else(|| invalid("only http:// is supported yet"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(slash) => (&rest[..slash], &rest[slash..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let end = bracketed.find(']').ok_or_else(|| invalid("unclosed '['"))?;
+        let port = &bracketed[end + 1..];
+        (&bracketed[..end], port.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(invalid("no host"));
+    }
+    let port = match port {
+        Some(port) => port.parse().map_err(|_| invalid("bad port"))?,
+        None => 80,
+    };
+    Ok(ParsedUrl {
+        host: host.to_owned(),
+        port,
+        path: path.to_owned(),
+    })
+}
+
 /// keepalived's verdict on one URL's response.
 pub fn judge(url: &UrlSpec, response: &Response) -> Result<(), Failure> {
     if !url.accepts(response.status) {
@@ -607,6 +666,23 @@ mod tests {
         assert_eq!(fast, Ok(Success::default()));
         assert!(!slow.is_finished());
         slow.abort();
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("http://example.test:8080/a/b?c"),
+            Ok(ParsedUrl {
+                host: "example.test".to_owned(),
+                port: 8080,
+                path: "/a/b?c".to_owned()
+            })
+        );
+        assert_eq!(parse_url("http://[::1]").unwrap().host, "::1");
+        assert_eq!(parse_url("http://[::1]:81").unwrap().port, 81);
+        assert_eq!(parse_url("http://h").unwrap().path, "/");
+        assert!(parse_url("https://h/").is_err());
+        assert!(parse_url("http://:80/").is_err());
     }
 
     #[test]
