@@ -66,6 +66,8 @@ pub struct TlsSpec {
     pub server_name: Option<String>,
     /// keepalived never verifies certificates; off by default.
     pub verify: bool,
+    /// The CA certificates (PEM) to verify against.
+    pub ca_file: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -229,6 +231,7 @@ impl CheckSpec {
                         None
                     },
                     verify: false,
+                    ca_file: None,
                 }),
                 urls,
             }

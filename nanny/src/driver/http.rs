@@ -1,4 +1,4 @@
-//! HTTP_GET (and SSL_GET once TLS is in): a small HTTP/1.0-1.1 GET client,
+//! HTTP_GET and SSL_GET: a small HTTP/1.0-1.1 GET client,
 //! as keepalived's own is.
 //!
 //! keepalived's request, kept byte for byte (servers and their logs see the
@@ -41,11 +41,10 @@ pub struct Response {
 /// HTTP_GET: every URL must answer with an accepted status and, if given,
 /// the digest. The first URL that fails decides the reason.
 pub async fn check(endpoint: &Endpoint, http: &HttpSpec, connect_timeout: Duration) -> Outcome {
-    if http.tls.is_some() {
-        return Err(Failure::Tls(
-            "SSL_GET is not implemented in nanny yet".to_owned(),
-        ));
-    }
+    let connector = match &http.tls {
+        Some(tls) => Some(super::tls::connector(tls)?),
+        None => None,
+    };
     // keepalived: "if there are no URLs in list, enable server w/o checking".
     for url in &http.urls {
         let started = Instant::now();
@@ -53,7 +52,17 @@ pub async fn check(endpoint: &Endpoint, http: &HttpSpec, connect_timeout: Durati
         let response = super::by(deadline, started, async {
             let mut stream = super::tcp::connect(endpoint).await?;
             let request = request(url, http.version, endpoint);
-            exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await
+            match (&connector, &http.tls) {
+                (Some(connector), Some(tls)) => {
+                    let server_name = super::tls::server_name(tls, endpoint)?;
+                    let mut stream = connector
+                        .connect(server_name, stream)
+                        .await
+                        .map_err(|error| Failure::Tls(error.to_string()))?;
+                    exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await
+                }
+                _ => exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await,
+            }
         })
         .await?;
         judge(url, &response)?;
@@ -275,6 +284,20 @@ where
     })
 }
 
+/// The reader's next bytes; empty at the end of the stream. A TLS peer that
+/// closes without close_notify ends the stream too (keepalived's OpenSSL
+/// reads treat it so; most servers do it).
+async fn fill<R>(reader: &mut R) -> Result<&[u8], Failure>
+where
+    R: AsyncBufRead + Unpin,
+{
+    match reader.fill_buf().await {
+        Ok(available) => Ok(available),
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => Ok(&[]),
+        Err(error) => Err(Failure::from_io(&error)),
+    }
+}
+
 fn trim_line_end(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
@@ -307,10 +330,7 @@ where
 {
     let mut line = Vec::new();
     loop {
-        let available = reader
-            .fill_buf()
-            .await
-            .map_err(|error| Failure::from_io(&error))?;
+        let available = fill(reader).await?;
         if available.is_empty() {
             return if line.is_empty() {
                 Ok(None)
@@ -341,10 +361,7 @@ where
 {
     let mut copied = 0u64;
     while copied < most {
-        let available = reader
-            .fill_buf()
-            .await
-            .map_err(|error| Failure::from_io(&error))?;
+        let available = fill(reader).await?;
         if available.is_empty() {
             break;
         }

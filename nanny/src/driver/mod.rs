@@ -8,6 +8,7 @@
 pub mod http;
 pub mod misc;
 pub mod tcp;
+pub mod tls;
 
 use std::future::Future;
 use std::time::Duration;
