@@ -25,8 +25,8 @@
 //!   initial state.
 //! - While down, TCP_CHECK keeps its retry cadence (`delay_before_retry`,
 //!   then `delay_loop` after `retry` of them) whereas HTTP_GET/SSL_GET wait
-//!   the longer of `delay_before_retry` and `delay_loop` between attempts
-//!   ([`DownCadence`]).
+//!   the longer of `delay_before_retry` and `delay_loop` between attempts,
+//!   and UDP_CHECK a `delay_loop` ([`DownCadence`]).
 
 use std::time::Duration;
 
@@ -76,6 +76,9 @@ pub enum DownCadence {
     /// HTTP_GET and SSL_GET: no retries while down, the longer of
     /// `delay_before_retry` and `delay_loop` between attempts.
     Longest,
+    /// UDP_CHECK (check_udp.c `udp_epilog`): no retries while down, a
+    /// `delay_loop` between attempts.
+    DelayLoop,
 }
 
 /// A checker's timers and counts, resolved (see `fulcrum_config`'s
@@ -299,6 +302,10 @@ impl Machine {
                             DownCadence::Longest => {
                                 timing.delay_before_retry.max(timing.delay_loop)
                             }
+                            DownCadence::DelayLoop => {
+                                self.retry_iteration = 0;
+                                timing.delay_loop
+                            }
                         };
                     }
                 } else {
@@ -315,6 +322,7 @@ impl Machine {
                             }
                         }
                         DownCadence::Longest => timing.delay_before_retry.max(timing.delay_loop),
+                        DownCadence::DelayLoop => timing.delay_loop,
                     };
                 }
                 self.phase = Phase::Waiting { until: now + delay };
@@ -551,6 +559,23 @@ mod tests {
         let (start, silent) = attempt(&mut machine, refused());
         assert_eq!(silent, None);
         assert_eq!(machine.poll_at(), start + seconds(1) + seconds(15));
+    }
+
+    #[test]
+    fn udp_cadence_while_down_is_the_delay_loop() {
+        let mut settings = timing(2);
+        settings.down_cadence = DownCadence::DelayLoop;
+        let mut machine = Machine::new(settings, Timestamp::ZERO, 0.0);
+        attempt(&mut machine, ok());
+        assert_eq!(attempt(&mut machine, refused()).1, None);
+        assert_eq!(attempt(&mut machine, refused()).1, None);
+        assert!(attempt(&mut machine, refused()).1.is_some());
+        for _ in 0..3 {
+            let (start, silent) = attempt(&mut machine, refused());
+            assert_eq!(silent, None);
+            assert_eq!(machine.poll_at(), start + seconds(1) + seconds(10));
+        }
+        assert!(attempt(&mut machine, ok()).1.unwrap().up);
     }
 
     #[test]

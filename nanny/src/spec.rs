@@ -88,12 +88,25 @@ pub struct MiscSpec {
     pub dynamic: bool,
 }
 
+/// UDP_CHECK's parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UdpSpec {
+    /// `None`: a random payload at each attempt.
+    pub payload: Option<Vec<u8>>,
+    /// `Some` when a reply is required: the expected leading bytes, each
+    /// nibble `None` for a wildcard.
+    pub require_reply: Option<Vec<(Option<u8>, Option<u8>)>>,
+    pub min_reply_length: u16,
+    pub max_reply_length: u16,
+}
+
 /// The kinds of check, with their own parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckKind {
     Tcp,
     Http(HttpSpec),
     Misc(MiscSpec),
+    Udp(UdpSpec),
     /// A checker nanny does not run yet: it reports down with this name,
     /// rather than pretend.
     Unsupported(&'static str),
@@ -106,6 +119,7 @@ impl CheckKind {
             CheckKind::Http(http) if http.tls.is_some() => "SSL_GET",
             CheckKind::Http(_) => "HTTP_GET",
             CheckKind::Misc(_) => "MISC_CHECK",
+            CheckKind::Udp(_) => "UDP_CHECK",
             CheckKind::Unsupported(name) => name,
         }
     }
@@ -259,7 +273,12 @@ impl CheckSpec {
             },
             config::CheckerKind::Smtp(_) => CheckKind::Unsupported("SMTP_CHECK"),
             config::CheckerKind::Dns(_) => CheckKind::Unsupported("DNS_CHECK"),
-            config::CheckerKind::Udp(_) => CheckKind::Unsupported("UDP_CHECK"),
+            config::CheckerKind::Udp(udp) => CheckKind::Udp(UdpSpec {
+                payload: udp.payload.clone(),
+                require_reply: udp.require_reply.clone(),
+                min_reply_length: udp.min_reply_length,
+                max_reply_length: udp.max_reply_length,
+            }),
             config::CheckerKind::Ping => CheckKind::Unsupported("PING_CHECK"),
             config::CheckerKind::File(_) => CheckKind::Unsupported("FILE_CHECK"),
             config::CheckerKind::Bfd(_) => CheckKind::Unsupported("BFD_CHECK"),
@@ -275,6 +294,7 @@ impl CheckSpec {
         };
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
+            CheckKind::Udp(_) => DownCadence::DelayLoop,
             _ => DownCadence::Retries,
         };
         CheckSpec {

@@ -9,6 +9,7 @@ pub mod http;
 pub mod misc;
 pub mod tcp;
 pub mod tls;
+pub mod udp;
 
 use std::future::Future;
 use std::time::Duration;
@@ -26,6 +27,7 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Tcp => tcp::check(&spec.endpoint, spec.connect_timeout).await,
             CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
             CheckKind::Misc(misc) => misc::check(misc).await,
+            CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
             CheckKind::Unsupported(name) => Err(Failure::Other(format!(
                 "{name} is not implemented in nanny yet"
             ))),

@@ -33,7 +33,7 @@ pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
             .map_err(|error| Failure::Bind(format!("interface {interface}: {error}")))?;
     }
     if let Some(mark) = endpoint.fwmark {
-        set_mark(&socket, mark)
+        set_mark(socket.as_raw_fd(), mark)
             .map_err(|error| Failure::Bind(format!("fwmark {mark}: {error}")))?;
     }
     if endpoint.bind_address.is_some() || endpoint.bind_port.is_some() {
@@ -60,14 +60,15 @@ pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
         .map_err(|error| Failure::from_io(&error))
 }
 
-fn set_mark(socket: &TcpSocket, mark: u32) -> std::io::Result<()> {
+/// Sets SO_MARK (`fwmark`) on a socket.
+pub(crate) fn set_mark(descriptor: std::os::fd::RawFd, mark: u32) -> std::io::Result<()> {
     // SO_MARK has no wrapper in tokio or std.
     let value = mark as libc::c_int;
     // SAFETY: the descriptor is open for the socket's lifetime, and the
     // option value is a c_int of the size given.
     let result = unsafe {
         libc::setsockopt(
-            socket.as_raw_fd(),
+            descriptor,
             libc::SOL_SOCKET,
             libc::SO_MARK,
             (&value as *const libc::c_int).cast(),
