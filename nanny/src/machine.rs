@@ -94,6 +94,10 @@ pub struct Timing {
     /// drivers also enforce it; the machine is the backstop).
     pub attempt_timeout: Duration,
     pub down_cadence: DownCadence,
+    /// Retries apply from the first attempt. Only SMTP_CHECK: its
+    /// `smtp_start_check_thread` resets `retry_it` to 0 before every round,
+    /// undoing the "one failure is enough initially" of the others.
+    pub retries_initially: bool,
 }
 
 impl Timing {
@@ -108,6 +112,7 @@ impl Timing {
             alpha: false,
             attempt_timeout: Duration::from_secs(5),
             down_cadence: DownCadence::Retries,
+            retries_initially: false,
         }
     }
 }
@@ -149,7 +154,9 @@ pub struct Machine {
     timing: Timing,
     phase: Phase,
     up: bool,
-    has_run: bool,
+    /// A state was reported (keepalived's `has_run`, which differs only for
+    /// SMTP_CHECK's retries before its first verdict).
+    reported: bool,
     /// keepalived's `retry_it`.
     retry_iteration: u32,
     /// Consecutive failures, for reasons ("after 3 attempts").
@@ -170,8 +177,12 @@ impl Machine {
         let warmup = timing.warmup.mul_f64(fraction);
         Machine {
             up: !timing.alpha,
-            has_run: false,
-            retry_iteration: timing.retry,
+            reported: false,
+            retry_iteration: if timing.retries_initially {
+                0
+            } else {
+                timing.retry
+            },
             consecutive_failures: 0,
             weight: None,
             phase: Phase::Waiting {
@@ -198,9 +209,9 @@ impl Machine {
         self.up
     }
 
-    /// Whether an outcome was ever handled.
-    pub fn has_run(&self) -> bool {
-        self.has_run
+    /// Whether the checker's state was ever reported.
+    pub fn has_reported(&self) -> bool {
+        self.reported
     }
 
     /// Whether an attempt is running.
@@ -261,8 +272,7 @@ impl Machine {
             return None;
         }
         let timing = &self.timing;
-        let initial = !self.has_run;
-        self.has_run = true;
+        let initial = !self.reported;
         match outcome {
             Ok(success) => {
                 self.retry_iteration = 0;
@@ -275,6 +285,7 @@ impl Machine {
                 };
                 if !self.up || initial {
                     self.up = true;
+                    self.reported = true;
                     return Some(Transition {
                         up: true,
                         initial,
@@ -328,6 +339,7 @@ impl Machine {
                 self.phase = Phase::Waiting { until: now + delay };
                 if goes_down {
                     self.up = false;
+                    self.reported = true;
                     return Some(Transition {
                         up: false,
                         initial,
@@ -388,6 +400,7 @@ mod tests {
             alpha: false,
             attempt_timeout: seconds(3),
             down_cadence: DownCadence::Retries,
+            retries_initially: false,
         }
     }
 
@@ -458,6 +471,18 @@ mod tests {
         assert_eq!(transition.reason, Some(Failure::ConnectionRefused));
         assert!(!machine.is_up());
         assert_eq!(machine.poll_at(), start + seconds(1) + seconds(10));
+    }
+
+    #[test]
+    fn smtp_retries_from_the_first_attempt() {
+        let mut settings = timing(2);
+        settings.retries_initially = true;
+        let mut machine = Machine::new(settings, Timestamp::ZERO, 0.0);
+        assert_eq!(attempt(&mut machine, refused()).1, None);
+        assert_eq!(attempt(&mut machine, refused()).1, None);
+        let transition = attempt(&mut machine, refused()).1.unwrap();
+        assert!(!transition.up && transition.initial);
+        assert_eq!(transition.failures, 3);
     }
 
     #[test]

@@ -216,7 +216,7 @@ impl Scheduler {
                 if slot
                     .checks
                     .iter()
-                    .all(|check| self.machines[*check].has_run())
+                    .all(|check| self.machines[*check].has_reported())
                 {
                     initial_slots.push(slot_index);
                 }

@@ -100,6 +100,13 @@ pub struct UdpSpec {
     pub max_reply_length: u16,
 }
 
+/// SMTP_CHECK's parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SmtpSpec {
+    /// The HELO argument (keepalived's default: the host name).
+    pub helo_name: String,
+}
+
 /// The kinds of check, with their own parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckKind {
@@ -107,6 +114,7 @@ pub enum CheckKind {
     Http(HttpSpec),
     Misc(MiscSpec),
     Udp(UdpSpec),
+    Smtp(SmtpSpec),
     /// A checker nanny does not run yet: it reports down with this name,
     /// rather than pretend.
     Unsupported(&'static str),
@@ -120,6 +128,7 @@ impl CheckKind {
             CheckKind::Http(_) => "HTTP_GET",
             CheckKind::Misc(_) => "MISC_CHECK",
             CheckKind::Udp(_) => "UDP_CHECK",
+            CheckKind::Smtp(_) => "SMTP_CHECK",
             CheckKind::Unsupported(name) => name,
         }
     }
@@ -169,6 +178,21 @@ impl fmt::Display for VirtualServerName {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(&self.0)
     }
+}
+
+/// This machine's name, keepalived's default HELO name.
+fn host_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, which is passed.
+    let result = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if result != 0 {
+        return "localhost".to_owned();
+    }
+    let end = buffer
+        .iter()
+        .position(|byte| *byte == 0)
+        .unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
 /// keepalived's default HTTP status codes: 200-299.
@@ -271,7 +295,9 @@ impl CheckSpec {
                 }),
                 None => CheckKind::Unsupported("MISC_CHECK without misc_path"),
             },
-            config::CheckerKind::Smtp(_) => CheckKind::Unsupported("SMTP_CHECK"),
+            config::CheckerKind::Smtp(smtp) => CheckKind::Smtp(SmtpSpec {
+                helo_name: smtp.helo_name.clone().unwrap_or_else(host_name),
+            }),
             config::CheckerKind::Dns(_) => CheckKind::Unsupported("DNS_CHECK"),
             config::CheckerKind::Udp(udp) => CheckKind::Udp(UdpSpec {
                 payload: udp.payload.clone(),
@@ -292,6 +318,7 @@ impl CheckSpec {
             CheckKind::Misc(misc) => misc.timeout,
             _ => common.connect_timeout,
         };
+        let retries_initially = matches!(kind, CheckKind::Smtp(_));
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
             CheckKind::Udp(_) => DownCadence::DelayLoop,
@@ -309,6 +336,7 @@ impl CheckSpec {
                 alpha: common.alpha,
                 attempt_timeout,
                 down_cadence,
+                retries_initially,
             },
         }
     }

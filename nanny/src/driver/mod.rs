@@ -7,6 +7,7 @@
 
 pub mod http;
 pub mod misc;
+pub mod smtp;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
@@ -27,6 +28,7 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Tcp => tcp::check(&spec.endpoint, spec.connect_timeout).await,
             CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
             CheckKind::Misc(misc) => misc::check(misc).await,
+            CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
             CheckKind::Unsupported(name) => Err(Failure::Other(format!(
                 "{name} is not implemented in nanny yet"
