@@ -470,6 +470,31 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn udp_silence_is_up_through_the_scheduler() {
+        let silent = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let address = silent.local_addr().unwrap();
+        let text = format!(
+            "virtual_server 192.0.2.1 53 {{
+    protocol UDP
+    real_server {} {} {{
+        UDP_CHECK {{
+            connect_timeout 2
+        }}
+    }}
+}}
+",
+            address.ip(),
+            address.port()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let change = next(&mut handle).await;
+        assert!(change.up, "{change:?}");
+        assert_eq!(change.reason, format!("UDP_CHECK {address}: success"));
+        handle.shutdown().await;
+        drop(silent);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_real_server_without_checkers_is_up() {
         let text = "virtual_server 192.0.2.1 80 {
     protocol TCP

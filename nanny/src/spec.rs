@@ -107,6 +107,15 @@ pub struct SmtpSpec {
     pub helo_name: String,
 }
 
+/// DNS_CHECK's query.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DnsSpec {
+    /// The query type's number (SOA, 6, by default).
+    pub query_type: u16,
+    /// The name queried ("." by default).
+    pub name: String,
+}
+
 /// The kinds of check, with their own parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckKind {
@@ -115,6 +124,7 @@ pub enum CheckKind {
     Misc(MiscSpec),
     Udp(UdpSpec),
     Smtp(SmtpSpec),
+    Dns(DnsSpec),
     /// A checker nanny does not run yet: it reports down with this name,
     /// rather than pretend.
     Unsupported(&'static str),
@@ -129,6 +139,7 @@ impl CheckKind {
             CheckKind::Misc(_) => "MISC_CHECK",
             CheckKind::Udp(_) => "UDP_CHECK",
             CheckKind::Smtp(_) => "SMTP_CHECK",
+            CheckKind::Dns(_) => "DNS_CHECK",
             CheckKind::Unsupported(name) => name,
         }
     }
@@ -194,6 +205,9 @@ fn host_name() -> String {
         .unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
+
+/// How long after its drivers' own timeouts an attempt is abandoned.
+pub const ATTEMPT_MARGIN: Duration = Duration::from_secs(1);
 
 /// keepalived's default HTTP status codes: 200-299.
 fn default_status_codes() -> Vec<RangeInclusive<u16>> {
@@ -298,7 +312,18 @@ impl CheckSpec {
             config::CheckerKind::Smtp(smtp) => CheckKind::Smtp(SmtpSpec {
                 helo_name: smtp.helo_name.clone().unwrap_or_else(host_name),
             }),
-            config::CheckerKind::Dns(_) => CheckKind::Unsupported("DNS_CHECK"),
+            config::CheckerKind::Dns(dns) => CheckKind::Dns(DnsSpec {
+                query_type: match dns.query_type {
+                    config::DnsType::A => 1,
+                    config::DnsType::Ns => 2,
+                    config::DnsType::Cname => 5,
+                    config::DnsType::Soa => 6,
+                    config::DnsType::Mx => 15,
+                    config::DnsType::Txt => 16,
+                    config::DnsType::Aaaa => 28,
+                },
+                name: dns.name.clone(),
+            }),
             config::CheckerKind::Udp(udp) => CheckKind::Udp(UdpSpec {
                 payload: udp.payload.clone(),
                 require_reply: udp.require_reply.clone(),
@@ -317,11 +342,17 @@ impl CheckSpec {
                 .saturating_mul(http.urls.len().max(1) as u32),
             CheckKind::Misc(misc) => misc.timeout,
             _ => common.connect_timeout,
-        };
+        }
+        // The drivers time out by themselves, with the precise reason (and
+        // UDP_CHECK's silence is a success when its wait ends); the
+        // attempt's own limit is only a backstop behind them.
+        .saturating_add(ATTEMPT_MARGIN);
         let retries_initially = matches!(kind, CheckKind::Smtp(_));
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
-            CheckKind::Udp(_) => DownCadence::DelayLoop,
+            // check_udp.c `udp_epilog`, check_dns.c `dns_final`: no
+            // retries while down.
+            CheckKind::Udp(_) | CheckKind::Dns(_) => DownCadence::DelayLoop,
             _ => DownCadence::Retries,
         };
         CheckSpec {

@@ -5,6 +5,7 @@
 //! that never exits costs its own attempt a timeout and nothing else: each
 //! attempt is its own task, holding no lock and sharing no buffer.
 
+pub mod dns;
 pub mod http;
 pub mod misc;
 pub mod smtp;
@@ -28,6 +29,7 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Tcp => tcp::check(&spec.endpoint, spec.connect_timeout).await,
             CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
             CheckKind::Misc(misc) => misc::check(misc).await,
+            CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
             CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
             CheckKind::Unsupported(name) => Err(Failure::Other(format!(

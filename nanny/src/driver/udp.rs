@@ -20,6 +20,35 @@ use crate::spec::{Endpoint, UdpSpec};
 const RANDOM_PAYLOAD_LENGTH: usize = 16;
 
 pub async fn check(endpoint: &Endpoint, udp: &UdpSpec, connect_timeout: Duration) -> Outcome {
+    let socket = connected_socket(endpoint).await?;
+    let payload = match &udp.payload {
+        Some(payload) => payload.clone(),
+        None => (0..RANDOM_PAYLOAD_LENGTH)
+            .map(|_| fastrand::u8(..))
+            .collect(),
+    };
+    socket
+        .send(&payload)
+        .await
+        .map_err(|error| Failure::from_io(&error))?;
+    let mut reply = vec![0u8; usize::from(udp.max_reply_length) + 1];
+    let started = Instant::now();
+    match tokio::time::timeout_at(started + connect_timeout, socket.recv(&mut reply)).await {
+        Err(_) if udp.require_reply.is_some() => Err(Failure::Timeout {
+            after: connect_timeout,
+        }),
+        // keepalived: "Handle Read timeout, we consider it success unless
+        // require_reply is set".
+        Err(_) => Ok(Success::default()),
+        Ok(Err(error)) => Err(Failure::from_io(&error)),
+        Ok(Ok(length)) => judge(udp, &reply[..length]),
+    }
+}
+
+/// A UDP socket bound and connected per the endpoint's options (`bindto`,
+/// `bind_port`, `bind_if`, `fwmark`). Connected, so that an ICMP port
+/// unreachable comes back as an error.
+pub(crate) async fn connected_socket(endpoint: &Endpoint) -> Result<UdpSocket, Failure> {
     let local: std::net::SocketAddr = match (endpoint.bind_address, endpoint.address.is_ipv4()) {
         (Some(address), _) => (address, endpoint.bind_port.unwrap_or(0)).into(),
         (None, true) => (
@@ -45,33 +74,11 @@ pub async fn check(endpoint: &Endpoint, udp: &UdpSpec, connect_timeout: Duration
         super::tcp::set_mark(socket.as_raw_fd(), mark)
             .map_err(|error| Failure::Bind(format!("fwmark {mark}: {error}")))?;
     }
-    // Connected, so that an ICMP port unreachable comes back as an error.
     socket
         .connect(endpoint.address)
         .await
         .map_err(|error| Failure::from_io(&error))?;
-    let payload = match &udp.payload {
-        Some(payload) => payload.clone(),
-        None => (0..RANDOM_PAYLOAD_LENGTH)
-            .map(|_| fastrand::u8(..))
-            .collect(),
-    };
-    socket
-        .send(&payload)
-        .await
-        .map_err(|error| Failure::from_io(&error))?;
-    let mut reply = vec![0u8; usize::from(udp.max_reply_length) + 1];
-    let started = Instant::now();
-    match tokio::time::timeout_at(started + connect_timeout, socket.recv(&mut reply)).await {
-        Err(_) if udp.require_reply.is_some() => Err(Failure::Timeout {
-            after: connect_timeout,
-        }),
-        // keepalived: "Handle Read timeout, we consider it success unless
-        // require_reply is set".
-        Err(_) => Ok(Success::default()),
-        Ok(Err(error)) => Err(Failure::from_io(&error)),
-        Ok(Ok(length)) => judge(udp, &reply[..length]),
-    }
+    Ok(socket)
 }
 
 /// keepalived's `check_udp_reply`.
