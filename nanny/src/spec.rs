@@ -116,6 +116,14 @@ pub struct DnsSpec {
     pub name: String,
 }
 
+/// FILE_CHECK: a number in a file decides (keepalived's `track_file`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileSpec {
+    pub path: String,
+    pub weight: i32,
+    pub reverse: bool,
+}
+
 /// The kinds of check, with their own parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckKind {
@@ -125,6 +133,7 @@ pub enum CheckKind {
     Udp(UdpSpec),
     Smtp(SmtpSpec),
     Dns(DnsSpec),
+    File(FileSpec),
     /// A checker nanny does not run yet: it reports down with this name,
     /// rather than pretend.
     Unsupported(&'static str),
@@ -140,6 +149,7 @@ impl CheckKind {
             CheckKind::Udp(_) => "UDP_CHECK",
             CheckKind::Smtp(_) => "SMTP_CHECK",
             CheckKind::Dns(_) => "DNS_CHECK",
+            CheckKind::File(_) => "FILE_CHECK",
             CheckKind::Unsupported(name) => name,
         }
     }
@@ -158,6 +168,7 @@ impl fmt::Display for CheckSpec {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             CheckKind::Misc(misc) => write!(formatter, "MISC_CHECK {}", misc.command),
+            CheckKind::File(file) => write!(formatter, "FILE_CHECK {}", file.path),
             kind => write!(formatter, "{} {}", kind.name(), self.endpoint.address),
         }
     }
@@ -206,6 +217,9 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
 
+/// How often FILE_CHECK reads its file.
+pub const FILE_POLL: Duration = Duration::from_secs(1);
+
 /// How long after its drivers' own timeouts an attempt is abandoned.
 pub const ATTEMPT_MARGIN: Duration = Duration::from_secs(1);
 
@@ -233,8 +247,9 @@ impl CheckSpec {
         virtual_server: &config::VirtualServer,
         real_server: &config::RealServer,
         checker: &config::Checker,
-        script_user: Option<&(String, Option<String>)>,
+        configuration: &config::Config,
     ) -> CheckSpec {
+        let script_user = configuration.global.script_user.as_ref();
         let common = &checker.common;
         let endpoint = Endpoint {
             address: SocketAddr::new(
@@ -331,7 +346,28 @@ impl CheckSpec {
                 max_reply_length: udp.max_reply_length,
             }),
             config::CheckerKind::Ping => CheckKind::Unsupported("PING_CHECK"),
-            config::CheckerKind::File(_) => CheckKind::Unsupported("FILE_CHECK"),
+            config::CheckerKind::File(file) => {
+                let tracked = file.track_file.as_ref().and_then(|name| {
+                    configuration
+                        .track_files
+                        .iter()
+                        .find(|tracked| &tracked.name == name)
+                });
+                match tracked.and_then(|tracked| Some((tracked, tracked.file.clone()?))) {
+                    // The checker's weight, else the track_file's (with its
+                    // reverse), as check_file.c `file_end_handler`.
+                    Some((tracked, path)) => CheckKind::File(FileSpec {
+                        path,
+                        weight: file.weight.unwrap_or(tracked.weight),
+                        reverse: if file.weight.is_some() {
+                            file.reverse
+                        } else {
+                            tracked.weight_reverse
+                        },
+                    }),
+                    None => CheckKind::Unsupported("FILE_CHECK without a known track_file"),
+                }
+            }
             config::CheckerKind::Bfd(_) => CheckKind::Unsupported("BFD_CHECK"),
         };
         let attempt_timeout = match &kind {
@@ -348,6 +384,26 @@ impl CheckSpec {
         // attempt's own limit is only a backstop behind them.
         .saturating_add(ATTEMPT_MARGIN);
         let retries_initially = matches!(kind, CheckKind::Smtp(_));
+        // keepalived watches the file with inotify and has no timers for
+        // FILE_CHECK; nanny reads it every second, and a change counts at
+        // once (no retries, no warmup, never alpha: keepalived clears it).
+        if let CheckKind::File(_) = kind {
+            return CheckSpec {
+                kind,
+                endpoint,
+                connect_timeout: common.connect_timeout,
+                timing: Timing {
+                    delay_loop: FILE_POLL,
+                    retry: 0,
+                    delay_before_retry: FILE_POLL,
+                    warmup: Duration::ZERO,
+                    alpha: false,
+                    attempt_timeout: FILE_POLL.saturating_add(ATTEMPT_MARGIN),
+                    down_cadence: DownCadence::Retries,
+                    retries_initially: false,
+                },
+            };
+        }
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
             // check_udp.c `udp_epilog`, check_dns.c `dns_final`: no
@@ -414,7 +470,6 @@ impl Plan {
     pub fn from_config(configuration: &config::Config) -> Plan {
         let mut plan = Plan::default();
         let mut index_of: HashMap<CheckSpec, usize> = HashMap::new();
-        let script_user = configuration.global.script_user.as_ref();
         for virtual_server in &configuration.virtual_servers {
             let virtual_name = VirtualServerName::from_config(virtual_server);
             for real_server in &virtual_server.real_servers {
@@ -422,7 +477,7 @@ impl Plan {
                 let mut checks = Vec::new();
                 for (position, checker) in real_server.checkers.iter().enumerate() {
                     let spec =
-                        CheckSpec::from_config(virtual_server, real_server, checker, script_user);
+                        CheckSpec::from_config(virtual_server, real_server, checker, configuration);
                     let check_index = *index_of.entry(spec.clone()).or_insert_with(|| {
                         plan.checks.push(PlannedCheck {
                             spec,
@@ -527,6 +582,46 @@ virtual_server 192.0.2.2 80 {
         let text = TWO_SERVICES.replacen("retry 2", "retry 3", 1);
         let plan = Plan::from_config(&load(&text));
         assert_eq!(plan.checks.len(), 3);
+    }
+
+    #[test]
+    fn file_check_takes_the_track_file_path_and_weight() {
+        let text = "
+track_file maintenance {
+    file /run/maintenance
+    weight 0 reverse
+}
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 127.0.0.1 80 {
+        FILE_CHECK {
+            track_file maintenance
+        }
+        FILE_CHECK {
+            track_file maintenance
+            weight 5
+        }
+    }
+}
+";
+        let plan = Plan::from_config(&load(text));
+        let kinds: Vec<&CheckKind> = plan.checks.iter().map(|check| &check.spec.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                &CheckKind::File(FileSpec {
+                    path: "/run/maintenance".to_owned(),
+                    weight: 0,
+                    reverse: true,
+                }),
+                &CheckKind::File(FileSpec {
+                    path: "/run/maintenance".to_owned(),
+                    weight: 5,
+                    reverse: false,
+                }),
+            ]
+        );
+        assert_eq!(plan.checks[0].spec.timing.delay_loop, FILE_POLL);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! attempt is its own task, holding no lock and sharing no buffer.
 
 pub mod dns;
+pub mod file;
 pub mod http;
 pub mod misc;
 pub mod smtp;
@@ -29,6 +30,7 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Tcp => tcp::check(&spec.endpoint, spec.connect_timeout).await,
             CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
             CheckKind::Misc(misc) => misc::check(misc).await,
+            CheckKind::File(file) => file::check(file).await,
             CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
             CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
