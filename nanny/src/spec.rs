@@ -134,6 +134,7 @@ pub enum CheckKind {
     Smtp(SmtpSpec),
     Dns(DnsSpec),
     File(FileSpec),
+    Ping,
     /// A checker nanny does not run yet: it reports down with this name,
     /// rather than pretend.
     Unsupported(&'static str),
@@ -150,6 +151,7 @@ impl CheckKind {
             CheckKind::Smtp(_) => "SMTP_CHECK",
             CheckKind::Dns(_) => "DNS_CHECK",
             CheckKind::File(_) => "FILE_CHECK",
+            CheckKind::Ping => "PING_CHECK",
             CheckKind::Unsupported(name) => name,
         }
     }
@@ -169,6 +171,7 @@ impl fmt::Display for CheckSpec {
         match &self.kind {
             CheckKind::Misc(misc) => write!(formatter, "MISC_CHECK {}", misc.command),
             CheckKind::File(file) => write!(formatter, "FILE_CHECK {}", file.path),
+            CheckKind::Ping => write!(formatter, "PING_CHECK {}", self.endpoint.address.ip()),
             kind => write!(formatter, "{} {}", kind.name(), self.endpoint.address),
         }
     }
@@ -345,7 +348,7 @@ impl CheckSpec {
                 min_reply_length: udp.min_reply_length,
                 max_reply_length: udp.max_reply_length,
             }),
-            config::CheckerKind::Ping => CheckKind::Unsupported("PING_CHECK"),
+            config::CheckerKind::Ping => CheckKind::Ping,
             config::CheckerKind::File(file) => {
                 let tracked = file.track_file.as_ref().and_then(|name| {
                     configuration
@@ -406,9 +409,9 @@ impl CheckSpec {
         }
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
-            // check_udp.c `udp_epilog`, check_dns.c `dns_final`: no
-            // retries while down.
-            CheckKind::Udp(_) | CheckKind::Dns(_) => DownCadence::DelayLoop,
+            // check_udp.c `udp_epilog`, check_dns.c `dns_final`,
+            // check_ping.c `icmp_epilog`: no retries while down.
+            CheckKind::Udp(_) | CheckKind::Dns(_) | CheckKind::Ping => DownCadence::DelayLoop,
             _ => DownCadence::Retries,
         };
         CheckSpec {

@@ -9,6 +9,7 @@ pub mod dns;
 pub mod file;
 pub mod http;
 pub mod misc;
+pub mod ping;
 pub mod smtp;
 pub mod tcp;
 pub mod tls;
@@ -31,6 +32,7 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
             CheckKind::Misc(misc) => misc::check(misc).await,
             CheckKind::File(file) => file::check(file).await,
+            CheckKind::Ping => ping::check(&spec.endpoint, spec.connect_timeout).await,
             CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
             CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
