@@ -97,6 +97,7 @@ async fn digest(url: &str, timeout: u64) -> anyhow::Result<ExitCode> {
         digest: None,
         status_codes: Vec::new(),
         virtualhost,
+        regex: None,
     };
     let response = http::fetch(
         &endpoint,

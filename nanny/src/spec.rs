@@ -49,6 +49,46 @@ pub struct UrlSpec {
     pub status_codes: Vec<RangeInclusive<u16>>,
     /// The `Host` header; `None`: the connected address and port.
     pub virtualhost: Option<String>,
+    pub regex: Option<RegexSpec>,
+}
+
+/// A url's `regex` (keepalived: PCRE2; nanny: the `regex` crate, which
+/// has the same syntax without look-around and back-references).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RegexSpec {
+    pub pattern: String,
+    /// keepalived's `regex_options` that have an equivalent here.
+    pub options: Vec<String>,
+    /// `regex_no_match`: up when the body does *not* match.
+    pub no_match: bool,
+    /// The match must start at or after this offset of the body.
+    pub min_offset: Option<u64>,
+    /// The match must start before this offset of the body.
+    pub max_offset: Option<u64>,
+}
+
+impl RegexSpec {
+    /// Compiles the pattern with its options.
+    pub fn compile(&self) -> Result<regex::bytes::Regex, String> {
+        let mut builder = regex::bytes::RegexBuilder::new(&self.pattern);
+        // PCRE2 without its utf option matches bytes, not characters.
+        builder.unicode(false);
+        for option in &self.options {
+            match option.as_str() {
+                "caseless" => builder.case_insensitive(true),
+                "multiline" => builder.multi_line(true),
+                "dotall" => builder.dot_matches_new_line(true),
+                "extended" => builder.ignore_whitespace(true),
+                "ungreedy" => builder.swap_greed(true),
+                "utf" | "ucp" => builder.unicode(true),
+                // No effect on what matches.
+                "no_auto_capture" | "no_auto_possess" | "no_start_optimize"
+                | "no_dotstar_anchor" | "auto_callout" | "never_backslash_c" => &mut builder,
+                other => return Err(format!("regex option {other} has no equivalent")),
+            };
+        }
+        builder.build().map_err(|error| error.to_string())
+    }
 }
 
 impl UrlSpec {
@@ -135,9 +175,12 @@ pub enum CheckKind {
     Dns(DnsSpec),
     File(FileSpec),
     Ping,
-    /// A checker nanny does not run yet: it reports down with this name,
+    /// A checker nanny cannot run as configured: it reports down with why,
     /// rather than pretend.
-    Unsupported(&'static str),
+    Unsupported {
+        checker: &'static str,
+        why: String,
+    },
 }
 
 impl CheckKind {
@@ -152,7 +195,7 @@ impl CheckKind {
             CheckKind::Dns(_) => "DNS_CHECK",
             CheckKind::File(_) => "FILE_CHECK",
             CheckKind::Ping => "PING_CHECK",
-            CheckKind::Unsupported(name) => name,
+            CheckKind::Unsupported { checker, .. } => checker,
         }
     }
 }
@@ -203,6 +246,25 @@ impl fmt::Display for VirtualServerName {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(&self.0)
     }
+}
+
+/// HTTP_GET/SSL_GET, or why its regexes cannot run here.
+fn checked_regexes(http: HttpSpec) -> CheckKind {
+    for url in &http.urls {
+        if let Some(regex) = &url.regex
+            && let Err(why) = regex.compile()
+        {
+            return CheckKind::Unsupported {
+                checker: if http.tls.is_some() {
+                    "SSL_GET"
+                } else {
+                    "HTTP_GET"
+                },
+                why: format!("regex {:?}: {why}", regex.pattern),
+            };
+        }
+    }
+    CheckKind::Http(http)
 }
 
 /// This machine's name, keepalived's default HELO name.
@@ -286,6 +348,13 @@ impl CheckSpec {
                         url.status_codes.clone()
                     },
                     virtualhost: url.virtualhost.clone().or_else(|| virtualhost.clone()),
+                    regex: url.regex.as_ref().map(|pattern| RegexSpec {
+                        pattern: pattern.clone(),
+                        options: url.regex_options.clone(),
+                        no_match: url.regex_no_match,
+                        min_offset: url.regex_min_offset,
+                        max_offset: url.regex_max_offset,
+                    }),
                 })
                 .collect();
             HttpSpec {
@@ -308,8 +377,8 @@ impl CheckSpec {
         };
         let kind = match &checker.kind {
             config::CheckerKind::Tcp => CheckKind::Tcp,
-            config::CheckerKind::Http(check) => CheckKind::Http(http(check, false)),
-            config::CheckerKind::Ssl(check) => CheckKind::Http(http(check, true)),
+            config::CheckerKind::Http(check) => checked_regexes(http(check, false)),
+            config::CheckerKind::Ssl(check) => checked_regexes(http(check, true)),
             config::CheckerKind::Misc(misc) => match &misc.path {
                 Some(script) => CheckKind::Misc(MiscSpec {
                     command: script.command.clone(),
@@ -325,7 +394,10 @@ impl CheckSpec {
                     timeout: misc.timeout.unwrap_or(common.delay_loop),
                     dynamic: misc.dynamic,
                 }),
-                None => CheckKind::Unsupported("MISC_CHECK without misc_path"),
+                None => CheckKind::Unsupported {
+                    checker: "MISC_CHECK",
+                    why: "no misc_path".to_owned(),
+                },
             },
             config::CheckerKind::Smtp(smtp) => CheckKind::Smtp(SmtpSpec {
                 helo_name: smtp.helo_name.clone().unwrap_or_else(host_name),
@@ -368,10 +440,16 @@ impl CheckSpec {
                             tracked.weight_reverse
                         },
                     }),
-                    None => CheckKind::Unsupported("FILE_CHECK without a known track_file"),
+                    None => CheckKind::Unsupported {
+                        checker: "FILE_CHECK",
+                        why: "no track_file with a file".to_owned(),
+                    },
                 }
             }
-            config::CheckerKind::Bfd(_) => CheckKind::Unsupported("BFD_CHECK"),
+            config::CheckerKind::Bfd(_) => CheckKind::Unsupported {
+                checker: "BFD_CHECK",
+                why: "not implemented in nanny yet".to_owned(),
+            },
         };
         let attempt_timeout = match &kind {
             // Each URL is fetched over its own connection, each under the
@@ -625,6 +703,43 @@ virtual_server 192.0.2.1 80 {
             ]
         );
         assert_eq!(plan.checks[0].spec.timing.delay_loop, FILE_POLL);
+    }
+
+    #[test]
+    fn a_regex_nanny_cannot_run_is_said_so() {
+        let text = "
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 127.0.0.1 80 {
+        HTTP_GET {
+            url {
+                path /
+                regex \"(?<=a)b\"
+            }
+        }
+        HTTP_GET {
+            url {
+                path /
+                regex \"ok\"
+                regex_options caseless
+            }
+        }
+    }
+}
+";
+        let plan = Plan::from_config(&load(text));
+        assert!(
+            matches!(&plan.checks[0].spec.kind,
+                CheckKind::Unsupported { checker: "HTTP_GET", why } if why.starts_with("regex")),
+            "{:?}",
+            plan.checks[0].spec.kind
+        );
+        let CheckKind::Http(http) = &plan.checks[1].spec.kind else {
+            panic!("{:?}", plan.checks[1].spec.kind);
+        };
+        let regex = http.urls[0].regex.as_ref().unwrap();
+        assert_eq!(regex.pattern, "ok");
+        assert_eq!(regex.options, ["caseless"]);
     }
 
     #[test]

@@ -13,15 +13,18 @@
 //! response at all, then the status code against the accepted ranges, then
 //! the MD5 digest of the body.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use md5::{Digest, Md5};
+use regex::bytes::Regex;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::time::Instant;
 
 use crate::outcome::{Failure, Outcome, Success};
-use crate::spec::{Endpoint, HttpSpec, HttpVersion, UrlSpec};
+use crate::spec::{Endpoint, HttpSpec, HttpVersion, RegexSpec, UrlSpec};
 
 /// The most a response's headers may take.
 pub const HEADER_LIMIT: usize = 64 * 1024;
@@ -36,6 +39,8 @@ pub struct Response {
     /// MD5 of the body (after chunked decoding).
     pub digest: [u8; 16],
     pub body_length: u64,
+    /// The body, when asked for (a url with a regex); empty otherwise.
+    pub body: Vec<u8>,
 }
 
 /// HTTP_GET: every URL must answer with an accepted status and, if given,
@@ -59,9 +64,23 @@ pub async fn check(endpoint: &Endpoint, http: &HttpSpec, connect_timeout: Durati
                         .connect(server_name, stream)
                         .await
                         .map_err(|error| Failure::Tls(error.to_string()))?;
-                    exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await
+                    exchange(
+                        &mut stream,
+                        request.as_bytes(),
+                        BODY_LIMIT,
+                        url.regex.is_some(),
+                    )
+                    .await
                 }
-                _ => exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await,
+                _ => {
+                    exchange(
+                        &mut stream,
+                        request.as_bytes(),
+                        BODY_LIMIT,
+                        url.regex.is_some(),
+                    )
+                    .await
+                }
             }
         })
         .await?;
@@ -82,7 +101,13 @@ pub async fn fetch(
     super::by(started + timeout, started, async {
         let mut stream = super::tcp::connect(endpoint).await?;
         let request = request(url, version, endpoint);
-        exchange(&mut stream, request.as_bytes(), BODY_LIMIT).await
+        exchange(
+            &mut stream,
+            request.as_bytes(),
+            BODY_LIMIT,
+            url.regex.is_some(),
+        )
+        .await
     })
     .await
 }
@@ -142,7 +167,41 @@ pub fn judge(url: &UrlSpec, response: &Response) -> Result<(), Failure> {
             actual: hex(&response.digest),
         });
     }
+    if let Some(regex) = &url.regex {
+        let compiled = compiled(regex)?;
+        let start = regex.min_offset.unwrap_or(0).min(usize::MAX as u64) as usize;
+        let matched = start <= response.body.len()
+            && compiled
+                .find_at(&response.body, start)
+                .is_some_and(|found| {
+                    regex
+                        .max_offset
+                        .is_none_or(|max| (found.start() as u64) < max)
+                });
+        if matched == regex.no_match {
+            return Err(Failure::Other(format!(
+                "body {} regex {:?}",
+                if matched { "matches" } else { "does not match" },
+                regex.pattern
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Compiled regexes, shared by every attempt.
+fn compiled(regex: &RegexSpec) -> Result<Arc<Regex>, Failure> {
+    static CACHE: OnceLock<Mutex<HashMap<RegexSpec, Arc<Regex>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(found) = cache.get(regex) {
+        return Ok(found.clone());
+    }
+    let built = Arc::new(regex.compile().map_err(Failure::Other)?);
+    cache.insert(regex.clone(), built.clone());
+    Ok(built)
 }
 
 /// Lower-case hex, as genhash prints digests.
@@ -177,6 +236,7 @@ pub async fn exchange<S>(
     stream: &mut S,
     request: &[u8],
     body_limit: u64,
+    keep_body: bool,
 ) -> Result<Response, Failure>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -190,11 +250,15 @@ where
         .await
         .map_err(|error| Failure::from_io(&error))?;
     let mut reader = BufReader::new(stream);
-    read_response(&mut reader, body_limit).await
+    read_response(&mut reader, body_limit, keep_body).await
 }
 
 /// Reads a response: status line, headers, body.
-pub async fn read_response<R>(reader: &mut R, body_limit: u64) -> Result<Response, Failure>
+pub async fn read_response<R>(
+    reader: &mut R,
+    body_limit: u64,
+    keep_body: bool,
+) -> Result<Response, Failure>
 where
     R: AsyncBufRead + Unpin,
 {
@@ -252,15 +316,16 @@ where
         }
     }
     let mut digest = Md5::new();
+    let mut body = keep_body.then(Vec::new);
     let body_length = if chunked {
-        read_chunked(reader, &mut digest, body_limit).await?
+        read_chunked(reader, &mut digest, &mut body, body_limit).await?
     } else if let Some(length) = content_length {
         if length > body_limit {
             return Err(Failure::TooLarge {
                 limit: body_limit as usize,
             });
         }
-        let copied = copy_into(reader, &mut digest, length).await?;
+        let copied = copy_into(reader, &mut digest, &mut body, length).await?;
         if copied < length {
             return Err(Failure::Malformed(format!(
                 "body of {copied} bytes, content-length {length}"
@@ -269,7 +334,7 @@ where
         copied
     } else {
         // Delimited by the end of the connection, as keepalived reads.
-        let copied = copy_into(reader, &mut digest, body_limit + 1).await?;
+        let copied = copy_into(reader, &mut digest, &mut body, body_limit + 1).await?;
         if copied > body_limit {
             return Err(Failure::TooLarge {
                 limit: body_limit as usize,
@@ -281,6 +346,7 @@ where
         status,
         digest: digest.finalize().into(),
         body_length,
+        body: body.unwrap_or_default(),
     })
 }
 
@@ -353,9 +419,14 @@ where
     }
 }
 
-/// Feeds up to `most` bytes into `digest`; returns how many (fewer at the
-/// end of the stream).
-async fn copy_into<R>(reader: &mut R, digest: &mut Md5, most: u64) -> Result<u64, Failure>
+/// Feeds up to `most` bytes into `digest` (and `body` if kept); returns how
+/// many (fewer at the end of the stream).
+async fn copy_into<R>(
+    reader: &mut R,
+    digest: &mut Md5,
+    body: &mut Option<Vec<u8>>,
+    most: u64,
+) -> Result<u64, Failure>
 where
     R: AsyncBufRead + Unpin,
 {
@@ -367,13 +438,21 @@ where
         }
         let taken = available.len().min((most - copied) as usize);
         digest.update(&available[..taken]);
+        if let Some(body) = body {
+            body.extend_from_slice(&available[..taken]);
+        }
         reader.consume(taken);
         copied += taken as u64;
     }
     Ok(copied)
 }
 
-async fn read_chunked<R>(reader: &mut R, digest: &mut Md5, limit: u64) -> Result<u64, Failure>
+async fn read_chunked<R>(
+    reader: &mut R,
+    digest: &mut Md5,
+    body: &mut Option<Vec<u8>>,
+    limit: u64,
+) -> Result<u64, Failure>
 where
     R: AsyncBufRead + Unpin,
 {
@@ -400,7 +479,7 @@ where
                 limit: limit as usize,
             });
         }
-        if copy_into(reader, digest, size).await? < size {
+        if copy_into(reader, digest, body, size).await? < size {
             return Err(truncated());
         }
         let end = read_line(reader, 2).await?.ok_or_else(truncated)?;
@@ -428,6 +507,7 @@ mod tests {
             digest: None,
             status_codes: vec![200..=299],
             virtualhost: None,
+            regex: None,
         }
     }
 
@@ -587,6 +667,66 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn regexes_match_within_their_offsets() {
+        let address = serve(|stream, _| respond(stream, ok_response("status: OK, load 3"))).await;
+        let check_with = |pattern: &str, no_match: bool, min: Option<u64>, max: Option<u64>| {
+            let mut health = url("/");
+            health.regex = Some(RegexSpec {
+                pattern: pattern.to_owned(),
+                options: vec!["caseless".to_owned()],
+                no_match,
+                min_offset: min,
+                max_offset: max,
+            });
+            spec(vec![health])
+        };
+        let target = endpoint(address);
+        let up = Ok(Success::default());
+        assert_eq!(
+            check(
+                &target,
+                &check_with("status: ok", false, None, None),
+                TIMEOUT
+            )
+            .await,
+            up
+        );
+        assert_eq!(
+            check(
+                &target,
+                &check_with("load [0-9]", false, Some(8), Some(20)),
+                TIMEOUT
+            )
+            .await,
+            up
+        );
+        let outcome = check(
+            &target,
+            &check_with("status", false, Some(1), None),
+            TIMEOUT,
+        )
+        .await;
+        assert_eq!(
+            outcome,
+            Err(Failure::Other(
+                "body does not match regex \"status\"".to_owned()
+            ))
+        );
+        let outcome = check(&target, &check_with("load", false, None, Some(12)), TIMEOUT).await;
+        assert!(
+            outcome.is_err(),
+            "a match past regex_max_offset does not count"
+        );
+        let outcome = check(&target, &check_with("error", true, None, None), TIMEOUT).await;
+        assert_eq!(outcome, up, "regex_no_match");
+        let outcome = check(&target, &check_with("OK", true, None, None), TIMEOUT).await;
+        assert_eq!(
+            outcome,
+            Err(Failure::Other("body matches regex \"OK\"".to_owned()))
+        );
+    }
+
+    #[tokio::test]
     async fn refused_is_refused() {
         let address = closed_port().await;
         let outcome = check(&endpoint(address), &spec(vec![url("/")]), TIMEOUT).await;
@@ -659,10 +799,10 @@ mod tests {
     async fn a_huge_body_stops_at_the_limit() {
         let huge = [b"HTTP/1.0 200 OK\r\n\r\n".to_vec(), vec![b'x'; 4096]].concat();
         let mut reader = BufReader::new(&huge[..]);
-        let outcome = read_response(&mut reader, 1000).await;
+        let outcome = read_response(&mut reader, 1000, false).await;
         assert_eq!(outcome, Err(Failure::TooLarge { limit: 1000 }));
         let declared = b"HTTP/1.0 200 OK\r\nContent-Length: 99999999999\r\n\r\n".to_vec();
-        let outcome = read_response(&mut BufReader::new(&declared[..]), 1000).await;
+        let outcome = read_response(&mut BufReader::new(&declared[..]), 1000, false).await;
         assert_eq!(outcome, Err(Failure::TooLarge { limit: 1000 }));
     }
 

@@ -36,9 +36,9 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
             CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
-            CheckKind::Unsupported(name) => Err(Failure::Other(format!(
-                "{name} is not implemented in nanny yet"
-            ))),
+            CheckKind::Unsupported { checker, why } => {
+                Err(Failure::Other(format!("{checker} cannot run: {why}")))
+            }
         }
     };
     within(budget, attempt).await

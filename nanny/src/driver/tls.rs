@@ -193,6 +193,7 @@ mod tests {
                 digest: Some(Md5::digest(digest_of).into()),
                 status_codes: vec![200..=299],
                 virtualhost: Some("www.example.test".to_owned()),
+                regex: None,
             }],
         }
     }
