@@ -163,6 +163,8 @@ pub struct Machine {
     consecutive_failures: u32,
     /// The weight a MISC_CHECK with `misc_dynamic` last asked for.
     weight: Option<i32>,
+    /// Whether that weight changed since [`Machine::take_weight_change`].
+    weight_changed: bool,
 }
 
 impl Machine {
@@ -185,6 +187,7 @@ impl Machine {
             },
             consecutive_failures: 0,
             weight: None,
+            weight_changed: false,
             phase: Phase::Waiting {
                 until: now + BOOTSTRAP_DELAY + warmup,
             },
@@ -222,6 +225,15 @@ impl Machine {
     /// The weight MISC_CHECK's `misc_dynamic` last set.
     pub fn weight(&self) -> Option<i32> {
         self.weight
+    }
+
+    /// The new weight, once, if `misc_dynamic` changed it (keepalived's
+    /// `update_svr_wgt`, applied at every success, not only on changes of
+    /// state).
+    pub fn take_weight_change(&mut self) -> Option<i32> {
+        std::mem::take(&mut self.weight_changed)
+            .then_some(self.weight)
+            .flatten()
     }
 
     /// When [`Machine::poll`] has something to do: the next attempt's start,
@@ -277,8 +289,9 @@ impl Machine {
             Ok(success) => {
                 self.retry_iteration = 0;
                 self.consecutive_failures = 0;
-                if success.weight.is_some() {
+                if success.weight.is_some() && success.weight != self.weight {
                     self.weight = success.weight;
+                    self.weight_changed = true;
                 }
                 self.phase = Phase::Waiting {
                     until: now + timing.delay_loop,
@@ -628,6 +641,12 @@ mod tests {
         let mut machine = Machine::new(timing(0), Timestamp::ZERO, 0.0);
         attempt(&mut machine, Ok(Success { weight: Some(7) }));
         assert_eq!(machine.weight(), Some(7));
+        assert_eq!(machine.take_weight_change(), Some(7));
+        assert_eq!(machine.take_weight_change(), None);
+        attempt(&mut machine, Ok(Success { weight: Some(7) }));
+        assert_eq!(machine.take_weight_change(), None, "unchanged");
+        attempt(&mut machine, Ok(Success { weight: Some(3) }));
+        assert_eq!(machine.take_weight_change(), Some(3));
     }
 
     #[test]

@@ -172,8 +172,12 @@ fn print_change(change: &StateChange, json: bool) -> anyhow::Result<()> {
         .iter()
         .map(|name| name.to_string())
         .collect();
+    let weight = change
+        .weight
+        .map(|weight| format!(", weight {weight}"))
+        .unwrap_or_default();
     println!(
-        "{} {what} {state} (virtual server {}): {}",
+        "{} {what} {state}{weight} (virtual server {}): {}",
         change.real_server,
         virtual_servers.join(", "),
         change.reason

@@ -36,6 +36,9 @@ pub struct StateChange {
     pub initial: bool,
     /// Why: the check that decided and what it found.
     pub reason: String,
+    /// The weight a MISC_CHECK with `misc_dynamic` set, if any (a change of
+    /// weight alone is sent too, with `up` unchanged).
+    pub weight: Option<i32>,
 }
 
 /// How the scheduler starts checks.
@@ -59,6 +62,8 @@ pub struct Scheduler {
     running: Vec<Option<AbortHandle>>,
     /// Each check's last reported reason.
     reasons: Vec<String>,
+    /// Each slot's dynamic weight.
+    weights: Vec<Option<i32>>,
     events: mpsc::Sender<StateChange>,
 }
 
@@ -104,6 +109,7 @@ impl Scheduler {
             running: vec![None; machines.len()],
             reasons: vec![String::new(); machines.len()],
             reported: vec![false; plan.slots.len()],
+            weights: vec![None; plan.slots.len()],
             machines,
             health,
             plan,
@@ -142,9 +148,7 @@ impl Scheduler {
                     let now = self.now();
                     let transition = self.machines[index].handle(now, outcome);
                     self.timers.push(Reverse((self.machines[index].poll_at(), index)));
-                    if let Some(transition) = transition
-                        && !self.publish(index, transition).await
-                    {
+                    if !self.publish(index, transition).await {
                         break;
                     }
                 }
@@ -178,9 +182,7 @@ impl Scheduler {
                 let transition = self.machines[index].poll_timeout(now);
                 self.timers
                     .push(Reverse((self.machines[index].poll_at(), index)));
-                if let Some(transition) = transition
-                    && !self.publish(index, transition).await
-                {
+                if !self.publish(index, transition).await {
                     return false;
                 }
                 continue;
@@ -196,21 +198,40 @@ impl Scheduler {
         true
     }
 
-    /// Applies a check's transition to its subscribers; sends what changed.
-    async fn publish(&mut self, index: usize, transition: Transition) -> bool {
+    /// Applies a check's transition and weight change to its subscribers;
+    /// sends what changed. False when nobody listens any more.
+    async fn publish(&mut self, index: usize, transition: Option<Transition>) -> bool {
+        let weight = self.machines[index].take_weight_change();
+        if transition.is_none() && weight.is_none() {
+            return true;
+        }
         let spec = &self.specs[index];
-        let reason = match &transition.reason {
-            Some(failure) if transition.failures > 1 => {
-                format!("{spec}: {failure} ({} attempts)", transition.failures)
-            }
-            Some(failure) => format!("{spec}: {failure}"),
-            None => format!("{spec}: success"),
+        let reason = match &transition {
+            Some(Transition {
+                reason: Some(failure),
+                failures,
+                ..
+            }) if *failures > 1 => format!("{spec}: {failure} ({failures} attempts)"),
+            Some(Transition {
+                reason: Some(failure),
+                ..
+            }) => format!("{spec}: {failure}"),
+            Some(_) => format!("{spec}: success"),
+            None => format!("{spec}: weight {}", weight.unwrap_or_default()),
         };
-        self.reasons[index] = reason.clone();
+        if transition.is_some() {
+            self.reasons[index] = reason.clone();
+        }
         let mut initial_slots = Vec::new();
-        let mut changes: BTreeMap<(RealServerName, bool), Vec<VirtualServerName>> = BTreeMap::new();
+        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
+            BTreeMap::new();
         for &(slot_index, position) in &self.plan.checks[index].subscribers {
-            let changed = self.health[slot_index].set(position, transition.up);
+            if weight.is_some() {
+                self.weights[slot_index] = weight;
+            }
+            let changed = transition
+                .as_ref()
+                .and_then(|transition| self.health[slot_index].set(position, transition.up));
             let slot = &self.plan.slots[slot_index];
             if !self.reported[slot_index] {
                 if slot
@@ -220,9 +241,9 @@ impl Scheduler {
                 {
                     initial_slots.push(slot_index);
                 }
-            } else if let Some(up) = changed {
+            } else if let Some(up) = changed.or(weight.map(|_| self.health[slot_index].is_up())) {
                 changes
-                    .entry((slot.real_server.clone(), up))
+                    .entry((slot.real_server.clone(), up, self.weights[slot_index]))
                     .or_default()
                     .push(slot.virtual_server.clone());
             }
@@ -230,13 +251,14 @@ impl Scheduler {
         if !self.send_initial(&initial_slots).await {
             return false;
         }
-        for ((real_server, up), virtual_servers) in changes {
+        for ((real_server, up, weight), virtual_servers) in changes {
             let change = StateChange {
                 real_server,
                 virtual_servers,
                 up,
                 initial: false,
                 reason: reason.clone(),
+                weight,
             };
             if self.events.send(change).await.is_err() {
                 return false;
@@ -248,8 +270,10 @@ impl Scheduler {
     /// Sends the initial state of `slots`, grouped by real server, state
     /// and reason.
     async fn send_initial(&mut self, slots: &[usize]) -> bool {
-        let mut groups: BTreeMap<(RealServerName, bool, String), Vec<VirtualServerName>> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<
+            (RealServerName, bool, String, Option<i32>),
+            Vec<VirtualServerName>,
+        > = BTreeMap::new();
         for &slot_index in slots {
             self.reported[slot_index] = true;
             let slot = &self.plan.slots[slot_index];
@@ -274,17 +298,23 @@ impl Scheduler {
                     .unwrap_or_default()
             };
             groups
-                .entry((slot.real_server.clone(), up, reason))
+                .entry((
+                    slot.real_server.clone(),
+                    up,
+                    reason,
+                    self.weights[slot_index],
+                ))
                 .or_default()
                 .push(slot.virtual_server.clone());
         }
-        for ((real_server, up, reason), virtual_servers) in groups {
+        for ((real_server, up, reason, weight), virtual_servers) in groups {
             let change = StateChange {
                 real_server,
                 virtual_servers,
                 up,
                 initial: true,
                 reason,
+                weight,
             };
             if self.events.send(change).await.is_err() {
                 return false;
@@ -492,6 +522,40 @@ mod tests {
         assert_eq!(change.reason, format!("UDP_CHECK {address}: success"));
         handle.shutdown().await;
         drop(silent);
+    }
+
+    #[tokio::test]
+    async fn misc_dynamic_weights_are_streamed() {
+        let directory = std::env::temp_dir().join(format!("nanny-weight-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let code = directory.join("code");
+        std::fs::write(&code, "7").unwrap();
+        let text = format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server 127.0.0.1 80 {{
+        MISC_CHECK {{
+            misc_path \"/bin/sh -c 'exit $(cat {})'\"
+            misc_dynamic
+            warmup 0
+        }}
+    }}
+}}
+",
+            code.display()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        assert_eq!(first.weight, Some(5));
+        std::fs::write(&code, "12").unwrap();
+        let second = next(&mut handle).await;
+        assert!(second.up && !second.initial);
+        assert_eq!(second.weight, Some(10));
+        assert!(second.reason.ends_with(": weight 10"), "{}", second.reason);
+        handle.shutdown().await;
+        let _ = std::fs::remove_dir_all(&directory);
     }
 
     #[tokio::test(start_paused = true)]
