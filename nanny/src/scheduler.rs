@@ -145,6 +145,11 @@ impl Scheduler {
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
                     let Ok((index, outcome)) = joined else { continue };
                     self.running[index] = None;
+                    if let Err(failure) = &outcome
+                        && self.specs[index].log_all_failures
+                    {
+                        tracing::info!("{}: attempt failed: {failure}", self.specs[index]);
+                    }
                     let now = self.now();
                     let transition = self.machines[index].handle(now, outcome);
                     self.timers.push(Reverse((self.machines[index].poll_at(), index)));
@@ -219,8 +224,13 @@ impl Scheduler {
             Some(_) => format!("{spec}: success"),
             None => format!("{spec}: weight {}", weight.unwrap_or_default()),
         };
-        if transition.is_some() {
+        if let Some(transition) = &transition {
             self.reasons[index] = reason.clone();
+            if transition.up {
+                tracing::info!("checker up: {reason}");
+            } else {
+                tracing::warn!("checker down: {reason}");
+            }
         }
         let mut initial_slots = Vec::new();
         let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =

@@ -207,6 +207,8 @@ pub struct CheckSpec {
     pub endpoint: Endpoint,
     pub connect_timeout: Duration,
     pub timing: Timing,
+    /// `log_all_failures`: log every failed attempt, not only changes.
+    pub log_all_failures: bool,
 }
 
 impl fmt::Display for CheckSpec {
@@ -472,6 +474,7 @@ impl CheckSpec {
             return CheckSpec {
                 kind,
                 endpoint,
+                log_all_failures: false,
                 connect_timeout: common.connect_timeout,
                 timing: Timing {
                     delay_loop: FILE_POLL,
@@ -495,6 +498,7 @@ impl CheckSpec {
         CheckSpec {
             kind,
             endpoint,
+            log_all_failures: common.log_all_failures.unwrap_or(false),
             connect_timeout: common.connect_timeout,
             timing: Timing {
                 delay_loop: common.delay_loop,
