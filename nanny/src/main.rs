@@ -133,6 +133,8 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     } else {
         Start::Warmup
     };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
     let mut handle = Handle::spawn(plan, start);
     let mut reported = 0usize;
     let mut any_down = false;
@@ -150,6 +152,7 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
                 }
             }
             _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
         }
     }
     handle.shutdown().await;
