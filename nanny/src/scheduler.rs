@@ -59,7 +59,10 @@ pub struct Scheduler {
     reported: Vec<bool>,
     epoch: Instant,
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
-    running: Vec<Option<AbortHandle>>,
+    /// The running attempt of each check: its number and its task.
+    running: Vec<Option<(u64, AbortHandle)>>,
+    /// Attempts started so far, to number them.
+    attempts_started: u64,
     /// Each check's last reported reason.
     reasons: Vec<String>,
     /// Each slot's dynamic weight.
@@ -107,6 +110,7 @@ impl Scheduler {
                 .map(|check| Arc::new(check.spec.clone()))
                 .collect(),
             running: vec![None; machines.len()],
+            attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
             reported: vec![false; plan.slots.len()],
             weights: vec![None; plan.slots.len()],
@@ -130,7 +134,7 @@ impl Scheduler {
     /// Runs until `shutdown` fires (or its sender is dropped), or nobody
     /// listens to the events any more. `_done` is dropped on return.
     pub async fn run(mut self, mut shutdown: broadcast::Receiver<()>, _done: mpsc::Sender<()>) {
-        let mut attempts: JoinSet<(usize, Outcome)> = JoinSet::new();
+        let mut attempts: JoinSet<(usize, u64, Outcome)> = JoinSet::new();
         // Real servers without checkers are up from the start.
         let empty: Vec<usize> = (0..self.plan.slots.len())
             .filter(|slot| self.plan.slots[*slot].checks.is_empty())
@@ -143,7 +147,13 @@ impl Scheduler {
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    let Ok((index, outcome)) = joined else { continue };
+                    let Ok((index, number, outcome)) = joined else { continue };
+                    // An attempt that finished as its deadline passed may
+                    // still be joined after a newer one started: only the
+                    // current attempt counts.
+                    if self.running[index].as_ref().map(|(current, _)| *current) != Some(number) {
+                        continue;
+                    }
                     self.running[index] = None;
                     if let Err(failure) = &outcome
                         && self.specs[index].log_all_failures
@@ -168,7 +178,7 @@ impl Scheduler {
     }
 
     /// Handles every timer due now; false when nobody listens any more.
-    async fn fire_timers(&mut self, attempts: &mut JoinSet<(usize, Outcome)>) -> bool {
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(usize, u64, Outcome)>) -> bool {
         let now = self.now();
         while let Some(Reverse((at, index))) = self.timers.peek().copied() {
             if at > now {
@@ -181,7 +191,7 @@ impl Scheduler {
             }
             if self.machines[index].is_running() {
                 // The deadline passed before the driver answered.
-                if let Some(handle) = self.running[index].take() {
+                if let Some((_, handle)) = self.running[index].take() {
                     handle.abort();
                 }
                 let transition = self.machines[index].poll_timeout(now);
@@ -194,8 +204,11 @@ impl Scheduler {
             }
             if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
                 let spec = self.specs[index].clone();
-                let handle = attempts.spawn(async move { (index, driver::run(&spec).await) });
-                self.running[index] = Some(handle);
+                self.attempts_started += 1;
+                let number = self.attempts_started;
+                let handle =
+                    attempts.spawn(async move { (index, number, driver::run(&spec).await) });
+                self.running[index] = Some((number, handle));
             }
             self.timers
                 .push(Reverse((self.machines[index].poll_at(), index)));
@@ -532,6 +545,66 @@ mod tests {
         assert_eq!(change.reason, format!("UDP_CHECK {address}: success"));
         handle.shutdown().await;
         drop(silent);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn http_flapping_is_reported_change_by_change_with_reasons() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let healthy = Arc::new(AtomicBool::new(true));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        {
+            let healthy = healthy.clone();
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let mut request = [0u8; 1024];
+                    let _ = stream.read(&mut request).await;
+                    let response: &[u8] = if healthy.load(Ordering::SeqCst) {
+                        b"HTTP/1.0 200 OK\r\n\r\nfine"
+                    } else {
+                        b"HTTP/1.0 503 Service Unavailable\r\n\r\n"
+                    };
+                    let _ = stream.write_all(response).await;
+                }
+            });
+        }
+        let text = format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 5
+    real_server {} {} {{
+        HTTP_GET {{
+            url {{
+                path /health
+            }}
+            retry 1
+            delay_before_retry 2
+            connect_timeout 3
+        }}
+    }}
+}}
+",
+            address.ip(),
+            address.port()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        assert!(next(&mut handle).await.up);
+        for _ in 0..2 {
+            healthy.store(false, Ordering::SeqCst);
+            let down = next(&mut handle).await;
+            assert!(!down.up);
+            assert_eq!(
+                down.reason,
+                format!("HTTP_GET {address}: status 503 (2 attempts)")
+            );
+            healthy.store(true, Ordering::SeqCst);
+            let up = next(&mut handle).await;
+            assert!(up.up);
+            assert_eq!(up.reason, format!("HTTP_GET {address}: success"));
+        }
+        handle.shutdown().await;
     }
 
     #[tokio::test]
