@@ -98,6 +98,10 @@ pub struct Timing {
     /// `smtp_start_check_thread` resets `retry_it` to 0 before every round,
     /// undoing the "one failure is enough initially" of the others.
     pub retries_initially: bool,
+    /// The next attempt is timed from the start of the previous one, not
+    /// its end. Only MISC_CHECK (check_misc.c: `last_ran` plus the delay;
+    /// at once if that has passed).
+    pub delay_from_start: bool,
 }
 
 impl Timing {
@@ -113,6 +117,7 @@ impl Timing {
             attempt_timeout: Duration::from_secs(5),
             down_cadence: DownCadence::Retries,
             retries_initially: false,
+            delay_from_start: false,
         }
     }
 }
@@ -285,6 +290,16 @@ impl Machine {
         }
         let timing = &self.timing;
         let initial = !self.reported;
+        let Phase::Running { started, .. } = self.phase else {
+            return None;
+        };
+        let next = |delay: Duration| {
+            if timing.delay_from_start {
+                (started + delay).max(now)
+            } else {
+                now + delay
+            }
+        };
         match outcome {
             Ok(success) => {
                 self.retry_iteration = 0;
@@ -294,7 +309,7 @@ impl Machine {
                     self.weight_changed = true;
                 }
                 self.phase = Phase::Waiting {
-                    until: now + timing.delay_loop,
+                    until: next(timing.delay_loop),
                 };
                 if !self.up || initial {
                     self.up = true;
@@ -349,7 +364,7 @@ impl Machine {
                         DownCadence::DelayLoop => timing.delay_loop,
                     };
                 }
-                self.phase = Phase::Waiting { until: now + delay };
+                self.phase = Phase::Waiting { until: next(delay) };
                 if goes_down {
                     self.up = false;
                     self.reported = true;
@@ -414,6 +429,7 @@ mod tests {
             attempt_timeout: seconds(3),
             down_cadence: DownCadence::Retries,
             retries_initially: false,
+            delay_from_start: false,
         }
     }
 
@@ -614,6 +630,20 @@ mod tests {
             assert_eq!(machine.poll_at(), start + seconds(1) + seconds(10));
         }
         assert!(attempt(&mut machine, ok()).1.unwrap().up);
+    }
+
+    #[test]
+    fn misc_times_its_next_attempt_from_the_start_of_the_last() {
+        let mut settings = timing(0);
+        settings.delay_from_start = true;
+        let mut machine = Machine::new(settings, Timestamp::ZERO, 0.0);
+        let (start, _) = attempt(&mut machine, ok());
+        assert_eq!(machine.poll_at(), start + seconds(10));
+        // An attempt longer than the delay: the next one is due at once.
+        let start = machine.poll_at();
+        machine.poll(start);
+        machine.handle(start + seconds(12), ok());
+        assert_eq!(machine.poll_at(), start + seconds(12));
     }
 
     #[test]

@@ -467,6 +467,7 @@ impl CheckSpec {
         // attempt's own limit is only a backstop behind them.
         .saturating_add(ATTEMPT_MARGIN);
         let retries_initially = matches!(kind, CheckKind::Smtp(_));
+        let delay_from_start = matches!(kind, CheckKind::Misc(_));
         // keepalived watches the file with inotify and has no timers for
         // FILE_CHECK; nanny reads it every second, and a change counts at
         // once (no retries, no warmup, never alpha: keepalived clears it).
@@ -485,14 +486,18 @@ impl CheckSpec {
                     attempt_timeout: FILE_POLL.saturating_add(ATTEMPT_MARGIN),
                     down_cadence: DownCadence::Retries,
                     retries_initially: false,
+                    delay_from_start: false,
                 },
             };
         }
         let down_cadence = match &kind {
             CheckKind::Http(_) => DownCadence::Longest,
             // check_udp.c `udp_epilog`, check_dns.c `dns_final`,
-            // check_ping.c `icmp_epilog`: no retries while down.
-            CheckKind::Udp(_) | CheckKind::Dns(_) | CheckKind::Ping => DownCadence::DelayLoop,
+            // check_ping.c `icmp_epilog`, check_misc.c
+            // `misc_check_child_thread`: no retries while down.
+            CheckKind::Udp(_) | CheckKind::Dns(_) | CheckKind::Ping | CheckKind::Misc(_) => {
+                DownCadence::DelayLoop
+            }
             _ => DownCadence::Retries,
         };
         CheckSpec {
@@ -509,6 +514,7 @@ impl CheckSpec {
                 attempt_timeout,
                 down_cadence,
                 retries_initially,
+                delay_from_start,
             },
         }
     }
