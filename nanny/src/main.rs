@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use nanny::driver::http;
 use nanny::scheduler::{Handle, Start, StateChange};
-use nanny::spec::{Endpoint, HttpVersion, Plan, UrlSpec};
+use nanny::spec::{Endpoint, HttpVersion, Plan, TlsSpec, UrlSpec};
 
 #[derive(Parser)]
 #[command(
@@ -39,7 +39,7 @@ struct Arguments {
 enum Command {
     /// Print the MD5 digest of a URL's body, as keepalived's genhash does.
     Digest {
-        /// http://HOST[:PORT][/PATH]
+        /// http[s]://HOST[:PORT][/PATH]
         url: String,
         /// Seconds before giving up.
         #[arg(long, default_value_t = 5)]
@@ -99,10 +99,18 @@ async fn digest(url: &str, timeout: u64) -> anyhow::Result<ExitCode> {
         virtualhost,
         regex: None,
     };
+    // https: genhash's -S, without certificate verification; the name,
+    // if any, as SNI.
+    let tls = parsed.tls.then(|| TlsSpec {
+        server_name: url_spec.virtualhost.clone(),
+        verify: false,
+        ca_file: None,
+    });
     let response = http::fetch(
         &endpoint,
         &url_spec,
         HttpVersion::Http10,
+        tls.as_ref(),
         Duration::from_secs(timeout),
     )
     .await

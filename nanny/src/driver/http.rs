@@ -24,7 +24,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::time::Instant;
 
 use crate::outcome::{Failure, Outcome, Success};
-use crate::spec::{Endpoint, HttpSpec, HttpVersion, RegexSpec, UrlSpec};
+use crate::spec::{Endpoint, HttpSpec, HttpVersion, RegexSpec, TlsSpec, UrlSpec};
 
 /// The most a response's headers may take.
 pub const HEADER_LIMIT: usize = 64 * 1024;
@@ -46,68 +46,47 @@ pub struct Response {
 /// HTTP_GET: every URL must answer with an accepted status and, if given,
 /// the digest. The first URL that fails decides the reason.
 pub async fn check(endpoint: &Endpoint, http: &HttpSpec, connect_timeout: Duration) -> Outcome {
-    let connector = match &http.tls {
-        Some(tls) => Some(super::tls::connector(tls)?),
-        None => None,
-    };
     // keepalived: "if there are no URLs in list, enable server w/o checking".
     for url in &http.urls {
-        let started = Instant::now();
-        let deadline = started + connect_timeout;
-        let response = super::by(deadline, started, async {
-            let mut stream = super::tcp::connect(endpoint).await?;
-            let request = request(url, http.version, endpoint);
-            match (&connector, &http.tls) {
-                (Some(connector), Some(tls)) => {
-                    let server_name = super::tls::server_name(tls, endpoint)?;
-                    let mut stream = connector
-                        .connect(server_name, stream)
-                        .await
-                        .map_err(|error| Failure::Tls(error.to_string()))?;
-                    exchange(
-                        &mut stream,
-                        request.as_bytes(),
-                        BODY_LIMIT,
-                        url.regex.is_some(),
-                    )
-                    .await
-                }
-                _ => {
-                    exchange(
-                        &mut stream,
-                        request.as_bytes(),
-                        BODY_LIMIT,
-                        url.regex.is_some(),
-                    )
-                    .await
-                }
-            }
-        })
+        let response = fetch(
+            endpoint,
+            url,
+            http.version,
+            http.tls.as_ref(),
+            connect_timeout,
+        )
         .await?;
         judge(url, &response)?;
     }
     Ok(Success::default())
 }
 
-/// Fetches one URL and returns the response, whatever its status (what
-/// genhash does), all under `timeout`.
+/// Fetches one URL (over TLS with `tls`) and returns the response,
+/// whatever its status (what genhash does), all under `timeout`.
 pub async fn fetch(
     endpoint: &Endpoint,
     url: &UrlSpec,
     version: HttpVersion,
+    tls: Option<&TlsSpec>,
     timeout: Duration,
 ) -> Result<Response, Failure> {
+    let connector = tls.map(super::tls::connector).transpose()?;
     let started = Instant::now();
     super::by(started + timeout, started, async {
         let mut stream = super::tcp::connect(endpoint).await?;
         let request = request(url, version, endpoint);
-        exchange(
-            &mut stream,
-            request.as_bytes(),
-            BODY_LIMIT,
-            url.regex.is_some(),
-        )
-        .await
+        let keep_body = url.regex.is_some();
+        match (connector, tls) {
+            (Some(connector), Some(tls)) => {
+                let server_name = super::tls::server_name(tls, endpoint)?;
+                let mut stream = connector
+                    .connect(server_name, stream)
+                    .await
+                    .map_err(|error| Failure::Tls(error.to_string()))?;
+                exchange(&mut stream, request.as_bytes(), BODY_LIMIT, keep_body).await
+            }
+            _ => exchange(&mut stream, request.as_bytes(), BODY_LIMIT, keep_body).await,
+        }
     })
     .await
 }
@@ -115,17 +94,23 @@ pub async fn fetch(
 /// A URL split for fetching: `http://HOST[:PORT][/PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedUrl {
+    /// `https://`.
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     pub path: String,
 }
 
-/// Splits an `http://` URL (`https://` waits for SSL_GET).
+/// Splits an `http://` or `https://` URL.
 pub fn parse_url(text: &str) -> Result<ParsedUrl, Failure> {
     let invalid = |why: &str| Failure::Other(format!("URL {text:?}: {why}"));
-    let rest = text
-        .strip_prefix("http://")
-        .ok_or_else(|| invalid("only http:// is supported yet"))?;
+    let (tls, rest) = if let Some(rest) = text.strip_prefix("http://") {
+        (false, rest)
+    } else if let Some(rest) = text.strip_prefix("https://") {
+        (true, rest)
+    } else {
+        return Err(invalid("not http:// or https://"));
+    };
     let (authority, path) = match rest.find('/') {
         Some(slash) => (&rest[..slash], &rest[slash..]),
         None => (rest, "/"),
@@ -145,9 +130,11 @@ pub fn parse_url(text: &str) -> Result<ParsedUrl, Failure> {
     }
     let port = match port {
         Some(port) => port.parse().map_err(|_| invalid("bad port"))?,
+        None if tls => 443,
         None => 80,
     };
     Ok(ParsedUrl {
+        tls,
         host: host.to_owned(),
         port,
         path: path.to_owned(),
@@ -830,6 +817,7 @@ mod tests {
         assert_eq!(
             parse_url("http://example.test:8080/a/b?c"),
             Ok(ParsedUrl {
+                tls: false,
                 host: "example.test".to_owned(),
                 port: 8080,
                 path: "/a/b?c".to_owned()
@@ -838,7 +826,9 @@ mod tests {
         assert_eq!(parse_url("http://[::1]").unwrap().host, "::1");
         assert_eq!(parse_url("http://[::1]:81").unwrap().port, 81);
         assert_eq!(parse_url("http://h").unwrap().path, "/");
-        assert!(parse_url("https://h/").is_err());
+        assert_eq!(parse_url("https://h/").unwrap().port, 443);
+        assert!(parse_url("https://h/").unwrap().tls);
+        assert!(parse_url("ftp://h/").is_err());
         assert!(parse_url("http://:80/").is_err());
     }
 
