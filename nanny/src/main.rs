@@ -105,6 +105,7 @@ async fn digest(url: &str, timeout: u64) -> anyhow::Result<ExitCode> {
         server_name: url_spec.virtualhost.clone(),
         verify: false,
         ca_file: None,
+        client_certificate: None,
     });
     let response = http::fetch(
         &endpoint,

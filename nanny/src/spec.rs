@@ -108,6 +108,8 @@ pub struct TlsSpec {
     pub verify: bool,
     /// The CA certificates (PEM) to verify against.
     pub ca_file: Option<String>,
+    /// The `SSL` block's certificate (chain) and key files, PEM.
+    pub client_certificate: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -373,6 +375,10 @@ impl CheckSpec {
                     },
                     verify: false,
                     ca_file: None,
+                    client_certificate: configuration
+                        .ssl
+                        .as_ref()
+                        .and_then(|ssl| Some((ssl.certificate.clone()?, ssl.key.clone()?))),
                 }),
                 urls,
             }

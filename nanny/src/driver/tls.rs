@@ -7,13 +7,14 @@
 //! holds the key of the certificate it shows. With [`TlsSpec::verify`],
 //! the certificate must chain to the CA file given.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_rustls::TlsConnector;
 
@@ -27,43 +28,65 @@ fn provider() -> Arc<CryptoProvider> {
         .clone()
 }
 
-/// The connector for `tls`; the unverified one is built once and shared.
+/// The connector for `tls`, built once per distinct TLS setting and shared
+/// by every attempt (reading certificates at each attempt would cost more
+/// than the check).
 pub fn connector(tls: &TlsSpec) -> Result<TlsConnector, Failure> {
-    if !tls.verify {
-        static UNVERIFIED: OnceLock<Result<TlsConnector, Failure>> = OnceLock::new();
-        return UNVERIFIED
-            .get_or_init(|| {
-                let provider = provider();
-                let config = ClientConfig::builder_with_provider(provider.clone())
-                    .with_safe_default_protocol_versions()
-                    .map_err(|error| Failure::Tls(error.to_string()))?
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-                    .with_no_client_auth();
-                Ok(TlsConnector::from(Arc::new(config)))
-            })
-            .clone();
+    static CONNECTORS: OnceLock<Mutex<HashMap<TlsSpec, TlsConnector>>> = OnceLock::new();
+    let connectors = CONNECTORS.get_or_init(Default::default);
+    let mut connectors = connectors
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(connector) = connectors.get(tls) {
+        return Ok(connector.clone());
     }
-    let Some(ca_file) = &tls.ca_file else {
-        return Err(Failure::Tls(
-            "certificate verification needs a CA file".to_owned(),
-        ));
-    };
-    let mut roots = RootCertStore::empty();
-    for certificate in CertificateDer::pem_file_iter(Path::new(ca_file))
-        .map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?
-    {
-        let certificate =
-            certificate.map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?;
-        roots
-            .add(certificate)
-            .map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?;
-    }
-    let config = ClientConfig::builder_with_provider(provider())
+    let connector = build(tls)?;
+    connectors.insert(tls.clone(), connector.clone());
+    Ok(connector)
+}
+
+fn build(tls: &TlsSpec) -> Result<TlsConnector, Failure> {
+    let provider = provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|error| Failure::Tls(error.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|error| Failure::Tls(error.to_string()))?;
+    let builder = if tls.verify {
+        let Some(ca_file) = &tls.ca_file else {
+            return Err(Failure::Tls(
+                "certificate verification needs a CA file".to_owned(),
+            ));
+        };
+        let mut roots = RootCertStore::empty();
+        for certificate in CertificateDer::pem_file_iter(Path::new(ca_file))
+            .map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?
+        {
+            let certificate =
+                certificate.map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?;
+            roots
+                .add(certificate)
+                .map_err(|error| Failure::Tls(format!("{ca_file}: {error}")))?;
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+    };
+    // The SSL block's certificate and key are presented to servers that ask
+    // (keepalived's SSL_CTX_use_certificate_chain_file/PrivateKey_file).
+    let config = match &tls.client_certificate {
+        Some((certificate_file, key_file)) => {
+            let chain = CertificateDer::pem_file_iter(Path::new(certificate_file))
+                .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+                .map_err(|error| Failure::Tls(format!("{certificate_file}: {error}")))?;
+            let key = PrivateKeyDer::from_pem_file(Path::new(key_file))
+                .map_err(|error| Failure::Tls(format!("{key_file}: {error}")))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|error| Failure::Tls(format!("{certificate_file}: {error}")))?
+        }
+        None => builder.with_no_client_auth(),
+    };
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
@@ -133,7 +156,6 @@ mod tests {
     use crate::driver::tcp::tests::endpoint;
     use crate::outcome::Success;
     use crate::spec::{HttpSpec, HttpVersion, UrlSpec};
-    use rustls::pki_types::PrivateKeyDer;
     use std::net::SocketAddr;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -207,6 +229,7 @@ mod tests {
             server_name: None,
             verify: false,
             ca_file: None,
+            client_certificate: None,
         };
         let outcome = check(&endpoint(address), &ssl_get(tls, b"secure"), TIMEOUT).await;
         assert_eq!(outcome, Ok(Success::default()));
@@ -220,6 +243,7 @@ mod tests {
             server_name: Some("www.example.test".to_owned()),
             verify: false,
             ca_file: None,
+            client_certificate: None,
         };
         let outcome = check(&endpoint(address), &ssl_get(tls, b"secure"), TIMEOUT).await;
         assert_eq!(outcome, Ok(Success::default()));
@@ -236,6 +260,7 @@ mod tests {
             server_name: Some("www.example.test".to_owned()),
             verify: true,
             ca_file: Some(testdata("ca.crt")),
+            client_certificate: None,
         };
         let outcome = check(
             &endpoint(address),
@@ -253,6 +278,71 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_ssl_block_certificate_is_presented_to_servers_that_ask() {
+        // A server that requires a client certificate issued by the test CA.
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(testdata("ca.crt")).unwrap())
+            .unwrap();
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider(),
+        )
+        .build()
+        .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![CertificateDer::from_pem_slice(CERTIFICATE).unwrap()],
+                PrivateKeyDer::from_pem_slice(KEY).unwrap(),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let mut request = [0u8; 1024];
+                    let _ = stream.read(&mut request).await;
+                    let _ = stream.write_all(b"HTTP/1.0 200 OK\r\n\r\nsecure").await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        let anonymous = TlsSpec {
+            server_name: None,
+            verify: false,
+            ca_file: None,
+            client_certificate: None,
+        };
+        let outcome = check(
+            &endpoint(address),
+            &ssl_get(anonymous.clone(), b"secure"),
+            TIMEOUT,
+        )
+        .await;
+        assert!(outcome.is_err(), "no client certificate: {outcome:?}");
+        let with_certificate = TlsSpec {
+            client_certificate: Some((testdata("server.crt"), testdata("server.key"))),
+            ..anonymous
+        };
+        let outcome = check(
+            &endpoint(address),
+            &ssl_get(with_certificate, b"secure"),
+            TIMEOUT,
+        )
+        .await;
+        assert_eq!(outcome, Ok(Success::default()));
+    }
+
+    #[tokio::test]
     async fn a_plain_http_server_is_a_tls_failure() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -265,6 +355,7 @@ mod tests {
             server_name: None,
             verify: false,
             ca_file: None,
+            client_certificate: None,
         };
         let outcome = check(&endpoint(address), &ssl_get(tls, b""), TIMEOUT).await;
         assert!(matches!(outcome, Err(Failure::Tls(_))), "{outcome:?}");
