@@ -27,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(10);
 
+    nanny::raise_open_file_limit()?;
     // The listener runs on its own runtime thread, so that accepting does
     // not compete with the scheduler's runtime.
     let accepted = Arc::new(AtomicU64::new(0));

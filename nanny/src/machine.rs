@@ -323,6 +323,24 @@ impl Machine {
                 }
                 None
             }
+            Err(failure) if failure.is_local() => {
+                // keepalived: "socket bind failed. Rescheduling." No
+                // verdict: the state stays, and is reported as it is (with
+                // why) if it never was.
+                self.phase = Phase::Waiting {
+                    until: next(timing.delay_loop),
+                };
+                if initial {
+                    self.reported = true;
+                    return Some(Transition {
+                        up: self.up,
+                        initial,
+                        reason: Some(failure),
+                        failures: 0,
+                    });
+                }
+                None
+            }
             Err(failure) => {
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 let delay;
@@ -644,6 +662,23 @@ mod tests {
         machine.poll(start);
         machine.handle(start + seconds(12), ok());
         assert_eq!(machine.poll_at(), start + seconds(12));
+    }
+
+    #[test]
+    fn a_local_failure_is_no_verdict() {
+        let mut machine = Machine::new(timing(0), Timestamp::ZERO, 0.0);
+        let local = || Err(Failure::Local("socket: too many open files".to_owned()));
+        // Never reported yet: the initial state is reported, with why.
+        let (start, transition) = attempt(&mut machine, local());
+        let transition = transition.unwrap();
+        assert!(transition.up && transition.initial);
+        assert_eq!(machine.poll_at(), start + seconds(1) + seconds(10));
+        // Then silence, and no retries counted.
+        assert_eq!(attempt(&mut machine, local()).1, None);
+        assert!(machine.is_up());
+        assert!(!attempt(&mut machine, refused()).1.unwrap().up);
+        assert_eq!(attempt(&mut machine, local()).1, None);
+        assert!(!machine.is_up());
     }
 
     #[test]

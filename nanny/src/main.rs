@@ -49,6 +49,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
+    if let Err(error) = nanny::raise_open_file_limit() {
+        eprintln!("nanny: cannot raise the open file limit: {error}");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -23,6 +23,10 @@ pub enum Failure {
     Timeout { after: Duration },
     #[error("cannot bind: {0}")]
     Bind(String),
+    /// This machine could not run the check (no socket: too many open
+    /// files, ...): says nothing about the server.
+    #[error("could not run the check: {0}")]
+    Local(String),
     #[error("{0}")]
     Io(String),
     #[error("connection closed before a response")]
@@ -53,6 +57,13 @@ fn format_seconds(duration: Duration) -> String {
 }
 
 impl Failure {
+    /// Whether the failure is this machine's, not the server's: keepalived
+    /// then logs "Rescheduling" and tries again a `delay_loop` later,
+    /// without a verdict.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Failure::Bind(_) | Failure::Local(_))
+    }
+
     /// Classifies an I/O error the way an operator reads it.
     pub fn from_io(error: &std::io::Error) -> Failure {
         use std::io::ErrorKind;

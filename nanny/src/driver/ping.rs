@@ -77,7 +77,7 @@ fn icmp_socket(version_6: bool) -> Result<std::net::UdpSocket, Failure> {
     };
     if descriptor < 0 {
         let error = std::io::Error::last_os_error();
-        return Err(Failure::Other(format!(
+        return Err(Failure::Local(format!(
             "cannot open an ICMP datagram socket ({error}); see net.ipv4.ping_group_range"
         )));
     }
@@ -186,7 +186,7 @@ mod tests {
         target.bind_address = Some("192.0.2.1".parse().unwrap());
         let outcome = check(&target, Duration::from_secs(2)).await;
         assert!(
-            matches!(&outcome, Err(Failure::Bind(_) | Failure::Other(_))),
+            matches!(&outcome, Err(Failure::Bind(_) | Failure::Local(_))),
             "{outcome:?}"
         );
     }
@@ -198,7 +198,7 @@ mod tests {
             Ok(success) => assert_eq!(success, Success::default()),
             // Not every machine lets this process open ICMP sockets; the
             // failure must say why.
-            Err(Failure::Other(why)) if why.contains("ping_group_range") => {}
+            Err(Failure::Local(why)) if why.contains("ping_group_range") => {}
             other => panic!("{other:?}"),
         }
     }

@@ -26,7 +26,7 @@ pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
     } else {
         TcpSocket::new_v6()
     }
-    .map_err(|error| Failure::from_io(&error))?;
+    .map_err(|error| Failure::Local(format!("socket: {error}")))?;
     if let Some(interface) = &endpoint.bind_interface {
         socket
             .bind_device(Some(interface.as_bytes()))
