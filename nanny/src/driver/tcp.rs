@@ -143,6 +143,34 @@ pub(crate) mod tests {
         assert!(matches!(outcome, Err(Failure::Bind(_))), "{outcome:?}");
     }
 
+    /// Whether this process may set SO_BINDTODEVICE and SO_MARK
+    /// (CAP_NET_RAW and CAP_NET_ADMIN; root in CI).
+    fn privileged() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    #[tokio::test]
+    async fn bind_if_and_fwmark_apply_to_the_socket() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut target = endpoint(listener.local_addr().unwrap());
+        target.bind_interface = Some("lo".to_owned());
+        target.fwmark = Some(7);
+        let outcome = check(&target, Duration::from_secs(5)).await;
+        if privileged() {
+            assert_eq!(outcome, Ok(Success::default()));
+        } else {
+            assert!(matches!(outcome, Err(Failure::Bind(_))), "{outcome:?}");
+        }
+        target.fwmark = None;
+        target.bind_interface = Some("nanny-none0".to_owned());
+        let outcome = check(&target, Duration::from_secs(5)).await;
+        assert!(
+            matches!(&outcome, Err(Failure::Bind(why)) if why.starts_with("interface nanny-none0")),
+            "{outcome:?}"
+        );
+    }
+
     /// A listener whose accept queue is full: further SYNs are dropped,
     /// so a connect hangs (on loopback, no traffic leaves the machine).
     pub(crate) async fn saturated_listener() -> (TcpListener, Vec<TcpStream>, SocketAddr) {
