@@ -26,6 +26,8 @@ struct Arguments {
     )]
     file: PathBuf,
     /// One round of checks, then exit: non-zero if any real server is down.
+    /// Without it, nanny runs until SIGINT or SIGTERM, and SIGHUP reloads
+    /// the configuration.
     #[arg(long)]
     once: bool,
     /// One JSON object per line instead of text.
@@ -147,6 +149,8 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("listening for SIGTERM")?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("listening for SIGHUP")?;
     let mut handle = Handle::spawn(plan, start);
     let mut reported = 0usize;
     let mut any_down = false;
@@ -165,6 +169,14 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
             }
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
+            // keepalived's reload signal: unchanged checks keep their state.
+            _ = hangup.recv(), if !arguments.once => {
+                let loaded = fulcrum_config::load(&arguments.file, &Default::default());
+                if loaded.diagnostics.has_errors() {
+                    eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+                }
+                handle.reload(Plan::from_config(&loaded.config)).await;
+            }
         }
     }
     handle.shutdown().await;

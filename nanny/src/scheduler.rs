@@ -12,7 +12,7 @@
 //! them; MISC_CHECK kills its process group on drop).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -61,6 +61,9 @@ pub struct Scheduler {
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
     /// The running attempt of each check: its number and its task.
     running: Vec<Option<(u64, AbortHandle)>>,
+    /// Which check each running attempt (by number) belongs to; survives
+    /// reloads, which renumber checks.
+    owners: HashMap<u64, usize>,
     /// Attempts started so far, to number them.
     attempts_started: u64,
     /// Each check's last reported reason.
@@ -110,6 +113,7 @@ impl Scheduler {
                 .map(|check| Arc::new(check.spec.clone()))
                 .collect(),
             running: vec![None; machines.len()],
+            owners: HashMap::new(),
             attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
             reported: vec![false; plan.slots.len()],
@@ -133,8 +137,13 @@ impl Scheduler {
 
     /// Runs until `shutdown` fires (or its sender is dropped), or nobody
     /// listens to the events any more. `_done` is dropped on return.
-    pub async fn run(mut self, mut shutdown: broadcast::Receiver<()>, _done: mpsc::Sender<()>) {
-        let mut attempts: JoinSet<(usize, u64, Outcome)> = JoinSet::new();
+    pub async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut shutdown: broadcast::Receiver<()>,
+        _done: mpsc::Sender<()>,
+    ) {
+        let mut attempts: JoinSet<(u64, Outcome)> = JoinSet::new();
         // Real servers without checkers are up from the start.
         let empty: Vec<usize> = (0..self.plan.slots.len())
             .filter(|slot| self.plan.slots[*slot].checks.is_empty())
@@ -146,14 +155,19 @@ impl Scheduler {
             let wake = self.timers.peek().map(|Reverse((at, _))| self.instant(*at));
             tokio::select! {
                 _ = shutdown.recv() => break,
-                Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    let Ok((index, number, outcome)) = joined else { continue };
-                    // An attempt that finished as its deadline passed may
-                    // still be joined after a newer one started: only the
-                    // current attempt counts.
-                    if self.running[index].as_ref().map(|(current, _)| *current) != Some(number) {
-                        continue;
+                Some(command) = commands.recv() => match command {
+                    Command::Reload(plan) => {
+                        if !self.reload(plan).await {
+                            break;
+                        }
                     }
+                },
+                Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
+                    let Ok((number, outcome)) = joined else { continue };
+                    // An attempt abandoned at its deadline (or whose check
+                    // was removed) may still be joined: only current
+                    // attempts count.
+                    let Some(index) = self.owners.remove(&number) else { continue };
                     self.running[index] = None;
                     if let Err(failure) = &outcome
                         && self.specs[index].log_all_failures
@@ -178,7 +192,7 @@ impl Scheduler {
     }
 
     /// Handles every timer due now; false when nobody listens any more.
-    async fn fire_timers(&mut self, attempts: &mut JoinSet<(usize, u64, Outcome)>) -> bool {
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Outcome)>) -> bool {
         let now = self.now();
         while let Some(Reverse((at, index))) = self.timers.peek().copied() {
             if at > now {
@@ -191,8 +205,9 @@ impl Scheduler {
             }
             if self.machines[index].is_running() {
                 // The deadline passed before the driver answered.
-                if let Some((_, handle)) = self.running[index].take() {
+                if let Some((number, handle)) = self.running[index].take() {
                     handle.abort();
+                    self.owners.remove(&number);
                 }
                 let transition = self.machines[index].poll_timeout(now);
                 self.timers
@@ -206,14 +221,141 @@ impl Scheduler {
                 let spec = self.specs[index].clone();
                 self.attempts_started += 1;
                 let number = self.attempts_started;
-                let handle =
-                    attempts.spawn(async move { (index, number, driver::run(&spec).await) });
+                let handle = attempts.spawn(async move { (number, driver::run(&spec).await) });
                 self.running[index] = Some((number, handle));
+                self.owners.insert(number, index);
             }
             self.timers
                 .push(Reverse((self.machines[index].poll_at(), index)));
         }
         true
+    }
+
+    /// Moves to `plan`, as keepalived's reload: checks that are still
+    /// configured identically keep their state, timers and running
+    /// attempts; new ones start with their warmup; removed ones stop. Real
+    /// servers already reported are reported again only if their state
+    /// changed; new ones once all their checks have a state.
+    async fn reload(&mut self, plan: Plan) -> bool {
+        let now = self.now();
+        let mut previous: HashMap<CheckSpec, usize> = self
+            .specs
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| ((**spec).clone(), index))
+            .collect();
+        let mut specs = Vec::with_capacity(plan.checks.len());
+        let mut machines = Vec::with_capacity(plan.checks.len());
+        let mut running = Vec::with_capacity(plan.checks.len());
+        let mut reasons = Vec::with_capacity(plan.checks.len());
+        for (index, check) in plan.checks.iter().enumerate() {
+            match previous.remove(&check.spec) {
+                Some(old) => {
+                    specs.push(self.specs[old].clone());
+                    machines.push(self.machines[old].clone());
+                    let attempt = self.running[old].take();
+                    if let Some((number, _)) = &attempt {
+                        self.owners.insert(*number, index);
+                    }
+                    running.push(attempt);
+                    reasons.push(std::mem::take(&mut self.reasons[old]));
+                }
+                None => {
+                    specs.push(Arc::new(check.spec.clone()));
+                    machines.push(Machine::new(
+                        check.spec.timing.clone(),
+                        now,
+                        fastrand::f64(),
+                    ));
+                    running.push(None);
+                    reasons.push(String::new());
+                }
+            }
+        }
+        for (_, old) in previous {
+            if let Some((number, handle)) = self.running[old].take() {
+                handle.abort();
+                self.owners.remove(&number);
+            }
+        }
+        let previous_slots: HashMap<(VirtualServerName, RealServerName), usize> = self
+            .plan
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(index, slot)| {
+                (
+                    (slot.virtual_server.clone(), slot.real_server.clone()),
+                    index,
+                )
+            })
+            .collect();
+        let mut health = Vec::with_capacity(plan.slots.len());
+        let mut reported = Vec::with_capacity(plan.slots.len());
+        let mut weights = Vec::with_capacity(plan.slots.len());
+        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
+            BTreeMap::new();
+        for slot in &plan.slots {
+            let slot_health = RealServerHealth::new(
+                slot.checks
+                    .iter()
+                    .map(|check| machines[*check].is_up())
+                    .collect(),
+            );
+            let old = previous_slots
+                .get(&(slot.virtual_server.clone(), slot.real_server.clone()))
+                .copied();
+            let was_reported = old.is_some_and(|old| self.reported[old]);
+            let weight = old.and_then(|old| self.weights[old]);
+            if let Some(old) = old
+                && was_reported
+                && self.health[old].is_up() != slot_health.is_up()
+            {
+                changes
+                    .entry((slot.real_server.clone(), slot_health.is_up(), weight))
+                    .or_default()
+                    .push(slot.virtual_server.clone());
+            }
+            health.push(slot_health);
+            reported.push(was_reported);
+            weights.push(weight);
+        }
+        self.timers = machines
+            .iter()
+            .enumerate()
+            .map(|(index, machine)| Reverse((machine.poll_at(), index)))
+            .collect();
+        self.plan = plan;
+        self.specs = specs;
+        self.machines = machines;
+        self.running = running;
+        self.reasons = reasons;
+        self.health = health;
+        self.reported = reported;
+        self.weights = weights;
+        for ((real_server, up, weight), virtual_servers) in changes {
+            let change = StateChange {
+                real_server,
+                virtual_servers,
+                up,
+                initial: false,
+                reason: "configuration reloaded".to_owned(),
+                weight,
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        let ready: Vec<usize> = (0..self.plan.slots.len())
+            .filter(|slot| {
+                !self.reported[*slot]
+                    && self.plan.slots[*slot]
+                        .checks
+                        .iter()
+                        .all(|check| self.machines[*check].has_reported())
+            })
+            .collect();
+        self.send_initial(&ready).await
     }
 
     /// Applies a check's transition and weight change to its subscribers;
@@ -354,9 +496,17 @@ async fn sleep_until_option(wake: Option<Instant>) {
     }
 }
 
-/// A running scheduler: its events, and how to stop it.
+/// What a running scheduler can be told.
+#[derive(Debug)]
+pub enum Command {
+    /// Move to a new plan (a configuration reload).
+    Reload(Plan),
+}
+
+/// A running scheduler: its events, and how to steer and stop it.
 pub struct Handle {
     pub events: mpsc::Receiver<StateChange>,
+    commands: mpsc::Sender<Command>,
     shutdown: broadcast::Sender<()>,
     done: mpsc::Receiver<()>,
 }
@@ -367,13 +517,20 @@ impl Handle {
         let (events_sender, events) = mpsc::channel(1024);
         let (shutdown, shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
+        let (commands, commands_receiver) = mpsc::channel(8);
         let scheduler = Scheduler::new(plan, start, events_sender);
-        tokio::spawn(scheduler.run(shutdown_receiver, done_sender));
+        tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
         Handle {
             events,
+            commands,
             shutdown,
             done,
         }
+    }
+
+    /// Moves the scheduler to `plan` (see [`Scheduler`]'s reload).
+    pub async fn reload(&self, plan: Plan) {
+        let _ = self.commands.send(Command::Reload(plan)).await;
     }
 
     /// Stops the scheduler and waits until every attempt is cancelled.
@@ -604,6 +761,41 @@ mod tests {
             assert!(up.up);
             assert_eq!(up.reason, format!("HTTP_GET {address}: success"));
         }
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reload_keeps_states_and_reports_only_what_is_new_or_changed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = listener.local_addr().unwrap();
+        let down = closed_port().await;
+        let mut handle = Handle::spawn(plan(&service("192.0.2.1", up, "")), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        // The same check under a second virtual server, and a new server.
+        let text = [
+            service("192.0.2.1", up, ""),
+            service("192.0.2.2", up, ""),
+            service("192.0.2.3", down, ""),
+        ]
+        .concat();
+        handle.reload(plan(&text)).await;
+        // The shared check already has a state: reported at once, for the
+        // new virtual server only.
+        let shared = next(&mut handle).await;
+        assert!(shared.up && shared.initial);
+        assert_eq!(shared.virtual_servers.len(), 1);
+        assert_eq!(shared.virtual_servers[0].0, "192.0.2.2:80 TCP");
+        let new = next(&mut handle).await;
+        assert!(!new.up && new.initial);
+        assert_eq!(new.real_server.address, down);
+        // Removing a server reports nothing; the kept one goes on.
+        handle.reload(plan(&service("192.0.2.1", up, ""))).await;
+        drop(listener);
+        let change = next(&mut handle).await;
+        assert!(!change.up && !change.initial);
+        assert_eq!(change.real_server.address, up);
+        assert_eq!(change.virtual_servers.len(), 1);
         handle.shutdown().await;
     }
 
