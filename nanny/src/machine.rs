@@ -19,14 +19,19 @@
 //!   checker goes down on the failure after those: `retry + 1` consecutive
 //!   failures. Quirk: keepalived starts the retry counter *at* `retry`
 //!   ("for non alpha mode, one failure is enough initially"), so the very
-//!   first attempt failing marks the checker down at once.
-//! - The first outcome is always reported (keepalived calls
+//!   first attempt failing marks the checker down at once (not SMTP_CHECK:
+//!   [`Timing::retries_initially`]).
+//! - The first verdict is always reported (keepalived calls
 //!   `update_svr_checker_state` while `!has_run`), even when it confirms the
 //!   initial state.
-//! - While down, TCP_CHECK keeps its retry cadence (`delay_before_retry`,
-//!   then `delay_loop` after `retry` of them) whereas HTTP_GET/SSL_GET wait
-//!   the longer of `delay_before_retry` and `delay_loop` between attempts,
-//!   and UDP_CHECK a `delay_loop` ([`DownCadence`]).
+//! - While down, TCP_CHECK and SMTP_CHECK keep their retry cadence
+//!   (`delay_before_retry`, then `delay_loop` after `retry` of them) whereas
+//!   HTTP_GET/SSL_GET wait the longer of `delay_before_retry` and
+//!   `delay_loop` between attempts, and UDP_CHECK, DNS_CHECK, PING_CHECK
+//!   and MISC_CHECK a `delay_loop` ([`DownCadence`]); MISC_CHECK counts its
+//!   delays from the start of the last run ([`Timing::delay_from_start`]).
+//! - A failure of this machine (no socket, cannot bind) is no verdict: the
+//!   next attempt comes a `delay_loop` later (keepalived's "Rescheduling").
 
 use std::time::Duration;
 
@@ -70,14 +75,15 @@ impl std::ops::Sub<Timestamp> for Timestamp {
 /// keepalived's checkers differ in scheduling).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DownCadence {
-    /// TCP_CHECK and the other simple checkers: `delay_before_retry` for
-    /// `retry` attempts, then a `delay_loop`, over and over.
+    /// TCP_CHECK and SMTP_CHECK: `delay_before_retry` for `retry`
+    /// attempts, then a `delay_loop`, over and over.
     Retries,
     /// HTTP_GET and SSL_GET: no retries while down, the longer of
     /// `delay_before_retry` and `delay_loop` between attempts.
     Longest,
-    /// UDP_CHECK (check_udp.c `udp_epilog`): no retries while down, a
-    /// `delay_loop` between attempts.
+    /// UDP_CHECK, DNS_CHECK, PING_CHECK, MISC_CHECK (`udp_epilog`,
+    /// `dns_final`, `icmp_epilog`, `misc_check_child_thread`): no retries
+    /// while down, a `delay_loop` between attempts.
     DelayLoop,
 }
 
