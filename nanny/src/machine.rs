@@ -176,6 +176,10 @@ pub struct Machine {
     weight: Option<i32>,
     /// Whether that weight changed since [`Machine::take_weight_change`].
     weight_changed: bool,
+    /// The weight offset a FILE_CHECK last asked for.
+    weight_offset: i64,
+    /// Whether it changed since [`Machine::take_weight_offset_change`].
+    weight_offset_changed: bool,
 }
 
 impl Machine {
@@ -199,6 +203,8 @@ impl Machine {
             consecutive_failures: 0,
             weight: None,
             weight_changed: false,
+            weight_offset: 0,
+            weight_offset_changed: false,
             phase: Phase::Waiting {
                 until: now + BOOTSTRAP_DELAY + warmup,
             },
@@ -245,6 +251,16 @@ impl Machine {
         std::mem::take(&mut self.weight_changed)
             .then_some(self.weight)
             .flatten()
+    }
+
+    /// The weight offset FILE_CHECK last set (0 before any).
+    pub fn weight_offset(&self) -> i64 {
+        self.weight_offset
+    }
+
+    /// The new weight offset, once, if it changed.
+    pub fn take_weight_offset_change(&mut self) -> Option<i64> {
+        std::mem::take(&mut self.weight_offset_changed).then_some(self.weight_offset)
     }
 
     /// When [`Machine::poll`] has something to do: the next attempt's start,
@@ -310,6 +326,12 @@ impl Machine {
             Ok(success) => {
                 self.retry_iteration = 0;
                 self.consecutive_failures = 0;
+                if let Some(offset) = success.weight_offset
+                    && offset != self.weight_offset
+                {
+                    self.weight_offset = offset;
+                    self.weight_offset_changed = true;
+                }
                 if success.weight.is_some() && success.weight != self.weight {
                     self.weight = success.weight;
                     self.weight_changed = true;
@@ -710,13 +732,31 @@ mod tests {
     #[test]
     fn misc_dynamic_weight_is_kept() {
         let mut machine = Machine::new(timing(0), Timestamp::ZERO, 0.0);
-        attempt(&mut machine, Ok(Success { weight: Some(7) }));
+        attempt(
+            &mut machine,
+            Ok(Success {
+                weight: Some(7),
+                ..Success::default()
+            }),
+        );
         assert_eq!(machine.weight(), Some(7));
         assert_eq!(machine.take_weight_change(), Some(7));
         assert_eq!(machine.take_weight_change(), None);
-        attempt(&mut machine, Ok(Success { weight: Some(7) }));
+        attempt(
+            &mut machine,
+            Ok(Success {
+                weight: Some(7),
+                ..Success::default()
+            }),
+        );
         assert_eq!(machine.take_weight_change(), None, "unchanged");
-        attempt(&mut machine, Ok(Success { weight: Some(3) }));
+        attempt(
+            &mut machine,
+            Ok(Success {
+                weight: Some(3),
+                ..Success::default()
+            }),
+        );
         assert_eq!(machine.take_weight_change(), Some(3));
     }
 

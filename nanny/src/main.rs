@@ -199,10 +199,13 @@ fn print_change(change: &StateChange, json: bool) -> anyhow::Result<()> {
         .iter()
         .map(|name| name.to_string())
         .collect();
-    let weight = change
+    let mut weight = change
         .weight
         .map(|weight| format!(", weight {weight}"))
         .unwrap_or_default();
+    if change.weight_offset != 0 {
+        weight.push_str(&format!(", weight {:+}", change.weight_offset));
+    }
     println!(
         "{} {what} {state}{weight} (virtual server {}): {}",
         change.real_server,

@@ -10,6 +10,9 @@ use serde::Serialize;
 pub struct Success {
     /// MISC_CHECK with `misc_dynamic`: the weight the exit code asked for.
     pub weight: Option<i32>,
+    /// FILE_CHECK with a weight: how much to add to the real server's
+    /// weight (`number * weight`, negated with `reverse`).
+    pub weight_offset: Option<i64>,
 }
 
 /// Why an attempt failed, in words a person acts on.
@@ -80,10 +83,14 @@ impl Failure {
 
 impl fmt::Display for Success {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.weight {
-            Some(weight) => write!(formatter, "success, weight {weight}"),
-            None => formatter.write_str("success"),
+        formatter.write_str("success")?;
+        if let Some(weight) = self.weight {
+            write!(formatter, ", weight {weight}")?;
         }
+        if let Some(offset) = self.weight_offset {
+            write!(formatter, ", weight offset {offset}")?;
+        }
+        Ok(())
     }
 }
 

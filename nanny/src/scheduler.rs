@@ -39,6 +39,9 @@ pub struct StateChange {
     /// The weight a MISC_CHECK with `misc_dynamic` set, if any (a change of
     /// weight alone is sent too, with `up` unchanged).
     pub weight: Option<i32>,
+    /// What FILE_CHECKs with a weight add to the real server's weight
+    /// (0 without any; a change alone is sent too).
+    pub weight_offset: i64,
 }
 
 /// How the scheduler starts checks.
@@ -231,6 +234,16 @@ impl Scheduler {
         true
     }
 
+    /// What the FILE_CHECKs of slot `slot_index` add to its weight.
+    fn weight_offset(&self, slot_index: usize) -> i64 {
+        self.plan.slots.get(slot_index).map_or(0, |slot| {
+            slot.checks
+                .iter()
+                .map(|check| self.machines[*check].weight_offset())
+                .fold(0i64, i64::saturating_add)
+        })
+    }
+
     /// Moves to `plan`, as keepalived's reload: checks that are still
     /// configured identically keep their state, timers and running
     /// attempts; new ones start with their warmup; removed ones stop. Real
@@ -295,6 +308,11 @@ impl Scheduler {
         let mut weights = Vec::with_capacity(plan.slots.len());
         let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
             BTreeMap::new();
+        // Taken now: the offsets after the reload are reported with any
+        // change below.
+        for machine in &mut machines {
+            machine.take_weight_offset_change();
+        }
         for slot in &plan.slots {
             let slot_health = RealServerHealth::new(
                 slot.checks
@@ -334,7 +352,14 @@ impl Scheduler {
         self.reported = reported;
         self.weights = weights;
         for ((real_server, up, weight), virtual_servers) in changes {
+            let slot = self
+                .plan
+                .slots
+                .iter()
+                .position(|slot| slot.real_server == real_server)
+                .unwrap_or_default();
             let change = StateChange {
+                weight_offset: self.weight_offset(slot),
                 real_server,
                 virtual_servers,
                 up,
@@ -362,7 +387,9 @@ impl Scheduler {
     /// sends what changed. False when nobody listens any more.
     async fn publish(&mut self, index: usize, transition: Option<Transition>) -> bool {
         let weight = self.machines[index].take_weight_change();
-        if transition.is_none() && weight.is_none() {
+        let offset = self.machines[index].take_weight_offset_change();
+        let adjusted = weight.is_some() || offset.is_some();
+        if transition.is_none() && !adjusted {
             return true;
         }
         let spec = &self.specs[index];
@@ -377,7 +404,10 @@ impl Scheduler {
                 ..
             }) => format!("{spec}: {failure}"),
             Some(_) => format!("{spec}: success"),
-            None => format!("{spec}: weight {}", weight.unwrap_or_default()),
+            None => match (weight, offset) {
+                (Some(weight), _) => format!("{spec}: weight {weight}"),
+                (None, offset) => format!("{spec}: weight offset {}", offset.unwrap_or_default()),
+            },
         };
         if let Some(transition) = &transition {
             self.reasons[index] = reason.clone();
@@ -388,8 +418,10 @@ impl Scheduler {
             }
         }
         let mut initial_slots = Vec::new();
-        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
-            BTreeMap::new();
+        let mut changes: BTreeMap<
+            (RealServerName, bool, Option<i32>, i64),
+            Vec<VirtualServerName>,
+        > = BTreeMap::new();
         for &(slot_index, position) in &self.plan.checks[index].subscribers {
             if weight.is_some() {
                 self.weights[slot_index] = weight;
@@ -406,9 +438,14 @@ impl Scheduler {
                 {
                     initial_slots.push(slot_index);
                 }
-            } else if let Some(up) = changed.or(weight.map(|_| self.health[slot_index].is_up())) {
+            } else if let Some(up) = changed.or(adjusted.then(|| self.health[slot_index].is_up())) {
                 changes
-                    .entry((slot.real_server.clone(), up, self.weights[slot_index]))
+                    .entry((
+                        slot.real_server.clone(),
+                        up,
+                        self.weights[slot_index],
+                        self.weight_offset(slot_index),
+                    ))
                     .or_default()
                     .push(slot.virtual_server.clone());
             }
@@ -416,7 +453,7 @@ impl Scheduler {
         if !self.send_initial(&initial_slots).await {
             return false;
         }
-        for ((real_server, up, weight), virtual_servers) in changes {
+        for ((real_server, up, weight, weight_offset), virtual_servers) in changes {
             let change = StateChange {
                 real_server,
                 virtual_servers,
@@ -424,6 +461,7 @@ impl Scheduler {
                 initial: false,
                 reason: reason.clone(),
                 weight,
+                weight_offset,
             };
             if self.events.send(change).await.is_err() {
                 return false;
@@ -436,7 +474,7 @@ impl Scheduler {
     /// and reason.
     async fn send_initial(&mut self, slots: &[usize]) -> bool {
         let mut groups: BTreeMap<
-            (RealServerName, bool, String, Option<i32>),
+            (RealServerName, bool, String, Option<i32>, i64),
             Vec<VirtualServerName>,
         > = BTreeMap::new();
         for &slot_index in slots {
@@ -468,11 +506,12 @@ impl Scheduler {
                     up,
                     reason,
                     self.weights[slot_index],
+                    self.weight_offset(slot_index),
                 ))
                 .or_default()
                 .push(slot.virtual_server.clone());
         }
-        for ((real_server, up, reason, weight), virtual_servers) in groups {
+        for ((real_server, up, reason, weight, weight_offset), virtual_servers) in groups {
             let change = StateChange {
                 real_server,
                 virtual_servers,
@@ -480,6 +519,7 @@ impl Scheduler {
                 initial: true,
                 reason,
                 weight,
+                weight_offset,
             };
             if self.events.send(change).await.is_err() {
                 return false;
@@ -829,6 +869,51 @@ mod tests {
         assert!(second.up && !second.initial);
         assert_eq!(second.weight, Some(10));
         assert!(second.reason.ends_with(": weight 10"), "{}", second.reason);
+        handle.shutdown().await;
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn file_check_weights_and_faults_are_streamed() {
+        let directory = std::env::temp_dir().join(format!("nanny-file-w-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let status = directory.join("status");
+        std::fs::write(&status, "5").unwrap();
+        let text = format!(
+            "track_file status {{
+    file {}
+    weight 2
+}}
+virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    real_server 127.0.0.1 80 {{
+        FILE_CHECK {{
+            track_file status
+        }}
+    }}
+}}
+",
+            status.display()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        assert_eq!(first.weight_offset, 10);
+        std::fs::write(&status, "-3").unwrap();
+        let second = next(&mut handle).await;
+        assert!(second.up && !second.initial);
+        assert_eq!(second.weight_offset, -6);
+        std::fs::write(&status, "-200").unwrap();
+        let third = next(&mut handle).await;
+        assert!(!third.up);
+        assert_eq!(
+            third.reason,
+            format!(
+                "FILE_CHECK {}: {} holds -200",
+                status.display(),
+                status.display()
+            )
+        );
         handle.shutdown().await;
         let _ = std::fs::remove_dir_all(&directory);
     }

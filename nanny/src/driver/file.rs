@@ -5,8 +5,9 @@
 //! sign, digits; anything else, or no file, reads as 0). With weight 0 the
 //! checker is down when the number is not 0 (`reverse`: when it is 0).
 //! Otherwise it is down when `number * weight` (negated with `reverse`) is
-//! at most keepalived's IPVS_WEIGHT_FAULT, -254; above that keepalived
-//! adjusts the real server's weight by it, which nanny does not report yet.
+//! at most keepalived's IPVS_WEIGHT_FAULT, -254; above that it is up, and
+//! the real server's weight moves by that product (the success's
+//! `weight_offset`).
 
 use crate::outcome::{Failure, Outcome, Success};
 use crate::spec::FileSpec;
@@ -23,20 +24,25 @@ pub async fn check(file: &FileSpec) -> Outcome {
 }
 
 pub fn verdict(file: &FileSpec, number: i64) -> Outcome {
-    let fault = if file.weight == 0 {
-        (number != 0) != file.reverse
-    } else {
-        let sign = if file.reverse { -1 } else { 1 };
-        number
-            .saturating_mul(i64::from(file.weight))
-            .saturating_mul(sign)
-            <= WEIGHT_FAULT
-    };
-    if fault {
-        Err(Failure::Other(format!("{} holds {number}", file.path)))
-    } else {
-        Ok(Success::default())
+    let fault = || Err(Failure::Other(format!("{} holds {number}", file.path)));
+    if file.weight == 0 {
+        return if (number != 0) != file.reverse {
+            fault()
+        } else {
+            Ok(Success::default())
+        };
     }
+    let sign = if file.reverse { -1 } else { 1 };
+    let offset = number
+        .saturating_mul(i64::from(file.weight))
+        .saturating_mul(sign);
+    if offset <= WEIGHT_FAULT {
+        return fault();
+    }
+    Ok(Success {
+        weight_offset: Some(offset),
+        ..Success::default()
+    })
 }
 
 /// `strtol(text, NULL, 10)`, saturating.
@@ -87,7 +93,17 @@ mod tests {
 
     #[test]
     fn weighted_numbers_fault_at_minus_254() {
-        assert!(verdict(&spec("f", 1, false), -253).is_ok());
+        assert_eq!(
+            verdict(&spec("f", 1, false), -253),
+            Ok(Success {
+                weight_offset: Some(-253),
+                ..Success::default()
+            })
+        );
+        assert_eq!(
+            verdict(&spec("f", 3, true), 2).unwrap().weight_offset,
+            Some(-6)
+        );
         assert!(verdict(&spec("f", 1, false), -254).is_err());
         assert!(verdict(&spec("f", 2, false), -127).is_err());
         assert!(verdict(&spec("f", 2, true), 127).is_err());

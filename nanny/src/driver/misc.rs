@@ -89,6 +89,7 @@ pub fn verdict(status: std::process::ExitStatus, dynamic: bool) -> Outcome {
         Some(0) => Ok(Success::default()),
         Some(code @ 2..=255) if dynamic => Ok(Success {
             weight: Some(code - 2),
+            ..Success::default()
         }),
         Some(code) => Err(Failure::ExitStatus(code.to_string())),
         None => Err(Failure::ExitStatus(format!(
@@ -227,9 +228,21 @@ mod tests {
     #[tokio::test]
     async fn misc_dynamic_maps_exit_codes_to_weights() {
         let outcome = check(&script("/bin/sh -c 'exit 7'", true, LONG)).await;
-        assert_eq!(outcome, Ok(Success { weight: Some(5) }));
+        assert_eq!(
+            outcome,
+            Ok(Success {
+                weight: Some(5),
+                ..Success::default()
+            })
+        );
         let outcome = check(&script("/bin/sh -c 'exit 2'", true, LONG)).await;
-        assert_eq!(outcome, Ok(Success { weight: Some(0) }));
+        assert_eq!(
+            outcome,
+            Ok(Success {
+                weight: Some(0),
+                ..Success::default()
+            })
+        );
         let outcome = check(&script("/bin/sh -c 'exit 1'", true, LONG)).await;
         assert_eq!(outcome, Err(Failure::ExitStatus("1".to_owned())));
         // Without misc_dynamic, 7 is a failure.
