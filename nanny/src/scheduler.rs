@@ -44,6 +44,11 @@ pub struct StateChange {
     pub weight_offset: i64,
 }
 
+/// Real servers changing together: server, up, weight, weight offset.
+type ChangeKey = (RealServerName, bool, Option<i32>, i64);
+/// Real servers reported together: server, up, reason, weight, offset.
+type InitialKey = (RealServerName, bool, String, Option<i32>, i64);
+
 /// How the scheduler starts checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -418,10 +423,7 @@ impl Scheduler {
             }
         }
         let mut initial_slots = Vec::new();
-        let mut changes: BTreeMap<
-            (RealServerName, bool, Option<i32>, i64),
-            Vec<VirtualServerName>,
-        > = BTreeMap::new();
+        let mut changes: BTreeMap<ChangeKey, Vec<VirtualServerName>> = BTreeMap::new();
         for &(slot_index, position) in &self.plan.checks[index].subscribers {
             if weight.is_some() {
                 self.weights[slot_index] = weight;
@@ -473,10 +475,7 @@ impl Scheduler {
     /// Sends the initial state of `slots`, grouped by real server, state
     /// and reason.
     async fn send_initial(&mut self, slots: &[usize]) -> bool {
-        let mut groups: BTreeMap<
-            (RealServerName, bool, String, Option<i32>, i64),
-            Vec<VirtualServerName>,
-        > = BTreeMap::new();
+        let mut groups: BTreeMap<InitialKey, Vec<VirtualServerName>> = BTreeMap::new();
         for &slot_index in slots {
             self.reported[slot_index] = true;
             let slot = &self.plan.slots[slot_index];
