@@ -1,0 +1,216 @@
+//! `nanny`: runs a keepalived.conf's health checkers and prints what they
+//! find; `nanny digest URL` prints what keepalived's genhash prints.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use nanny::driver::http;
+use nanny::scheduler::{Handle, Start, StateChange};
+use nanny::spec::{Endpoint, HttpVersion, Plan, TlsSpec, UrlSpec};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Health checkers for real servers, with keepalived's semantics"
+)]
+struct Arguments {
+    /// The configuration (keepalived's -f).
+    #[arg(
+        short = 'f',
+        long = "use-file",
+        default_value = "/etc/keepalived/keepalived.conf"
+    )]
+    file: PathBuf,
+    /// One round of checks, then exit: non-zero if any real server is down.
+    /// Without it, nanny runs until SIGINT or SIGTERM, and SIGHUP reloads
+    /// the configuration.
+    #[arg(long)]
+    once: bool,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the MD5 digest of a URL's body, as keepalived's genhash does.
+    Digest {
+        /// http[s]://HOST[:PORT][/PATH]
+        url: String,
+        /// Seconds before giving up.
+        #[arg(long, default_value_t = 5)]
+        timeout: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let arguments = Arguments::parse();
+    if let Err(error) = nanny::raise_open_file_limit() {
+        eprintln!("nanny: cannot raise the open file limit: {error}");
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("nanny: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match &arguments.command {
+            Some(Command::Digest { url, timeout }) => digest(url, *timeout).await,
+            None => run(&arguments).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("nanny: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn digest(url: &str, timeout: u64) -> anyhow::Result<ExitCode> {
+    let parsed = http::parse_url(url)?;
+    let address: SocketAddr = tokio::net::lookup_host((parsed.host.as_str(), parsed.port))
+        .await
+        .with_context(|| format!("resolving {}", parsed.host))?
+        .next()
+        .with_context(|| format!("{} has no address", parsed.host))?;
+    let endpoint = Endpoint {
+        address,
+        bind_address: None,
+        bind_port: None,
+        bind_interface: None,
+        fwmark: None,
+    };
+    // A name is sent as the virtual host, an address as address:port, as
+    // genhash does with and without -V.
+    let virtualhost = parsed
+        .host
+        .parse::<std::net::IpAddr>()
+        .is_err()
+        .then(|| parsed.host.clone());
+    let url_spec = UrlSpec {
+        path: parsed.path,
+        digest: None,
+        status_codes: Vec::new(),
+        virtualhost,
+        regex: None,
+    };
+    // https: genhash's -S, without certificate verification; the name,
+    // if any, as SNI.
+    let tls = parsed.tls.then(|| TlsSpec {
+        server_name: url_spec.virtualhost.clone(),
+        verify: false,
+        ca_file: None,
+        client_certificate: None,
+    });
+    let response = http::fetch(
+        &endpoint,
+        &url_spec,
+        HttpVersion::Http10,
+        tls.as_ref(),
+        Duration::from_secs(timeout),
+    )
+    .await
+    .map_err(|failure| anyhow::anyhow!("{url}: {failure}"))?;
+    println!("{}", http::hex(&response.digest));
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
+    if !arguments.file.exists() {
+        bail!("{}: no such file", arguments.file.display());
+    }
+    let loaded = fulcrum_config::load(&arguments.file, &Default::default());
+    if loaded.diagnostics.has_errors() {
+        eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+    }
+    let plan = Plan::from_config(&loaded.config);
+    let slots = plan.slots.len();
+    if slots == 0 {
+        eprintln!(
+            "nanny: {}: no real server to check",
+            arguments.file.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let start = if arguments.once {
+        Start::Immediately
+    } else {
+        Start::Warmup
+    };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("listening for SIGHUP")?;
+    let mut handle = Handle::spawn(plan, start);
+    let mut reported = 0usize;
+    let mut any_down = false;
+    loop {
+        tokio::select! {
+            change = handle.events.recv() => {
+                let Some(change) = change else { break };
+                print_change(&change, arguments.json)?;
+                if change.initial {
+                    reported += change.virtual_servers.len();
+                    any_down |= !change.up;
+                }
+                if arguments.once && reported >= slots {
+                    break;
+                }
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+            // keepalived's reload signal: unchanged checks keep their state.
+            _ = hangup.recv(), if !arguments.once => {
+                let loaded = fulcrum_config::load(&arguments.file, &Default::default());
+                if loaded.diagnostics.has_errors() {
+                    eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+                }
+                handle.reload(Plan::from_config(&loaded.config)).await;
+            }
+        }
+    }
+    handle.shutdown().await;
+    Ok(if arguments.once && any_down {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_change(change: &StateChange, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(change)?);
+        return Ok(());
+    }
+    let state = if change.up { "UP" } else { "DOWN" };
+    let what = if change.initial { "is" } else { "went" };
+    let virtual_servers: Vec<String> = change
+        .virtual_servers
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    let mut weight = change
+        .weight
+        .map(|weight| format!(", weight {weight}"))
+        .unwrap_or_default();
+    if change.weight_offset != 0 {
+        weight.push_str(&format!(", weight {:+}", change.weight_offset));
+    }
+    println!(
+        "{} {what} {state}{weight} (virtual server {}): {}",
+        change.real_server,
+        virtual_servers.join(", "),
+        change.reason
+    );
+    Ok(())
+}

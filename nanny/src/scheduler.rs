@@ -1,0 +1,934 @@
+//! The task that runs every check of a [`Plan`]: one `select!` loop over
+//! timers, finished attempts and shutdown; each attempt is its own task.
+//!
+//! Out comes a stream of [`StateChange`]s (what `pulse` consumes): first
+//! each real server's initial state, once all its checks have run, then
+//! every change. A real server configured under several virtual servers
+//! with identical checks changes in all of them at once, in one message.
+//!
+//! Shutdown follows mini-redis: a `broadcast` tells the loop to stop, and
+//! the loop holds an `mpsc::Sender` that it drops when it is done, so the
+//! caller knows every attempt was cancelled (dropping the `JoinSet` aborts
+//! them; MISC_CHECK kills its process group on drop).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::driver;
+use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
+use crate::outcome::Outcome;
+use crate::spec::{CheckSpec, Plan, RealServerName, VirtualServerName};
+
+/// A real server's state was decided or changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateChange {
+    pub real_server: RealServerName,
+    /// Every virtual server where it changed (identical checks are shared).
+    pub virtual_servers: Vec<VirtualServerName>,
+    pub up: bool,
+    /// The first report of this real server, not a change.
+    pub initial: bool,
+    /// Why: the check that decided and what it found.
+    pub reason: String,
+    /// The weight a MISC_CHECK with `misc_dynamic` set, if any (a change of
+    /// weight alone is sent too, with `up` unchanged).
+    pub weight: Option<i32>,
+    /// What FILE_CHECKs with a weight add to the real server's weight
+    /// (0 without any; a change alone is sent too).
+    pub weight_offset: i64,
+}
+
+/// Real servers changing together: server, up, weight, weight offset.
+type ChangeKey = (RealServerName, bool, Option<i32>, i64);
+/// Real servers reported together: server, up, reason, weight, offset.
+type InitialKey = (RealServerName, bool, String, Option<i32>, i64);
+
+/// How the scheduler starts checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// keepalived's way: 1 s, plus a random part of each check's warmup.
+    Warmup,
+    /// Every check at once (`nanny --once`).
+    Immediately,
+}
+
+pub struct Scheduler {
+    plan: Plan,
+    specs: Vec<Arc<CheckSpec>>,
+    machines: Vec<Machine>,
+    health: Vec<RealServerHealth>,
+    /// Whether each slot's initial state was sent.
+    reported: Vec<bool>,
+    epoch: Instant,
+    timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
+    /// The running attempt of each check: its number and its task.
+    running: Vec<Option<(u64, AbortHandle)>>,
+    /// Which check each running attempt (by number) belongs to; survives
+    /// reloads, which renumber checks.
+    owners: HashMap<u64, usize>,
+    /// Attempts started so far, to number them.
+    attempts_started: u64,
+    /// Each check's last reported reason.
+    reasons: Vec<String>,
+    /// Each slot's dynamic weight.
+    weights: Vec<Option<i32>>,
+    events: mpsc::Sender<StateChange>,
+}
+
+impl Scheduler {
+    /// A scheduler for `plan`, sending to `events`.
+    pub fn new(plan: Plan, start: Start, events: mpsc::Sender<StateChange>) -> Scheduler {
+        let epoch = Instant::now();
+        let machines: Vec<Machine> = plan
+            .checks
+            .iter()
+            .map(|check| match start {
+                Start::Warmup => {
+                    Machine::new(check.spec.timing.clone(), Timestamp::ZERO, fastrand::f64())
+                }
+                Start::Immediately => {
+                    Machine::starting_at(check.spec.timing.clone(), Timestamp::ZERO)
+                }
+            })
+            .collect();
+        let health = plan
+            .slots
+            .iter()
+            .map(|slot| {
+                RealServerHealth::new(
+                    slot.checks
+                        .iter()
+                        .map(|check| machines[*check].is_up())
+                        .collect(),
+                )
+            })
+            .collect();
+        let timers = machines
+            .iter()
+            .enumerate()
+            .map(|(index, machine)| Reverse((machine.poll_at(), index)))
+            .collect();
+        Scheduler {
+            specs: plan
+                .checks
+                .iter()
+                .map(|check| Arc::new(check.spec.clone()))
+                .collect(),
+            running: vec![None; machines.len()],
+            owners: HashMap::new(),
+            attempts_started: 0,
+            reasons: vec![String::new(); machines.len()],
+            reported: vec![false; plan.slots.len()],
+            weights: vec![None; plan.slots.len()],
+            machines,
+            health,
+            plan,
+            epoch,
+            timers,
+            events,
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp(Instant::now() - self.epoch)
+    }
+
+    fn instant(&self, timestamp: Timestamp) -> Instant {
+        self.epoch + timestamp.0
+    }
+
+    /// Runs until `shutdown` fires (or its sender is dropped), or nobody
+    /// listens to the events any more. `_done` is dropped on return.
+    pub async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut shutdown: broadcast::Receiver<()>,
+        _done: mpsc::Sender<()>,
+    ) {
+        let mut attempts: JoinSet<(u64, Outcome)> = JoinSet::new();
+        // Real servers without checkers are up from the start.
+        let empty: Vec<usize> = (0..self.plan.slots.len())
+            .filter(|slot| self.plan.slots[*slot].checks.is_empty())
+            .collect();
+        if !self.send_initial(&empty).await {
+            return;
+        }
+        loop {
+            let wake = self.timers.peek().map(|Reverse((at, _))| self.instant(*at));
+            tokio::select! {
+                _ = shutdown.recv() => break,
+                Some(command) = commands.recv() => match command {
+                    Command::Reload(plan) => {
+                        if !self.reload(plan).await {
+                            break;
+                        }
+                    }
+                },
+                Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
+                    let Ok((number, outcome)) = joined else { continue };
+                    // An attempt abandoned at its deadline (or whose check
+                    // was removed) may still be joined: only current
+                    // attempts count.
+                    let Some(index) = self.owners.remove(&number) else { continue };
+                    self.running[index] = None;
+                    if let Err(failure) = &outcome
+                        && self.specs[index].log_all_failures
+                    {
+                        tracing::info!("{}: attempt failed: {failure}", self.specs[index]);
+                    }
+                    let now = self.now();
+                    let transition = self.machines[index].handle(now, outcome);
+                    self.timers.push(Reverse((self.machines[index].poll_at(), index)));
+                    if !self.publish(index, transition).await {
+                        break;
+                    }
+                }
+                _ = sleep_until_option(wake) => {
+                    if !self.fire_timers(&mut attempts).await {
+                        break;
+                    }
+                }
+            }
+        }
+        attempts.shutdown().await;
+    }
+
+    /// Handles every timer due now; false when nobody listens any more.
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Outcome)>) -> bool {
+        let now = self.now();
+        while let Some(Reverse((at, index))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            // Stale entries (the machine moved on) are skipped.
+            if self.machines[index].poll_at() != at {
+                continue;
+            }
+            if self.machines[index].is_running() {
+                // The deadline passed before the driver answered.
+                if let Some((number, handle)) = self.running[index].take() {
+                    handle.abort();
+                    self.owners.remove(&number);
+                }
+                let transition = self.machines[index].poll_timeout(now);
+                self.timers
+                    .push(Reverse((self.machines[index].poll_at(), index)));
+                if !self.publish(index, transition).await {
+                    return false;
+                }
+                continue;
+            }
+            if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
+                let spec = self.specs[index].clone();
+                self.attempts_started += 1;
+                let number = self.attempts_started;
+                let handle = attempts.spawn(async move { (number, driver::run(&spec).await) });
+                self.running[index] = Some((number, handle));
+                self.owners.insert(number, index);
+            }
+            self.timers
+                .push(Reverse((self.machines[index].poll_at(), index)));
+        }
+        true
+    }
+
+    /// What the FILE_CHECKs of slot `slot_index` add to its weight.
+    fn weight_offset(&self, slot_index: usize) -> i64 {
+        self.plan.slots.get(slot_index).map_or(0, |slot| {
+            slot.checks
+                .iter()
+                .map(|check| self.machines[*check].weight_offset())
+                .fold(0i64, i64::saturating_add)
+        })
+    }
+
+    /// Moves to `plan`, as keepalived's reload: checks that are still
+    /// configured identically keep their state, timers and running
+    /// attempts; new ones start with their warmup; removed ones stop. Real
+    /// servers already reported are reported again only if their state
+    /// changed; new ones once all their checks have a state.
+    async fn reload(&mut self, plan: Plan) -> bool {
+        let now = self.now();
+        let mut previous: HashMap<CheckSpec, usize> = self
+            .specs
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| ((**spec).clone(), index))
+            .collect();
+        let mut specs = Vec::with_capacity(plan.checks.len());
+        let mut machines = Vec::with_capacity(plan.checks.len());
+        let mut running = Vec::with_capacity(plan.checks.len());
+        let mut reasons = Vec::with_capacity(plan.checks.len());
+        for (index, check) in plan.checks.iter().enumerate() {
+            match previous.remove(&check.spec) {
+                Some(old) => {
+                    specs.push(self.specs[old].clone());
+                    machines.push(self.machines[old].clone());
+                    let attempt = self.running[old].take();
+                    if let Some((number, _)) = &attempt {
+                        self.owners.insert(*number, index);
+                    }
+                    running.push(attempt);
+                    reasons.push(std::mem::take(&mut self.reasons[old]));
+                }
+                None => {
+                    specs.push(Arc::new(check.spec.clone()));
+                    machines.push(Machine::new(
+                        check.spec.timing.clone(),
+                        now,
+                        fastrand::f64(),
+                    ));
+                    running.push(None);
+                    reasons.push(String::new());
+                }
+            }
+        }
+        for (_, old) in previous {
+            if let Some((number, handle)) = self.running[old].take() {
+                handle.abort();
+                self.owners.remove(&number);
+            }
+        }
+        let previous_slots: HashMap<(VirtualServerName, RealServerName), usize> = self
+            .plan
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(index, slot)| {
+                (
+                    (slot.virtual_server.clone(), slot.real_server.clone()),
+                    index,
+                )
+            })
+            .collect();
+        let mut health = Vec::with_capacity(plan.slots.len());
+        let mut reported = Vec::with_capacity(plan.slots.len());
+        let mut weights = Vec::with_capacity(plan.slots.len());
+        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
+            BTreeMap::new();
+        // Taken now: the offsets after the reload are reported with any
+        // change below.
+        for machine in &mut machines {
+            machine.take_weight_offset_change();
+        }
+        for slot in &plan.slots {
+            let slot_health = RealServerHealth::new(
+                slot.checks
+                    .iter()
+                    .map(|check| machines[*check].is_up())
+                    .collect(),
+            );
+            let old = previous_slots
+                .get(&(slot.virtual_server.clone(), slot.real_server.clone()))
+                .copied();
+            let was_reported = old.is_some_and(|old| self.reported[old]);
+            let weight = old.and_then(|old| self.weights[old]);
+            if let Some(old) = old
+                && was_reported
+                && self.health[old].is_up() != slot_health.is_up()
+            {
+                changes
+                    .entry((slot.real_server.clone(), slot_health.is_up(), weight))
+                    .or_default()
+                    .push(slot.virtual_server.clone());
+            }
+            health.push(slot_health);
+            reported.push(was_reported);
+            weights.push(weight);
+        }
+        self.timers = machines
+            .iter()
+            .enumerate()
+            .map(|(index, machine)| Reverse((machine.poll_at(), index)))
+            .collect();
+        self.plan = plan;
+        self.specs = specs;
+        self.machines = machines;
+        self.running = running;
+        self.reasons = reasons;
+        self.health = health;
+        self.reported = reported;
+        self.weights = weights;
+        for ((real_server, up, weight), virtual_servers) in changes {
+            let slot = self
+                .plan
+                .slots
+                .iter()
+                .position(|slot| slot.real_server == real_server)
+                .unwrap_or_default();
+            let change = StateChange {
+                weight_offset: self.weight_offset(slot),
+                real_server,
+                virtual_servers,
+                up,
+                initial: false,
+                reason: "configuration reloaded".to_owned(),
+                weight,
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        let ready: Vec<usize> = (0..self.plan.slots.len())
+            .filter(|slot| {
+                !self.reported[*slot]
+                    && self.plan.slots[*slot]
+                        .checks
+                        .iter()
+                        .all(|check| self.machines[*check].has_reported())
+            })
+            .collect();
+        self.send_initial(&ready).await
+    }
+
+    /// Applies a check's transition and weight change to its subscribers;
+    /// sends what changed. False when nobody listens any more.
+    async fn publish(&mut self, index: usize, transition: Option<Transition>) -> bool {
+        let weight = self.machines[index].take_weight_change();
+        let offset = self.machines[index].take_weight_offset_change();
+        let adjusted = weight.is_some() || offset.is_some();
+        if transition.is_none() && !adjusted {
+            return true;
+        }
+        let spec = &self.specs[index];
+        let reason = match &transition {
+            Some(Transition {
+                reason: Some(failure),
+                failures,
+                ..
+            }) if *failures > 1 => format!("{spec}: {failure} ({failures} attempts)"),
+            Some(Transition {
+                reason: Some(failure),
+                ..
+            }) => format!("{spec}: {failure}"),
+            Some(_) => format!("{spec}: success"),
+            None => match (weight, offset) {
+                (Some(weight), _) => format!("{spec}: weight {weight}"),
+                (None, offset) => format!("{spec}: weight offset {}", offset.unwrap_or_default()),
+            },
+        };
+        if let Some(transition) = &transition {
+            self.reasons[index] = reason.clone();
+            if transition.up {
+                tracing::info!("checker up: {reason}");
+            } else {
+                tracing::warn!("checker down: {reason}");
+            }
+        }
+        let mut initial_slots = Vec::new();
+        let mut changes: BTreeMap<ChangeKey, Vec<VirtualServerName>> = BTreeMap::new();
+        for &(slot_index, position) in &self.plan.checks[index].subscribers {
+            if weight.is_some() {
+                self.weights[slot_index] = weight;
+            }
+            let changed = transition
+                .as_ref()
+                .and_then(|transition| self.health[slot_index].set(position, transition.up));
+            let slot = &self.plan.slots[slot_index];
+            if !self.reported[slot_index] {
+                if slot
+                    .checks
+                    .iter()
+                    .all(|check| self.machines[*check].has_reported())
+                {
+                    initial_slots.push(slot_index);
+                }
+            } else if let Some(up) = changed.or(adjusted.then(|| self.health[slot_index].is_up())) {
+                changes
+                    .entry((
+                        slot.real_server.clone(),
+                        up,
+                        self.weights[slot_index],
+                        self.weight_offset(slot_index),
+                    ))
+                    .or_default()
+                    .push(slot.virtual_server.clone());
+            }
+        }
+        if !self.send_initial(&initial_slots).await {
+            return false;
+        }
+        for ((real_server, up, weight, weight_offset), virtual_servers) in changes {
+            let change = StateChange {
+                real_server,
+                virtual_servers,
+                up,
+                initial: false,
+                reason: reason.clone(),
+                weight,
+                weight_offset,
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Sends the initial state of `slots`, grouped by real server, state
+    /// and reason.
+    async fn send_initial(&mut self, slots: &[usize]) -> bool {
+        let mut groups: BTreeMap<InitialKey, Vec<VirtualServerName>> = BTreeMap::new();
+        for &slot_index in slots {
+            self.reported[slot_index] = true;
+            let slot = &self.plan.slots[slot_index];
+            let up = self.health[slot_index].is_up();
+            // Down: the first check that is down says why. Up: every
+            // check's success.
+            let reason = if slot.checks.is_empty() {
+                "no checker".to_owned()
+            } else if up {
+                let mut reasons: Vec<&str> = slot
+                    .checks
+                    .iter()
+                    .map(|check| self.reasons[*check].as_str())
+                    .collect();
+                reasons.dedup();
+                reasons.join("; ")
+            } else {
+                slot.checks
+                    .iter()
+                    .find(|check| !self.machines[**check].is_up())
+                    .map(|check| self.reasons[*check].clone())
+                    .unwrap_or_default()
+            };
+            groups
+                .entry((
+                    slot.real_server.clone(),
+                    up,
+                    reason,
+                    self.weights[slot_index],
+                    self.weight_offset(slot_index),
+                ))
+                .or_default()
+                .push(slot.virtual_server.clone());
+        }
+        for ((real_server, up, reason, weight, weight_offset), virtual_servers) in groups {
+            let change = StateChange {
+                real_server,
+                virtual_servers,
+                up,
+                initial: true,
+                reason,
+                weight,
+                weight_offset,
+            };
+            if self.events.send(change).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+async fn sleep_until_option(wake: Option<Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What a running scheduler can be told.
+#[derive(Debug)]
+pub enum Command {
+    /// Move to a new plan (a configuration reload).
+    Reload(Plan),
+}
+
+/// A running scheduler: its events, and how to steer and stop it.
+pub struct Handle {
+    pub events: mpsc::Receiver<StateChange>,
+    commands: mpsc::Sender<Command>,
+    shutdown: broadcast::Sender<()>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Handle {
+    /// Starts a scheduler for `plan` on the current runtime.
+    pub fn spawn(plan: Plan, start: Start) -> Handle {
+        let (events_sender, events) = mpsc::channel(1024);
+        let (shutdown, shutdown_receiver) = broadcast::channel(1);
+        let (done_sender, done) = mpsc::channel(1);
+        let (commands, commands_receiver) = mpsc::channel(8);
+        let scheduler = Scheduler::new(plan, start, events_sender);
+        tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
+        Handle {
+            events,
+            commands,
+            shutdown,
+            done,
+        }
+    }
+
+    /// Moves the scheduler to `plan` (see [`Scheduler`]'s reload).
+    pub async fn reload(&self, plan: Plan) {
+        let _ = self.commands.send(Command::Reload(plan)).await;
+    }
+
+    /// Stops the scheduler and waits until every attempt is cancelled.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(());
+        // Unblock a scheduler waiting to send.
+        self.events.close();
+        while self.events.recv().await.is_some() {}
+        let _ = self.done.recv().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::tcp::tests::{closed_port, saturated_listener};
+    use std::net::SocketAddr;
+    use std::time::Duration;
+    use tokio::net::TcpListener;
+
+    fn plan(text: &str) -> Plan {
+        let loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
+        Plan::from_config(&loaded.config)
+    }
+
+    fn service(virtual_address: &str, real: SocketAddr, extra: &str) -> String {
+        format!(
+            "virtual_server {virtual_address} 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server {} {} {{
+        TCP_CHECK {{
+            connect_timeout 3
+            retry 0
+            {extra}
+        }}
+    }}
+}}
+",
+            real.ip(),
+            real.port()
+        )
+    }
+
+    async fn next(handle: &mut Handle) -> StateChange {
+        tokio::time::timeout(Duration::from_secs(600), handle.events.recv())
+            .await
+            .expect("a state change in time")
+            .expect("the scheduler runs")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shared_checks_report_once_for_every_virtual_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = listener.local_addr().unwrap();
+        let down = closed_port().await;
+        let text = [
+            service("192.0.2.1", up, ""),
+            service("192.0.2.2", up, ""),
+            service("192.0.2.3", down, ""),
+        ]
+        .concat();
+        let plan = plan(&text);
+        assert_eq!(plan.checks.len(), 2);
+        let mut handle = Handle::spawn(plan, Start::Warmup);
+        let mut changes = [next(&mut handle).await, next(&mut handle).await];
+        changes.sort_by_key(|change| change.up);
+        assert!(!changes[0].up && changes[0].initial);
+        assert_eq!(changes[0].real_server.address, down);
+        assert_eq!(
+            changes[0].reason,
+            format!("TCP_CHECK {down}: connection refused")
+        );
+        assert!(changes[1].up && changes[1].initial);
+        assert_eq!(changes[1].real_server.address, up);
+        assert_eq!(
+            changes[1]
+                .virtual_servers
+                .iter()
+                .map(|name| name.0.as_str())
+                .collect::<Vec<_>>(),
+            ["192.0.2.1:80 TCP", "192.0.2.2:80 TCP"]
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn down_and_recovery_as_the_server_goes_and_comes_back() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut handle = Handle::spawn(plan(&service("192.0.2.1", address, "")), Start::Warmup);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert!(!down.up && !down.initial);
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused")
+        );
+        let listener = TcpListener::bind(address).await.unwrap();
+        let up = next(&mut handle).await;
+        assert!(up.up && !up.initial);
+        assert_eq!(up.reason, format!("TCP_CHECK {address}: success"));
+        drop(listener);
+        assert!(!next(&mut handle).await.up);
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_before_down_are_counted_in_the_reason() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let text = service("192.0.2.1", address, "").replace("retry 0", "retry 2");
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        assert!(next(&mut handle).await.up);
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused (3 attempts)")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_connect_is_a_timeout_and_others_go_on() {
+        let (_listener, _held, hanging) = saturated_listener().await;
+        let healthy_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let healthy = healthy_listener.local_addr().unwrap();
+        let text = [
+            service("192.0.2.1", hanging, ""),
+            service("192.0.2.2", healthy, ""),
+        ]
+        .concat();
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up, "the healthy server first: {first:?}");
+        assert_eq!(first.real_server.address, healthy);
+        let second = next(&mut handle).await;
+        assert!(!second.up);
+        assert_eq!(
+            second.reason,
+            format!("TCP_CHECK {hanging}: timeout after 3 s")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn udp_silence_is_up_through_the_scheduler() {
+        let silent = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let address = silent.local_addr().unwrap();
+        let text = format!(
+            "virtual_server 192.0.2.1 53 {{
+    protocol UDP
+    real_server {} {} {{
+        UDP_CHECK {{
+            connect_timeout 2
+        }}
+    }}
+}}
+",
+            address.ip(),
+            address.port()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let change = next(&mut handle).await;
+        assert!(change.up, "{change:?}");
+        assert_eq!(change.reason, format!("UDP_CHECK {address}: success"));
+        handle.shutdown().await;
+        drop(silent);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn http_flapping_is_reported_change_by_change_with_reasons() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let healthy = Arc::new(AtomicBool::new(true));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        {
+            let healthy = healthy.clone();
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let mut request = [0u8; 1024];
+                    let _ = stream.read(&mut request).await;
+                    let response: &[u8] = if healthy.load(Ordering::SeqCst) {
+                        b"HTTP/1.0 200 OK\r\n\r\nfine"
+                    } else {
+                        b"HTTP/1.0 503 Service Unavailable\r\n\r\n"
+                    };
+                    let _ = stream.write_all(response).await;
+                }
+            });
+        }
+        let text = format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 5
+    real_server {} {} {{
+        HTTP_GET {{
+            url {{
+                path /health
+            }}
+            retry 1
+            delay_before_retry 2
+            connect_timeout 3
+        }}
+    }}
+}}
+",
+            address.ip(),
+            address.port()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        assert!(next(&mut handle).await.up);
+        for _ in 0..2 {
+            healthy.store(false, Ordering::SeqCst);
+            let down = next(&mut handle).await;
+            assert!(!down.up);
+            assert_eq!(
+                down.reason,
+                format!("HTTP_GET {address}: status 503 (2 attempts)")
+            );
+            healthy.store(true, Ordering::SeqCst);
+            let up = next(&mut handle).await;
+            assert!(up.up);
+            assert_eq!(up.reason, format!("HTTP_GET {address}: success"));
+        }
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reload_keeps_states_and_reports_only_what_is_new_or_changed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = listener.local_addr().unwrap();
+        let down = closed_port().await;
+        let mut handle = Handle::spawn(plan(&service("192.0.2.1", up, "")), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        // The same check under a second virtual server, and a new server.
+        let text = [
+            service("192.0.2.1", up, ""),
+            service("192.0.2.2", up, ""),
+            service("192.0.2.3", down, ""),
+        ]
+        .concat();
+        handle.reload(plan(&text)).await;
+        // The shared check already has a state: reported at once, for the
+        // new virtual server only.
+        let shared = next(&mut handle).await;
+        assert!(shared.up && shared.initial);
+        assert_eq!(shared.virtual_servers.len(), 1);
+        assert_eq!(shared.virtual_servers[0].0, "192.0.2.2:80 TCP");
+        let new = next(&mut handle).await;
+        assert!(!new.up && new.initial);
+        assert_eq!(new.real_server.address, down);
+        // Removing a server reports nothing; the kept one goes on.
+        handle.reload(plan(&service("192.0.2.1", up, ""))).await;
+        drop(listener);
+        let change = next(&mut handle).await;
+        assert!(!change.up && !change.initial);
+        assert_eq!(change.real_server.address, up);
+        assert_eq!(change.virtual_servers.len(), 1);
+        handle.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn misc_dynamic_weights_are_streamed() {
+        let directory = std::env::temp_dir().join(format!("nanny-weight-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let code = directory.join("code");
+        std::fs::write(&code, "7").unwrap();
+        let text = format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server 127.0.0.1 80 {{
+        MISC_CHECK {{
+            misc_path \"/bin/sh -c 'exit $(cat {})'\"
+            misc_dynamic
+            warmup 0
+        }}
+    }}
+}}
+",
+            code.display()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        assert_eq!(first.weight, Some(5));
+        std::fs::write(&code, "12").unwrap();
+        let second = next(&mut handle).await;
+        assert!(second.up && !second.initial);
+        assert_eq!(second.weight, Some(10));
+        assert!(second.reason.ends_with(": weight 10"), "{}", second.reason);
+        handle.shutdown().await;
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn file_check_weights_and_faults_are_streamed() {
+        let directory = std::env::temp_dir().join(format!("nanny-file-w-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let status = directory.join("status");
+        std::fs::write(&status, "5").unwrap();
+        let text = format!(
+            "track_file status {{
+    file {}
+    weight 2
+}}
+virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    real_server 127.0.0.1 80 {{
+        FILE_CHECK {{
+            track_file status
+        }}
+    }}
+}}
+",
+            status.display()
+        );
+        let mut handle = Handle::spawn(plan(&text), Start::Immediately);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial);
+        assert_eq!(first.weight_offset, 10);
+        std::fs::write(&status, "-3").unwrap();
+        let second = next(&mut handle).await;
+        assert!(second.up && !second.initial);
+        assert_eq!(second.weight_offset, -6);
+        std::fs::write(&status, "-200").unwrap();
+        let third = next(&mut handle).await;
+        assert!(!third.up);
+        assert_eq!(
+            third.reason,
+            format!(
+                "FILE_CHECK {}: {} holds -200",
+                status.display(),
+                status.display()
+            )
+        );
+        handle.shutdown().await;
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_real_server_without_checkers_is_up() {
+        let text = "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 127.0.0.1 80 {
+    }
+}
+";
+        let mut handle = Handle::spawn(plan(text), Start::Warmup);
+        let change = next(&mut handle).await;
+        assert!(change.up && change.initial);
+        assert_eq!(change.reason, "no checker");
+        handle.shutdown().await;
+    }
+}

@@ -1,0 +1,184 @@
+//! The `nanny` binary against servers on loopback.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+
+fn nanny() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nanny"))
+}
+
+/// A minimal HTTP server answering `body` to every connection, on a thread.
+fn http_server(body: &'static str) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = write!(stream, "HTTP/1.0 200 OK\r\n\r\n{body}");
+        }
+    });
+    address
+}
+
+#[test]
+fn once_reports_every_real_server_and_fails_when_one_is_down() {
+    let up = http_server("hello\n");
+    let down = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let directory = std::env::temp_dir().join(format!("nanny-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let config = directory.join("keepalived.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    real_server {} {} {{
+        HTTP_GET {{
+            url {{
+                path /
+                digest b1946ac92492d2347c6235b4d2611184
+            }}
+            connect_timeout 2
+        }}
+    }}
+    real_server {} {} {{
+        TCP_CHECK {{
+            connect_timeout 2
+        }}
+    }}
+}}
+",
+            up.ip(),
+            up.port(),
+            down.ip(),
+            down.port()
+        ),
+    )
+    .unwrap();
+    let output = nanny()
+        .args(["-f", config.to_str().unwrap(), "--once", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let mut lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    lines.sort_by_key(|line| line["up"].as_bool());
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0]["real_server"], down.to_string());
+    assert_eq!(
+        lines[0]["reason"],
+        format!("TCP_CHECK {down}: connection refused")
+    );
+    assert_eq!(lines[1]["real_server"], up.to_string());
+    assert_eq!(lines[1]["up"], true);
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[test]
+fn digest_prints_what_genhash_prints() {
+    let address = http_server("hello\n");
+    let output = nanny()
+        .args(["digest", &format!("http://{address}/")])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "b1946ac92492d2347c6235b4d2611184\n"
+    );
+}
+
+/// A network namespace of this test's own, deleted on drop.
+struct Namespace(String);
+
+impl Namespace {
+    /// `None` where namespaces cannot be made (not root, no `ip`).
+    fn new(name: &str) -> Option<Namespace> {
+        let made = Command::new("ip")
+            .args(["netns", "add", name])
+            .status()
+            .is_ok_and(|status| status.success());
+        made.then(|| Namespace(name.to_owned()))
+    }
+
+    fn run(&self, command: &str) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.0, "sh", "-c", command])
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn ping_check_up_and_timeout_in_a_namespace_without_datagram_icmp() {
+    // A fresh namespace refuses datagram ICMP sockets (ping_group_range
+    // "1 0"), so this also takes the raw socket path. 192.0.2.2 is routed
+    // to the namespace's loopback, where nothing answers: a timeout, and no
+    // packet leaves the namespace.
+    let Some(namespace) = Namespace::new(&format!("nanny-ping-{}", std::process::id())) else {
+        eprintln!("skipped: cannot make a network namespace here (root and ip needed)");
+        return;
+    };
+    let directory = std::env::temp_dir().join(format!("nanny-ping-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let config = directory.join("keepalived.conf");
+    std::fs::write(
+        &config,
+        "virtual_server 192.0.2.10 80 {
+    protocol TCP
+    real_server 192.0.2.2 80 {
+        PING_CHECK {
+            connect_timeout 1
+        }
+    }
+    real_server 127.0.0.1 80 {
+        PING_CHECK {
+            connect_timeout 1
+        }
+    }
+}
+",
+    )
+    .unwrap();
+    let output = namespace.run(&format!(
+        "ip link set lo up && ip route add 192.0.2.0/24 dev lo && {} -f {} --once --json",
+        env!("CARGO_BIN_EXE_nanny"),
+        config.display()
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    lines.sort_by_key(|line| line["up"].as_bool());
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0]["real_server"], "192.0.2.2:80");
+    assert_eq!(
+        lines[0]["reason"],
+        "PING_CHECK 192.0.2.2: timeout after 1 s"
+    );
+    assert_eq!(lines[1]["real_server"], "127.0.0.1:80");
+    assert_eq!(lines[1]["up"], true);
+    let _ = std::fs::remove_dir_all(&directory);
+}
