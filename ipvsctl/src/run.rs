@@ -515,7 +515,9 @@ impl Runner<'_> {
                 }
                 outcomes
             });
-            let mut chunk = Vec::with_capacity(RESTORE_CHUNK);
+            // Small at first, so that the kernel starts working early.
+            let mut chunk_size = FIRST_RESTORE_CHUNK;
+            let mut chunk = Vec::with_capacity(chunk_size);
             let mut stopped_at = None;
             while let Some(words) = read_restore_line(*input) {
                 if words.is_empty() {
@@ -535,10 +537,12 @@ impl Runner<'_> {
                         request: operation.request().map_err(|error| refused_errno(&error)),
                         function,
                     });
-                    if chunk.len() == RESTORE_CHUNK
-                        && sender.send(std::mem::take(&mut chunk)).is_err()
-                    {
-                        break;
+                    if chunk.len() == chunk_size {
+                        chunk_size = RESTORE_CHUNK;
+                        let full = std::mem::replace(&mut chunk, Vec::with_capacity(chunk_size));
+                        if sender.send(full).is_err() {
+                            break;
+                        }
                     }
                     continue;
                 }
@@ -635,6 +639,8 @@ impl Runner<'_> {
 /// How many changes `-R` sends per exchange while it reads on: enough to
 /// fill datagrams, few enough that sending starts early.
 const RESTORE_CHUNK: usize = 1024;
+/// The first chunk of a run of changes.
+const FIRST_RESTORE_CHUNK: usize = 64;
 
 /// A change read by `-R`: its request, or the errno the kernel would have
 /// refused it with (the library refuses it before sending), with the
