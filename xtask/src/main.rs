@@ -6,6 +6,7 @@
 //! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
+mod bench_config;
 mod capture;
 mod demo;
 mod lab;
@@ -46,6 +47,10 @@ enum Task {
     /// 1,000 services x 10 destinations through the library and through
     /// `ipvsadm -R` in one lab run: both times and the ratio.
     Bench,
+    /// `pulse -t` against `keepalived -t` on a generated config of 10,000
+    /// virtual servers x 10 real servers, here (no IPVS needed): both
+    /// times, peak memory and the ratios.
+    BenchConfig,
     /// In the guest: the benchmark itself.
     #[command(hide = true)]
     GuestBench {
@@ -167,6 +172,10 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestBench { ipvsctl } => {
             bench::run_in_guest(&ipvsctl)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::BenchConfig => {
+            bench_config::run(&repository)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::Test => test::run(&repository),

@@ -8,7 +8,7 @@
 //! whatever the command writes under the repository comes back.
 
 mod kernel;
-mod prerequisites;
+pub mod prerequisites;
 
 use std::fmt::Write as _;
 use std::fs;
