@@ -5,6 +5,7 @@
 //! logic, so that the binary stays a thin wrapper and tests can drive it.
 
 pub mod cli;
+pub mod desired;
 
 use std::io::Write;
 
