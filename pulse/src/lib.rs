@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod desired;
+pub mod reconcile;
 
 use std::io::Write;
 
