@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod desired;
 pub mod reconcile;
+pub mod reconciler;
 
 use std::io::Write;
 

@@ -6,12 +6,16 @@
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use fulcrum_config::diagnostic::Severity;
 use ipvs::{Client, Destination, Operation, Protocol, Service, ServiceFlags, ServiceKey};
 use labkit::Namespace;
 use pulse::desired::{Health, QuorumStates, Table, desired};
 use pulse::reconcile::{Ownership, plan, read};
+use pulse::reconciler::{Channels, Reconciler, StopMode, run};
+use tokio::sync::{mpsc, oneshot};
 
 const CONFIGURATION: &str = "
 global_defs {
@@ -208,4 +212,119 @@ fn reconciles_a_namespace_and_repairs_hand_edits() {
 
     // A restart: a fresh plan with no memory adopts everything as it is.
     assert_eq!(plan(&repaired, &desired, &Ownership::default()), []);
+}
+
+/// Polls `client`'s table until `done` holds; how long that took.
+fn wait_for(client: &mut Client, what: &str, done: impl Fn(&Table) -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if done(&read(client).unwrap()) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "waited 10 s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn reconciler_follows_health_and_repairs_drift_within_a_second() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-reconciler").expect("namespace");
+    let connect = || {
+        namespace
+            .run(Client::connect)
+            .expect("thread")
+            .expect("connect")
+    };
+    let mut observer = connect();
+    let configuration = Arc::new(load());
+    let desired = desired_table();
+    let keys = desired.keys();
+    let web = desired.services[0].service.key;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (states_sender, states) = mpsc::channel(16);
+    let (_reloads_sender, reloads) = mpsc::channel(1);
+    let (stop_sender, stop) = oneshot::channel();
+    let (notifications_sender, mut notifications) = mpsc::channel(64);
+    let task = runtime.spawn(run(
+        Reconciler::new(connect(), configuration),
+        Channels {
+            states,
+            reloads,
+            stop,
+            notifications: notifications_sender,
+        },
+    ));
+
+    let took = wait_for(&mut observer, "the start pass", |table| {
+        summary(table, &keys) == summary(&desired, &keys)
+    });
+    eprintln!("start pass seen after {took:?}");
+
+    // A hand edit: a destination deleted.
+    let deleted = desired.services[0].destinations[0].clone();
+    observer
+        .apply(&[Operation::DeleteDestination(web, deleted.socket_address())])
+        .unwrap();
+    let took = wait_for(&mut observer, "the repair", |table| {
+        summary(table, &keys) == summary(&desired, &keys)
+    });
+    eprintln!("hand edit repaired after {took:?}");
+    // DRIFT_CHECK plus a pass, with room for the emulated machine.
+    assert!(
+        took < Duration::from_millis(1500),
+        "repaired after {took:?}"
+    );
+
+    // nanny says a real server without inhibit_on_failure is down: it
+    // leaves the pool.
+    runtime.block_on(async {
+        states_sender
+            .send(nanny::scheduler::StateChange {
+                real_server: nanny::spec::RealServerName {
+                    address: deleted.socket_address(),
+                },
+                virtual_servers: vec![nanny::spec::VirtualServerName("192.0.2.1:80 TCP".into())],
+                up: false,
+                initial: false,
+                reason: "lab".into(),
+                weight: None,
+                weight_offset: 0,
+            })
+            .await
+            .unwrap()
+    });
+    wait_for(&mut observer, "the server to leave", |table| {
+        table.service(&web).is_some_and(|entry| {
+            entry
+                .destinations
+                .iter()
+                .all(|destination| destination.socket_address() != deleted.socket_address())
+        })
+    });
+
+    // keepalived's stop: pulse's services go.
+    stop_sender.send(StopMode::Clear).unwrap();
+    runtime.block_on(task).unwrap();
+    wait_for(&mut observer, "the stop", |table| {
+        table
+            .services
+            .iter()
+            .all(|entry| !keys.contains(&entry.service.key))
+    });
+    let mut quorum_notifications = 0;
+    while let Ok(notification) = notifications.try_recv() {
+        if matches!(notification, pulse::reconciler::Notification::Quorum { .. }) {
+            quorum_notifications += 1;
+        }
+    }
+    assert_eq!(quorum_notifications, 3, "one per virtual server, at start");
 }
