@@ -22,7 +22,8 @@
 //!   `quorum + hysteresis` and lost below `quorum - hysteresis` or at a sum
 //!   of 0 (`update_quorum_state`), so the state depends on the previous one,
 //!   passed in [`QuorumStates`]; at start it is `sum >= quorum + hysteresis`
-//!   (`set_quorum_states`).
+//!   (`set_quorum_states` runs before any server is alive, so quorum starts
+//!   down and `update_quorum_state(vs, init)` raises it).
 //! - Quorum lost with a sorry server: every alive real server leaves the
 //!   pool (weight 0 with `inhibit_on_failure`, per the rule above:
 //!   `perform_quorum_state(vs, false)`) and the sorry server enters with its
@@ -317,7 +318,13 @@ fn pool<'a>(
             (weight_sum >= threshold, threshold)
         }
     };
-    if previous != Some(quorum_up) {
+    // At start keepalived notifies "Starting with quorum up", but "down"
+    // only when it has a sorry server to add (`update_quorum_state` with
+    // `init`: quorum starts down there, since `set_quorum_states` runs
+    // before any real server is alive).
+    let starting_down_silently =
+        previous.is_none() && !quorum_up && virtual_server.sorry_server.is_none();
+    if previous != Some(quorum_up) && !starting_down_silently {
         result.quorum_changes.push(QuorumChange {
             virtual_server: name.clone(),
             up: quorum_up,

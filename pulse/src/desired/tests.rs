@@ -168,9 +168,25 @@ fn quorum_with_hysteresis() {
     assert_eq!(pool(&regained, 0).len(), 4);
     assert!(!regained.quorum_changes[0].initial);
 
-    // At start, quorum needs quorum + hysteresis.
+    // At start, quorum needs quorum + hysteresis; starting down is
+    // notified since there is a sorry server to add.
     let start = desired(&configuration, &with_alive(3), &QuorumStates::new());
     assert!(!start.quorum[&name(VIRTUAL)]);
+    assert_eq!(start.quorum_changes.len(), 1);
+}
+
+#[test]
+fn starting_without_quorum_or_sorry_server_notifies_nothing() {
+    let configuration = load(&virtual_server(
+        "    quorum 2
+    real_server 10.0.0.1 8080 { TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { alpha\n TCP_CHECK { } }",
+    ));
+    // The alpha server starts down: 1 < 2.
+    let start = desired(&configuration, &Health::default(), &QuorumStates::new());
+    assert!(!start.quorum[&name(VIRTUAL)]);
+    assert_eq!(start.quorum_changes, []);
+    assert_eq!(pool(&start, 0), [(address("10.0.0.1:8080"), 1)]);
 }
 
 #[test]
