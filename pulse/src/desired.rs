@@ -271,27 +271,7 @@ fn pool<'a>(
         .real_servers
         .iter()
         .map(|real_server| {
-            let address = SocketAddr::new(real_server.address, real_server.port);
-            let (alive, weight) = match health.get(name, address) {
-                Some(health) => (
-                    health.up,
-                    real_weight(
-                        health
-                            .dynamic_weight
-                            .map_or(i64::from(real_server.weight), i64::from)
-                            + health.weight_offset,
-                    ),
-                ),
-                None => (
-                    // Before nanny's first report: keepalived starts alpha
-                    // checkers down, the others up.
-                    !real_server
-                        .checkers
-                        .iter()
-                        .any(|checker| checker.common.alpha),
-                    real_weight(i64::from(real_server.weight)),
-                ),
-            };
+            let (alive, weight) = state(name, real_server, health);
             (real_server, alive, weight)
         })
         .collect();
@@ -375,6 +355,42 @@ fn pool<'a>(
         }
     }
     members
+}
+
+/// Whether a real server is alive, and its weight.
+///
+/// The weight is the `misc_dynamic` weight if there is one, else the
+/// configured one, plus what FILE_CHECKs add. keepalived applies each as an
+/// event on `effective_weight` (a MISC_CHECK sets it, a tracked file adds
+/// its change), so there the order of events matters; pulse takes the last
+/// value of each, which is what keepalived reaches when the dynamic weight
+/// changes before the files.
+pub fn state(
+    virtual_server: &VirtualServerName,
+    real_server: &config::RealServer,
+    health: &Health,
+) -> (bool, u32) {
+    let address = SocketAddr::new(real_server.address, real_server.port);
+    match health.get(virtual_server, address) {
+        Some(health) => (
+            health.up,
+            real_weight(
+                health
+                    .dynamic_weight
+                    .map_or(i64::from(real_server.weight), i64::from)
+                    + health.weight_offset,
+            ),
+        ),
+        None => (
+            // Before nanny's first report: keepalived starts alpha checkers
+            // down, the others up.
+            !real_server
+                .checkers
+                .iter()
+                .any(|checker| checker.common.alpha),
+            real_weight(i64::from(real_server.weight)),
+        ),
+    }
 }
 
 /// keepalived's `real_weight`: an effective weight clamped to what IPVS

@@ -280,29 +280,72 @@ impl Reconciler {
     /// What keepalived does at stop (`clear_services`): flush the whole
     /// table with `lvs_flush_on_stop` (bare or `ALL`), else delete the
     /// services pulse owns (`VS`, or by default after their destinations,
-    /// which deleting the service removes anyway).
-    pub fn clear(&mut self) -> Result<(), ReconcileError> {
-        let operations = match self.configuration.global.lvs_flush_on_stop.as_deref() {
-            Some("VS") | None => {
-                let computed = desired(&self.configuration, &self.health, &self.quorum);
-                let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
-                kernel
-                    .services
-                    .iter()
-                    .map(|entry| entry.service.key)
-                    .filter(|key| self.ownership.owns(key, &computed.table))
-                    .map(Operation::DeleteService)
-                    .collect()
-            }
-            Some(_) => vec![Operation::Flush],
+    /// which deleting the service removes anyway). Returns the scripts of
+    /// virtual servers with `omega`.
+    pub fn clear(&mut self) -> Result<Vec<Notification>, ReconcileError> {
+        let flush = !matches!(
+            self.configuration.global.lvs_flush_on_stop.as_deref(),
+            Some("VS") | None
+        );
+        let operations = if flush {
+            vec![Operation::Flush]
+        } else {
+            let computed = desired(&self.configuration, &self.health, &self.quorum);
+            let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
+            kernel
+                .services
+                .iter()
+                .map(|entry| entry.service.key)
+                .filter(|key| self.ownership.owns(key, &computed.table))
+                .map(Operation::DeleteService)
+                .collect()
         };
         for operation in &operations {
             tracing::info!("stop: {operation}");
         }
         self.client
             .apply(&operations)
-            .map_err(ReconcileError::Apply)
+            .map_err(ReconcileError::Apply)?;
+        Ok(stop_notifications(&self.configuration, &self.health, flush))
     }
+}
+
+/// The scripts keepalived runs at stop: only for virtual servers with
+/// `omega` ("Only send non SNMP notifies when stopping if omega set",
+/// ipwrapper.c `do_vs_notifies`): each alive real server's `notify_down`
+/// (`clear_service_rs`, which a full flush skips), then `quorum_down`,
+/// whatever the quorum was (`update_vs_notifies` with `stopping`).
+pub fn stop_notifications(
+    configuration: &config::Config,
+    health: &Health,
+    flush: bool,
+) -> Vec<Notification> {
+    let mut notifications = Vec::new();
+    for virtual_server in configuration
+        .virtual_servers
+        .iter()
+        .filter(|virtual_server| virtual_server.omega)
+    {
+        let name = VirtualServerName::from_config(virtual_server);
+        if !flush {
+            for real_server in &virtual_server.real_servers {
+                if crate::desired::state(&name, real_server, health).0 {
+                    notifications.push(Notification::RealServer {
+                        virtual_server: name.clone(),
+                        real_server: SocketAddr::new(real_server.address, real_server.port),
+                        up: false,
+                        script: real_server.notify_down.clone(),
+                    });
+                }
+            }
+        }
+        notifications.push(Notification::Quorum {
+            virtual_server: name,
+            up: false,
+            script: virtual_server.quorum_down.clone(),
+        });
+    }
+    notifications
 }
 
 /// The channels the loop listens and talks on.
@@ -362,8 +405,9 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
     if stop == StopMode::Clear {
         let (returned, outcome) = in_blocking_pool(reconciler, Reconciler::clear).await;
         reconciler = returned;
-        if let Err(error) = outcome {
-            tracing::error!("stop: {error}");
+        match outcome {
+            Ok(notifications) => notify(&channels.notifications, notifications),
+            Err(error) => tracing::error!("stop: {error}"),
         }
     }
     reconciler
@@ -398,5 +442,44 @@ async fn in_blocking_pool<T: Send + 'static>(
         Ok(result) => result,
         // The reconciler went down with the panic: nothing to hand back.
         Err(error) => std::panic::resume_unwind(error.into_panic()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> config::Config {
+        fulcrum_config::load_str("test.conf", text, &Default::default()).config
+    }
+
+    #[test]
+    fn omega_runs_the_down_scripts_at_stop() {
+        let configuration = load(
+            "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    omega
+    quorum_down /bin/quorum-down
+    real_server 10.0.0.1 80 { notify_down /bin/down-1 }
+    real_server 10.0.0.2 80 { notify_down /bin/down-2\n TCP_CHECK { alpha } }
+}
+virtual_server 192.0.2.2 80 {
+    protocol TCP
+    quorum_down /bin/not-run
+    real_server 10.0.0.1 80 { notify_down /bin/not-run }
+}",
+        );
+        let scripts = |flush| -> Vec<String> {
+            stop_notifications(&configuration, &Health::default(), flush)
+                .into_iter()
+                .map(|notification| match notification {
+                    Notification::RealServer { script, .. }
+                    | Notification::Quorum { script, .. } => script.unwrap().command,
+                })
+                .collect()
+        };
+        // The alpha server is not alive yet: no notify_down for it.
+        assert_eq!(scripts(false), ["/bin/down-1", "/bin/quorum-down"]);
+        assert_eq!(scripts(true), ["/bin/quorum-down"]);
     }
 }
