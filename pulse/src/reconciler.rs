@@ -387,6 +387,11 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             change = channels.states.recv(), if states_open => match change {
                 Some(change) => {
                     notify(&channels.notifications, reconciler.record(&change));
+                    // One pass for every change already queued: nanny's
+                    // first reports come in a burst, one per real server.
+                    while let Ok(change) = channels.states.try_recv() {
+                        notify(&channels.notifications, reconciler.record(&change));
+                    }
                     reason = Some(Reason::Health);
                 }
                 None => states_open = false,
