@@ -5,6 +5,9 @@
 //! logic, so that the binary stays a thin wrapper and tests can drive it.
 
 pub mod cli;
+pub mod desired;
+pub mod reconcile;
+pub mod reconciler;
 
 use std::io::Write;
 

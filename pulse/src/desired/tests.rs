@@ -1,0 +1,416 @@
+use super::*;
+
+fn load(text: &str) -> config::Config {
+    let loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
+    loaded.config
+}
+
+fn name(text: &str) -> VirtualServerName {
+    VirtualServerName(text.to_owned())
+}
+
+fn address(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+fn health(up: bool) -> RealServerHealth {
+    RealServerHealth {
+        up,
+        dynamic_weight: None,
+        weight_offset: 0,
+    }
+}
+
+/// (address, weight) of each destination of the service at `index`.
+fn pool(desired: &Desired, index: usize) -> Vec<(SocketAddr, u32)> {
+    desired.table.services[index]
+        .destinations
+        .iter()
+        .map(|destination| (destination.socket_address(), destination.weight))
+        .collect()
+}
+
+const VIRTUAL: &str = "192.0.2.1:80 TCP";
+
+fn virtual_server(body: &str) -> String {
+    format!(
+        "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    lvs_sched rr
+    lvs_method NAT
+{body}
+}}"
+    )
+}
+
+#[test]
+fn inhibit_on_failure_keeps_a_dead_server_with_weight_zero() {
+    let configuration = load(&virtual_server(
+        "    real_server 10.0.0.1 8080 { weight 3\n TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { weight 2\n inhibit_on_failure\n TCP_CHECK { } }
+    real_server 10.0.0.3 8080 { weight 5\n TCP_CHECK { } }",
+    ));
+    let mut health = Health::default();
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(false));
+    health.set(name(VIRTUAL), address("10.0.0.2:8080"), self::health(false));
+    health.set(name(VIRTUAL), address("10.0.0.3:8080"), self::health(true));
+    let desired = desired(&configuration, &health, &QuorumStates::new());
+    assert_eq!(
+        pool(&desired, 0),
+        [(address("10.0.0.2:8080"), 0), (address("10.0.0.3:8080"), 5)]
+    );
+    let service = &desired.table.services[0].service;
+    assert_eq!(service.scheduler, "rr");
+    assert_eq!(
+        desired.table.services[0].destinations[0].forwarding,
+        Forwarding::Masquerade
+    );
+}
+
+#[test]
+fn before_the_first_report_alpha_servers_are_down_and_others_up() {
+    let configuration = load(&virtual_server(
+        "    real_server 10.0.0.1 8080 { TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { alpha\n TCP_CHECK { } }
+    real_server 10.0.0.3 8080 { alpha\n inhibit_on_failure\n TCP_CHECK { } }
+    real_server 10.0.0.4 8080 { }",
+    ));
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    assert_eq!(
+        pool(&desired, 0),
+        [
+            (address("10.0.0.1:8080"), 1),
+            (address("10.0.0.3:8080"), 0),
+            (address("10.0.0.4:8080"), 1)
+        ]
+    );
+}
+
+#[test]
+fn dynamic_weight_replaces_the_configured_one_and_file_offsets_add() {
+    let configuration = load(&virtual_server(
+        "    real_server 10.0.0.1 8080 { weight 10\n MISC_CHECK { misc_path /bin/true\n misc_dynamic } }
+    real_server 10.0.0.2 8080 { weight 10\n TCP_CHECK { } }",
+    ));
+    let mut health = Health::default();
+    health.set(
+        name(VIRTUAL),
+        address("10.0.0.1:8080"),
+        RealServerHealth {
+            up: true,
+            dynamic_weight: Some(40),
+            weight_offset: 5,
+        },
+    );
+    // An offset below zero clamps to 0 (keepalived's real_weight).
+    health.set(
+        name(VIRTUAL),
+        address("10.0.0.2:8080"),
+        RealServerHealth {
+            up: true,
+            dynamic_weight: None,
+            weight_offset: -30,
+        },
+    );
+    let desired = desired(&configuration, &health, &QuorumStates::new());
+    assert_eq!(
+        pool(&desired, 0),
+        [
+            (address("10.0.0.1:8080"), 45),
+            (address("10.0.0.2:8080"), 0)
+        ]
+    );
+}
+
+#[test]
+fn quorum_with_hysteresis() {
+    // Four servers of weight 1, quorum 3, hysteresis 1: gained at 4, lost
+    // below 2.
+    let configuration = load(&virtual_server(
+        "    quorum 3
+    hysteresis 1
+    sorry_server 10.0.0.9 8080
+    real_server 10.0.0.1 8080 { TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { TCP_CHECK { } }
+    real_server 10.0.0.3 8080 { TCP_CHECK { } }
+    real_server 10.0.0.4 8080 { TCP_CHECK { } }",
+    ));
+    let servers = [
+        "10.0.0.1:8080",
+        "10.0.0.2:8080",
+        "10.0.0.3:8080",
+        "10.0.0.4:8080",
+    ];
+    let with_alive = |count: usize| {
+        let mut health = Health::default();
+        for (index, server) in servers.iter().enumerate() {
+            health.set(name(VIRTUAL), address(server), self::health(index < count));
+        }
+        health
+    };
+    let sorry = vec![(address("10.0.0.9:8080"), 1)];
+    let mut states = QuorumStates::new();
+    let mut step = |alive: usize, expect_up: bool| {
+        let desired = desired(&configuration, &with_alive(alive), &states);
+        assert_eq!(desired.quorum[&name(VIRTUAL)], expect_up, "{alive} alive");
+        states = desired.quorum.clone();
+        desired
+    };
+    let start = step(4, true);
+    assert_eq!(start.quorum_changes.len(), 1);
+    assert!(start.quorum_changes[0].initial && start.quorum_changes[0].up);
+    assert_eq!(pool(&step(2, true), 0).len(), 2, "2 >= 3 - 1: kept");
+    let lost = step(1, false);
+    assert_eq!(pool(&lost, 0), sorry, "the sorry server replaces the pool");
+    assert_eq!(lost.quorum_changes[0].threshold, 2);
+    assert_eq!(pool(&step(3, false), 0), sorry, "3 < 3 + 1: not regained");
+    let regained = step(4, true);
+    assert_eq!(pool(&regained, 0).len(), 4);
+    assert!(!regained.quorum_changes[0].initial);
+
+    // At start, quorum needs quorum + hysteresis; starting down is
+    // notified since there is a sorry server to add.
+    let start = desired(&configuration, &with_alive(3), &QuorumStates::new());
+    assert!(!start.quorum[&name(VIRTUAL)]);
+    assert_eq!(start.quorum_changes.len(), 1);
+}
+
+#[test]
+fn starting_without_quorum_or_sorry_server_notifies_nothing() {
+    let configuration = load(&virtual_server(
+        "    quorum 2
+    real_server 10.0.0.1 8080 { TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { alpha\n TCP_CHECK { } }",
+    ));
+    // The alpha server starts down: 1 < 2.
+    let start = desired(&configuration, &Health::default(), &QuorumStates::new());
+    assert!(!start.quorum[&name(VIRTUAL)]);
+    assert_eq!(start.quorum_changes, []);
+    assert_eq!(pool(&start, 0), [(address("10.0.0.1:8080"), 1)]);
+}
+
+#[test]
+fn quorum_is_lost_at_zero_weight_whatever_the_threshold() {
+    let configuration = load(&virtual_server(
+        "    quorum 1
+    hysteresis 1
+    real_server 10.0.0.1 8080 { weight 0\n TCP_CHECK { } }",
+    ));
+    let mut health = Health::default();
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
+    let previous = QuorumStates::from([(name(VIRTUAL), true)]);
+    let desired = desired(&configuration, &health, &previous);
+    assert!(!desired.quorum[&name(VIRTUAL)]);
+    // Without a sorry server losing quorum changes no destination.
+    assert_eq!(pool(&desired, 0), [(address("10.0.0.1:8080"), 0)]);
+}
+
+#[test]
+fn sorry_server_without_inhibit() {
+    let configuration = load(&virtual_server(
+        "    sorry_server 10.0.0.9 8080
+    real_server 10.0.0.1 8080 { inhibit_on_failure\n TCP_CHECK { } }
+    real_server 10.0.0.2 8080 { TCP_CHECK { } }",
+    ));
+    let mut health = Health::default();
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
+    health.set(name(VIRTUAL), address("10.0.0.2:8080"), self::health(false));
+    let up = desired(&configuration, &health, &QuorumStates::new());
+    assert_eq!(pool(&up, 0), [(address("10.0.0.1:8080"), 1)]);
+
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(false));
+    let down = desired(&configuration, &health, &up.quorum);
+    // The inhibited server stays at weight 0 beside the sorry server.
+    assert_eq!(
+        pool(&down, 0),
+        [(address("10.0.0.1:8080"), 0), (address("10.0.0.9:8080"), 1)]
+    );
+}
+
+#[test]
+fn sorry_server_with_inhibit_waits_at_weight_zero() {
+    let configuration = load(&virtual_server(
+        "    sorry_server 10.0.0.9 8080
+    sorry_server_inhibit
+    real_server 10.0.0.1 8080 { TCP_CHECK { } }",
+    ));
+    let mut health = Health::default();
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
+    let up = desired(&configuration, &health, &QuorumStates::new());
+    assert_eq!(
+        pool(&up, 0),
+        [(address("10.0.0.1:8080"), 1), (address("10.0.0.9:8080"), 0)]
+    );
+    health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(false));
+    let down = desired(&configuration, &health, &up.quorum);
+    assert_eq!(pool(&down, 0), [(address("10.0.0.9:8080"), 1)]);
+}
+
+#[test]
+fn omega_changes_only_what_runs_at_stop() {
+    let configuration = load(&virtual_server(
+        "    omega\n    real_server 10.0.0.1 8080 { }",
+    ));
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    assert_eq!(desired.notify_on_stop, [name(VIRTUAL)]);
+    assert_eq!(pool(&desired, 0), [(address("10.0.0.1:8080"), 1)]);
+}
+
+#[test]
+fn group_ranges_expand_to_one_service_per_address_and_mark() {
+    let configuration = load(
+        "virtual_server_group web {
+    10.0.0.1-3 80
+    2001:db8::fe-101 443
+    fwmark 7
+    fwmark 8 inet6
+}
+virtual_server group web {
+    protocol TCP
+    lvs_method DR
+    real_server 10.0.1.1 80 { }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let keys: Vec<String> = desired
+        .table
+        .services
+        .iter()
+        .map(|entry| entry.service.key.to_string())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "TCP 10.0.0.1:80",
+            "TCP 10.0.0.2:80",
+            "TCP 10.0.0.3:80",
+            "TCP [2001:db8::fe]:443",
+            "TCP [2001:db8::ff]:443",
+            "TCP [2001:db8::100]:443",
+            "TCP [2001:db8::101]:443",
+            "FWM 7 IPv4",
+            "FWM 8 IPv6",
+        ]
+    );
+    // DR takes the port of each service: 443 for the IPv6 ones, 0 for marks.
+    let ports: Vec<u16> = desired
+        .table
+        .services
+        .iter()
+        .map(|entry| entry.destinations[0].port)
+        .collect();
+    assert_eq!(ports, [80, 80, 80, 443, 443, 443, 443, 0, 0]);
+}
+
+#[test]
+fn method_decides_the_destination_port() {
+    let configuration = load(
+        "virtual_server fwmark 5 {
+    lvs_method NAT
+    real_server 10.0.0.1 8080 { }
+    real_server 10.0.0.2 8080 { lvs_method DR }
+    real_server 10.0.0.3 8080 { lvs_method TUN type gue port 6080 csum }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let entry = &desired.table.services[0];
+    assert_eq!(
+        entry.service.key,
+        ServiceKey::Fwmark {
+            family: Family::Inet,
+            mark: 5
+        }
+    );
+    let destinations: Vec<(SocketAddr, Forwarding)> = entry
+        .destinations
+        .iter()
+        .map(|destination| (destination.socket_address(), destination.forwarding))
+        .collect();
+    assert_eq!(
+        destinations,
+        [
+            (address("10.0.0.1:8080"), Forwarding::Masquerade),
+            (address("10.0.0.2:0"), Forwarding::Route),
+            (
+                address("10.0.0.3:0"),
+                Forwarding::Tunnel(Tunnel {
+                    kind: TunnelKind::Gue,
+                    port: 6080,
+                    checksum: TunnelChecksum::Checksum
+                })
+            ),
+        ]
+    );
+}
+
+#[test]
+fn persistence_scheduler_flags_and_timeouts() {
+    let configuration = load(
+        "global_defs {
+    lvs_timeouts tcp 900 udp 30
+}
+virtual_server 192.0.2.1 443 {
+    protocol TCP
+    lvs_sched sh
+    sh-port
+    sh-fallback
+    persistence_timeout 600
+    persistence_granularity 255.255.255.0
+    real_server 10.0.0.1 443 { }
+}
+virtual_server 192.0.2.2 53 {
+    protocol UDP
+    lvs_sched rr
+    ops
+    real_server 10.0.0.1 53 { }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let persistent = &desired.table.services[0].service;
+    assert_eq!(persistent.scheduler, "sh");
+    assert_eq!(
+        persistent.flags,
+        ServiceFlags::PERSISTENT | ServiceFlags::SH_PORT | ServiceFlags::SH_FALLBACK
+    );
+    assert_eq!(persistent.timeout, 600);
+    assert_eq!(
+        persistent.netmask,
+        Netmask::Ipv4(Ipv4Addr::new(255, 255, 255, 0))
+    );
+    let one_packet = &desired.table.services[1].service;
+    assert_eq!(one_packet.flags, ServiceFlags::ONE_PACKET);
+    assert_eq!(one_packet.timeout, 0);
+    assert_eq!(one_packet.netmask, Netmask::full(Family::Inet));
+    assert_eq!(
+        desired.table.timeouts,
+        Timeouts {
+            tcp: 900,
+            tcp_fin: 0,
+            udp: 30
+        }
+    );
+}
+
+#[test]
+fn nanny_state_changes_feed_the_health() {
+    let mut health = Health::default();
+    health.record(&StateChange {
+        real_server: nanny::spec::RealServerName {
+            address: address("10.0.0.1:8080"),
+        },
+        virtual_servers: vec![name("a"), name("b")],
+        up: false,
+        initial: true,
+        reason: "test".into(),
+        weight: Some(3),
+        weight_offset: 0,
+    });
+    assert_eq!(
+        health.get(&name("b"), address("10.0.0.1:8080")),
+        Some(&RealServerHealth {
+            up: false,
+            dynamic_weight: Some(3),
+            weight_offset: 0
+        })
+    );
+}

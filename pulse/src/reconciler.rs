@@ -1,0 +1,490 @@
+//! The task that keeps the kernel's IPVS table what the configuration and
+//! the health checks say: one `select!` loop over nanny's state changes,
+//! configuration reloads, a drift timer and shutdown. Every event leads to
+//! the same pass: compute the desired table ([`crate::desired`]), read the
+//! kernel's, plan ([`crate::reconcile`]) and apply; so a hand edit is
+//! repaired by the next tick of the timer, within [`DRIFT_CHECK`].
+//!
+//! The `ipvs` client is blocking (one netlink exchange, well under a
+//! millisecond per operation), so each pass runs on tokio's blocking pool,
+//! the [`Reconciler`] moving there and back.
+//!
+//! Scripts (`notify_up`, `notify_down`, `quorum_up`, `quorum_down`) are not
+//! run here: the loop sends a [`Notification`] for each, in keepalived's
+//! cases, and whoever runs pulse runs them with the user and group they
+//! name.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fulcrum_config::model as config;
+use ipvs::{BatchError, Client, Operation, ServiceKey};
+use nanny::scheduler::StateChange;
+use nanny::spec::VirtualServerName;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::desired::{Health, QuorumStates, desired};
+use crate::reconcile::{Ownership, plan, read};
+
+/// How often the kernel's table is read back to find hand edits.
+pub const DRIFT_CHECK: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("cannot read the IPVS table: {0}")]
+    Read(#[source] ipvs::Error),
+    #[error("cannot apply the IPVS changes: {0}")]
+    Apply(#[source] BatchError),
+}
+
+/// What started a pass; drift checks log their repairs as warnings, since
+/// something other than pulse changed the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Start,
+    Health,
+    Reload,
+    DriftCheck,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Reason::Start => "start",
+            Reason::Health => "health change",
+            Reason::Reload => "reload",
+            Reason::DriftCheck => "drift repair",
+        })
+    }
+}
+
+/// A script keepalived would run now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notification {
+    /// A real server went up or down (`notify_up` / `notify_down`).
+    RealServer {
+        virtual_server: VirtualServerName,
+        real_server: SocketAddr,
+        up: bool,
+        script: Option<config::Script>,
+    },
+    /// A virtual server gained or lost quorum (`quorum_up` /
+    /// `quorum_down`).
+    Quorum {
+        virtual_server: VirtualServerName,
+        up: bool,
+        script: Option<config::Script>,
+    },
+}
+
+/// What to do with pulse's services when it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    /// Leave the table as it is: a restart adopts it without dropping a
+    /// connection.
+    Keep,
+    /// keepalived's stop: delete pulse's services, or flush everything
+    /// with `lvs_flush_on_stop` (ipwrapper.c `clear_services`).
+    Clear,
+}
+
+/// The state a pass needs: the client, the configuration, what nanny said,
+/// the quorum states and what pulse owns.
+pub struct Reconciler {
+    client: Client,
+    configuration: Arc<config::Config>,
+    health: Health,
+    quorum: QuorumStates,
+    ownership: Ownership,
+}
+
+impl Reconciler {
+    /// With `lvs_flush`, the first pass owns every service: those not
+    /// configured are deleted, as keepalived's flush at start would, but
+    /// the configured ones are kept and edited, so their connections live.
+    pub fn new(client: Client, configuration: Arc<config::Config>) -> Reconciler {
+        let ownership = if configuration.global.lvs_flush {
+            Ownership::Everything
+        } else {
+            Ownership::default()
+        };
+        Reconciler {
+            client,
+            configuration,
+            health: Health::default(),
+            quorum: QuorumStates::new(),
+            ownership,
+        }
+    }
+
+    /// Takes in a state change; returns the real server's notification if
+    /// keepalived would run one: on each change of up or down, and for the
+    /// first report when it is down or an alpha checker had it start down
+    /// (ipwrapper.c `update_svr_checker_state`).
+    pub fn record(&mut self, change: &StateChange) -> Vec<Notification> {
+        let mut notifications = Vec::new();
+        for virtual_server in &change.virtual_servers {
+            let address = change.real_server.address;
+            let real_server = self.real_server(virtual_server, address);
+            let previous = self
+                .health
+                .get(virtual_server, address)
+                .map(|known| known.up);
+            let alpha = real_server.is_some_and(|real_server| {
+                real_server
+                    .checkers
+                    .iter()
+                    .any(|checker| checker.common.alpha)
+            });
+            let notify = match previous {
+                Some(previous) => previous != change.up,
+                None => !change.up || alpha,
+            };
+            if notify {
+                notifications.push(Notification::RealServer {
+                    virtual_server: virtual_server.clone(),
+                    real_server: address,
+                    up: change.up,
+                    script: real_server.and_then(|real_server| {
+                        if change.up {
+                            real_server.notify_up.clone()
+                        } else {
+                            real_server.notify_down.clone()
+                        }
+                    }),
+                });
+            }
+        }
+        self.health.record(change);
+        notifications
+    }
+
+    fn real_server(
+        &self,
+        virtual_server: &VirtualServerName,
+        address: SocketAddr,
+    ) -> Option<&config::RealServer> {
+        self.configuration
+            .virtual_servers
+            .iter()
+            .find(|candidate| VirtualServerName::from_config(candidate) == *virtual_server)?
+            .real_servers
+            .iter()
+            .find(|real_server| SocketAddr::new(real_server.address, real_server.port) == address)
+    }
+
+    /// Moves to a new configuration; the next pass applies it. Quorum
+    /// states and health carry over for virtual and real servers still
+    /// configured (keepalived's `clear_diff_services` copies them).
+    pub fn reload(&mut self, configuration: Arc<config::Config>) {
+        self.configuration = configuration;
+    }
+
+    /// One pass: desired table, kernel table, plan, apply. Returns the
+    /// operations applied (each logged) and the quorum notifications.
+    pub fn pass(&mut self, reason: Reason) -> Result<Vec<Notification>, ReconcileError> {
+        let computed = desired(&self.configuration, &self.health, &self.quorum);
+        let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
+        let operations = plan(&kernel, &computed.table, &self.ownership);
+        for operation in &operations {
+            match reason {
+                Reason::DriftCheck => tracing::warn!("repairing a hand edit: {operation}"),
+                _ => tracing::info!("{reason}: {operation}"),
+            }
+        }
+        let applied = if operations.is_empty() {
+            Ok(())
+        } else {
+            self.client.apply(&operations)
+        };
+        // What pulse owns from now on: the desired services, and any it
+        // meant to delete but could not (so the next pass tries again).
+        let mut owned: HashSet<ServiceKey> = computed.table.keys();
+        if let Err(error) = &applied {
+            for (index, failure) in &error.failures {
+                tracing::error!("{reason}: {failure}");
+                if let Operation::DeleteService(key) = &operations[*index] {
+                    owned.insert(*key);
+                }
+            }
+            if let Some((index, _)) = error.interrupted {
+                owned.extend(
+                    operations[index..]
+                        .iter()
+                        .filter_map(|operation| match operation {
+                            Operation::DeleteService(key) => Some(*key),
+                            _ => None,
+                        }),
+                );
+            }
+        }
+        self.ownership = Ownership::Matching(owned);
+        self.quorum = computed.quorum;
+        let notifications = computed
+            .quorum_changes
+            .into_iter()
+            .map(|change| {
+                let script = self
+                    .configuration
+                    .virtual_servers
+                    .iter()
+                    .find(|candidate| {
+                        VirtualServerName::from_config(candidate) == change.virtual_server
+                    })
+                    .and_then(|virtual_server| {
+                        if change.up {
+                            virtual_server.quorum_up.clone()
+                        } else {
+                            virtual_server.quorum_down.clone()
+                        }
+                    });
+                if change.up {
+                    tracing::info!(
+                        "{}: quorum {} ({} >= {})",
+                        change.virtual_server,
+                        if change.initial {
+                            "up at start"
+                        } else {
+                            "gained"
+                        },
+                        change.weight_sum,
+                        change.threshold
+                    );
+                } else {
+                    tracing::warn!(
+                        "{}: quorum {} ({} < {})",
+                        change.virtual_server,
+                        if change.initial {
+                            "down at start"
+                        } else {
+                            "lost"
+                        },
+                        change.weight_sum,
+                        change.threshold
+                    );
+                }
+                Notification::Quorum {
+                    virtual_server: change.virtual_server,
+                    up: change.up,
+                    script,
+                }
+            })
+            .collect();
+        applied.map_err(ReconcileError::Apply)?;
+        Ok(notifications)
+    }
+
+    /// What keepalived does at stop (`clear_services`): flush the whole
+    /// table with `lvs_flush_on_stop` (bare or `ALL`), else delete the
+    /// services pulse owns (`VS`, or by default after their destinations,
+    /// which deleting the service removes anyway). Returns the scripts of
+    /// virtual servers with `omega`.
+    pub fn clear(&mut self) -> Result<Vec<Notification>, ReconcileError> {
+        let flush = !matches!(
+            self.configuration.global.lvs_flush_on_stop.as_deref(),
+            Some("VS") | None
+        );
+        let operations = if flush {
+            vec![Operation::Flush]
+        } else {
+            let computed = desired(&self.configuration, &self.health, &self.quorum);
+            let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
+            kernel
+                .services
+                .iter()
+                .map(|entry| entry.service.key)
+                .filter(|key| self.ownership.owns(key, &computed.table))
+                .map(Operation::DeleteService)
+                .collect()
+        };
+        for operation in &operations {
+            tracing::info!("stop: {operation}");
+        }
+        self.client
+            .apply(&operations)
+            .map_err(ReconcileError::Apply)?;
+        Ok(stop_notifications(&self.configuration, &self.health, flush))
+    }
+}
+
+/// The scripts keepalived runs at stop: only for virtual servers with
+/// `omega` ("Only send non SNMP notifies when stopping if omega set",
+/// ipwrapper.c `do_vs_notifies`): each alive real server's `notify_down`
+/// (`clear_service_rs`, which a full flush skips), then `quorum_down`,
+/// whatever the quorum was (`update_vs_notifies` with `stopping`).
+pub fn stop_notifications(
+    configuration: &config::Config,
+    health: &Health,
+    flush: bool,
+) -> Vec<Notification> {
+    let mut notifications = Vec::new();
+    for virtual_server in configuration
+        .virtual_servers
+        .iter()
+        .filter(|virtual_server| virtual_server.omega)
+    {
+        let name = VirtualServerName::from_config(virtual_server);
+        if !flush {
+            for real_server in &virtual_server.real_servers {
+                if crate::desired::state(&name, real_server, health).0 {
+                    notifications.push(Notification::RealServer {
+                        virtual_server: name.clone(),
+                        real_server: SocketAddr::new(real_server.address, real_server.port),
+                        up: false,
+                        script: real_server.notify_down.clone(),
+                    });
+                }
+            }
+        }
+        notifications.push(Notification::Quorum {
+            virtual_server: name,
+            up: false,
+            script: virtual_server.quorum_down.clone(),
+        });
+    }
+    notifications
+}
+
+/// The channels the loop listens and talks on.
+pub struct Channels {
+    /// nanny's state changes (`nanny::scheduler::Handle::events`).
+    pub states: mpsc::Receiver<StateChange>,
+    /// New configurations, already loaded and checked.
+    pub reloads: mpsc::Receiver<Arc<config::Config>>,
+    /// Fires once to stop, saying what to do with the table.
+    pub stop: oneshot::Receiver<StopMode>,
+    /// Scripts to run.
+    pub notifications: mpsc::Sender<Notification>,
+}
+
+/// Runs `reconciler` until told to stop (or until both the state changes
+/// and the reloads end); returns it.
+pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconciler {
+    let mut timer = tokio::time::interval(DRIFT_CHECK);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is immediate: the start pass.
+    timer.tick().await;
+    let mut reason = Some(Reason::Start);
+    let mut states_open = true;
+    let mut reloads_open = true;
+    let stop = loop {
+        if let Some(why) = reason.take() {
+            let (returned, outcome) =
+                in_blocking_pool(reconciler, move |reconciler| reconciler.pass(why)).await;
+            reconciler = returned;
+            match outcome {
+                Ok(notifications) => notify(&channels.notifications, notifications),
+                Err(error) => tracing::error!("{why}: {error}"),
+            }
+        }
+        if !states_open && !reloads_open {
+            break StopMode::Keep;
+        }
+        tokio::select! {
+            change = channels.states.recv(), if states_open => match change {
+                Some(change) => {
+                    notify(&channels.notifications, reconciler.record(&change));
+                    // One pass for every change already queued: nanny's
+                    // first reports come in a burst, one per real server.
+                    while let Ok(change) = channels.states.try_recv() {
+                        notify(&channels.notifications, reconciler.record(&change));
+                    }
+                    reason = Some(Reason::Health);
+                }
+                None => states_open = false,
+            },
+            configuration = channels.reloads.recv(), if reloads_open => match configuration {
+                Some(configuration) => {
+                    reconciler.reload(configuration);
+                    reason = Some(Reason::Reload);
+                }
+                None => reloads_open = false,
+            },
+            _ = timer.tick() => reason = Some(Reason::DriftCheck),
+            mode = &mut channels.stop => break mode.unwrap_or(StopMode::Keep),
+        }
+    };
+    if stop == StopMode::Clear {
+        let (returned, outcome) = in_blocking_pool(reconciler, Reconciler::clear).await;
+        reconciler = returned;
+        match outcome {
+            Ok(notifications) => notify(&channels.notifications, notifications),
+            Err(error) => tracing::error!("stop: {error}"),
+        }
+    }
+    reconciler
+}
+
+/// Hands notifications on without waiting: a slow script runner must not
+/// hold up the table, so a full channel drops (and logs) a notification.
+fn notify(sender: &mpsc::Sender<Notification>, notifications: Vec<Notification>) {
+    for notification in notifications {
+        match sender.try_send(notification) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(notification)) => {
+                tracing::warn!(
+                    "notification dropped, the script runner is behind: {notification:?}"
+                )
+            }
+        }
+    }
+}
+
+/// Runs `work` on the reconciler in tokio's blocking pool (netlink calls
+/// block) and hands it back.
+async fn in_blocking_pool<T: Send + 'static>(
+    mut reconciler: Reconciler,
+    work: impl FnOnce(&mut Reconciler) -> Result<T, ReconcileError> + Send + 'static,
+) -> (Reconciler, Result<T, ReconcileError>) {
+    let handle = tokio::task::spawn_blocking(move || {
+        let outcome = work(&mut reconciler);
+        (reconciler, outcome)
+    });
+    match handle.await {
+        Ok(result) => result,
+        // The reconciler went down with the panic: nothing to hand back.
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> config::Config {
+        fulcrum_config::load_str("test.conf", text, &Default::default()).config
+    }
+
+    #[test]
+    fn omega_runs_the_down_scripts_at_stop() {
+        let configuration = load(
+            "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    omega
+    quorum_down /bin/quorum-down
+    real_server 10.0.0.1 80 { notify_down /bin/down-1 }
+    real_server 10.0.0.2 80 { notify_down /bin/down-2\n TCP_CHECK { alpha } }
+}
+virtual_server 192.0.2.2 80 {
+    protocol TCP
+    quorum_down /bin/not-run
+    real_server 10.0.0.1 80 { notify_down /bin/not-run }
+}",
+        );
+        let scripts = |flush| -> Vec<String> {
+            stop_notifications(&configuration, &Health::default(), flush)
+                .into_iter()
+                .map(|notification| match notification {
+                    Notification::RealServer { script, .. }
+                    | Notification::Quorum { script, .. } => script.unwrap().command,
+                })
+                .collect()
+        };
+        // The alpha server is not alive yet: no notify_down for it.
+        assert_eq!(scripts(false), ["/bin/down-1", "/bin/quorum-down"]);
+        assert_eq!(scripts(true), ["/bin/quorum-down"]);
+    }
+}
