@@ -40,6 +40,7 @@ mod daemon;
 mod decode_tests;
 mod destination;
 mod error;
+mod fields;
 mod info;
 mod message;
 mod nla;

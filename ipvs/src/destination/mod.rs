@@ -7,9 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 
 pub use attribute::DestinationAttribute;
 
-use netlink_packet_core::{ErrorContext, NlasIterator, Parseable};
-
-use crate::message::{IPVS_CMD_ATTR_DEST, expect_command, find_attribute};
+use crate::fields::{self, NestFields};
+use crate::message::IPVS_CMD_ATTR_DEST;
 use crate::{
     AddressBytes, Family, IpvsAttribute, IpvsCommand, IpvsMessage, ParseError, RequestError,
     Statistics,
@@ -315,29 +314,7 @@ impl Destination {
         command: IpvsCommand,
         attributes: &[u8],
     ) -> Result<Self, ParseError> {
-        expect_command(command, IpvsCommand::NewDestination)?;
-        let nest = find_attribute(attributes, IPVS_CMD_ATTR_DEST)?
-            .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_DEST"))?;
-        let mut fields = DestinationFields::default();
-        for attribute in NlasIterator::new(nest) {
-            let attribute = attribute?;
-            match attribute.kind() {
-                kind if kind == DestinationAttribute::STATS_KIND => {
-                    fields.stats = Some(
-                        Statistics::decode(attribute.value())
-                            .context("invalid IPVS_DEST_ATTR_STATS value")?,
-                    )
-                }
-                kind if kind == DestinationAttribute::STATS64_KIND => {
-                    fields.stats64 = Some(
-                        Statistics::decode64(attribute.value())
-                            .context("invalid IPVS_DEST_ATTR_STATS64 value")?,
-                    )
-                }
-                _ => fields.add(&DestinationAttribute::parse(&attribute)?),
-            }
-        }
-        fields.finish()
+        fields::decode_reply::<DestinationFields>(command, attributes)
     }
 
     /// Parse one message of a GET_DEST dump (command NEW_DEST).
@@ -373,7 +350,28 @@ struct DestinationFields {
     stats64: Option<Statistics>,
 }
 
-impl DestinationFields {
+impl NestFields for DestinationFields {
+    type Object = Destination;
+    type Attribute = DestinationAttribute;
+    const COMMAND: IpvsCommand = IpvsCommand::NewDestination;
+    const NEST: (u16, &'static str) = (IPVS_CMD_ATTR_DEST, "IPVS_CMD_ATTR_DEST");
+    const STATS: (u16, &'static str) = (
+        DestinationAttribute::STATS_KIND,
+        "invalid IPVS_DEST_ATTR_STATS value",
+    );
+    const STATS64: (u16, &'static str) = (
+        DestinationAttribute::STATS64_KIND,
+        "invalid IPVS_DEST_ATTR_STATS64 value",
+    );
+
+    fn statistics(&mut self, wide: bool) -> &mut Option<Statistics> {
+        if wide {
+            &mut self.stats64
+        } else {
+            &mut self.stats
+        }
+    }
+
     fn add(&mut self, attribute: &DestinationAttribute) {
         match attribute {
             DestinationAttribute::Address(v) => self.address = Some(*v),

@@ -9,9 +9,8 @@ use std::net::{IpAddr, Ipv4Addr};
 pub use attribute::ServiceAttribute;
 pub use flags::ServiceFlags;
 
-use netlink_packet_core::{ErrorContext, NlasIterator, Parseable};
-
-use crate::message::{IPVS_CMD_ATTR_SERVICE, expect_command, find_attribute};
+use crate::fields::{self, NestFields};
+use crate::message::IPVS_CMD_ATTR_SERVICE;
 use crate::{
     AddressBytes, Family, IpvsAttribute, IpvsCommand, IpvsMessage, ParseError, RequestError,
     Statistics,
@@ -332,29 +331,7 @@ impl Service {
         command: IpvsCommand,
         attributes: &[u8],
     ) -> Result<Self, ParseError> {
-        expect_command(command, IpvsCommand::NewService)?;
-        let nest = find_attribute(attributes, IPVS_CMD_ATTR_SERVICE)?
-            .ok_or(ParseError::MissingAttribute("IPVS_CMD_ATTR_SERVICE"))?;
-        let mut fields = ServiceFields::default();
-        for attribute in NlasIterator::new(nest) {
-            let attribute = attribute?;
-            match attribute.kind() {
-                kind if kind == ServiceAttribute::STATS_KIND => {
-                    fields.stats = Some(
-                        Statistics::decode(attribute.value())
-                            .context("invalid IPVS_SVC_ATTR_STATS value")?,
-                    )
-                }
-                kind if kind == ServiceAttribute::STATS64_KIND => {
-                    fields.stats64 = Some(
-                        Statistics::decode64(attribute.value())
-                            .context("invalid IPVS_SVC_ATTR_STATS64 value")?,
-                    )
-                }
-                _ => fields.add(&ServiceAttribute::parse(&attribute)?),
-            }
-        }
-        fields.finish()
+        fields::decode_reply::<ServiceFields>(command, attributes)
     }
 
     /// Parse one message of a GET_SERVICE reply or dump (command
@@ -392,7 +369,28 @@ struct ServiceFields {
     stats64: Option<Statistics>,
 }
 
-impl ServiceFields {
+impl NestFields for ServiceFields {
+    type Object = Service;
+    type Attribute = ServiceAttribute;
+    const COMMAND: IpvsCommand = IpvsCommand::NewService;
+    const NEST: (u16, &'static str) = (IPVS_CMD_ATTR_SERVICE, "IPVS_CMD_ATTR_SERVICE");
+    const STATS: (u16, &'static str) = (
+        ServiceAttribute::STATS_KIND,
+        "invalid IPVS_SVC_ATTR_STATS value",
+    );
+    const STATS64: (u16, &'static str) = (
+        ServiceAttribute::STATS64_KIND,
+        "invalid IPVS_SVC_ATTR_STATS64 value",
+    );
+
+    fn statistics(&mut self, wide: bool) -> &mut Option<Statistics> {
+        if wide {
+            &mut self.stats64
+        } else {
+            &mut self.stats
+        }
+    }
+
     fn add(&mut self, attribute: &ServiceAttribute) {
         match attribute {
             ServiceAttribute::Scheduler(v) => self.scheduler = Some(v.clone()),
