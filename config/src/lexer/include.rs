@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use super::glob::{self, Match};
-use super::text::{Text, covering, is_white_space};
+use super::text::{Text, covering, is_blank, is_white_space};
 use super::{INCLUDE_DEPTH_LIMIT, Lexer};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::syntax::{FileId, Span, Word};
@@ -416,6 +416,32 @@ impl Lexer<'_> {
                     },
                 })
                 .collect();
+            if !raw
+                .iter()
+                .any(|byte| matches!(byte, b'#' | b'!' | b'\\' | b'"'))
+            {
+                // Nothing for decomment() but blanks at either end (the
+                // common line, taken without copying it twice).
+                let leading = buffer.iter().take_while(|cell| is_blank(cell.byte)).count();
+                buffer.drain(..leading);
+                super::text::trim_blank_end(&mut buffer);
+                if buffer.is_empty() {
+                    if let Some(index) = self.defining.take() {
+                        self.diagnostics.push(Diagnostic::warning(
+                            Span {
+                                file: id,
+                                line: line_number,
+                                start: 1,
+                                end: raw.len() as u32 + 1,
+                            },
+                            COMMENT_ENDS_DEFINITION,
+                        ));
+                        self.end_definition(index);
+                    }
+                    continue;
+                }
+                return Some(buffer);
+            }
             let found = super::comment::decomment(&mut buffer);
             self.report_unterminated_quote(found.unterminated_quote);
             // keepalived 2.2.7's parent process reads the files and writes
@@ -445,7 +471,7 @@ impl Lexer<'_> {
                             start: 1,
                             end: raw.len() as u32 + 1,
                         },
-                        "this comment ends the multi-line definition: keepalived 2.2.7's VRRP and checker processes see it as a blank line",
+                        COMMENT_ENDS_DEFINITION,
                     ));
                     self.end_definition(index);
                 }
@@ -491,3 +517,7 @@ impl Lexer<'_> {
         }
     }
 }
+
+/// A line that is blank once comments are removed ends a multi-line
+/// definition.
+const COMMENT_ENDS_DEFINITION: &str = "this comment ends the multi-line definition: keepalived 2.2.7's VRRP and checker processes see it as a blank line";

@@ -275,7 +275,9 @@ impl<'a> Lexer<'a> {
                 self.next_multiline_line(cursor)
             } else {
                 self.substitutions = 0;
-                self.line_ancestry = std::rc::Rc::new(Vec::new());
+                if !self.line_ancestry.is_empty() {
+                    self.line_ancestry = std::rc::Rc::new(Vec::new());
+                }
                 self.file_lines += 1;
                 self.next_file_line()?
             };

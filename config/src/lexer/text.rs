@@ -64,7 +64,9 @@ pub(crate) fn bytes(text: &[Cell]) -> Vec<u8> {
 
 pub(crate) fn to_string(text: &[Cell]) -> String {
     if text.iter().all(|cell| cell.byte.is_ascii()) {
-        text.iter().map(|cell| cell.byte as char).collect()
+        let mut string = String::with_capacity(text.len());
+        string.extend(text.iter().map(|cell| cell.byte as char));
+        string
     } else {
         String::from_utf8_lossy(&bytes(text)).into_owned()
     }
