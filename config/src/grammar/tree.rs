@@ -68,7 +68,8 @@ impl<'a> Node<'a> {
 #[derive(Debug)]
 enum Item<'a> {
     Line {
-        words: Vec<&'a Word>,
+        /// The words of the piece (consecutive words of one line).
+        words: &'a [Word],
         open: Option<&'a Word>,
         /// The source line's raw text, for the first piece of a line.
         raw: Option<&'a str>,
@@ -121,34 +122,34 @@ pub fn build<'a>(
 }
 
 fn split(lines: &[Line]) -> Vec<Item<'_>> {
-    let mut items = Vec::new();
+    let mut items = Vec::with_capacity(lines.len());
     for line in lines {
-        let mut words = Vec::new();
+        let mut start = 0;
         let mut raw = Some(line.raw.as_str());
-        for word in &line.words {
+        for (index, word) in line.words.iter().enumerate() {
             if word.is_open() {
                 items.push(Item::Line {
-                    words: std::mem::take(&mut words),
+                    words: &line.words[start..index],
                     open: Some(word),
                     raw: raw.take(),
                 });
+                start = index + 1;
             } else if word.is_close() {
-                if !words.is_empty() {
+                if start < index {
                     items.push(Item::Line {
-                        words: std::mem::take(&mut words),
+                        words: &line.words[start..index],
                         open: None,
                         raw: raw.take(),
                     });
                 }
                 raw = None;
                 items.push(Item::Close(word));
-            } else {
-                words.push(word);
+                start = index + 1;
             }
         }
-        if !words.is_empty() {
+        if start < line.words.len() {
             items.push(Item::Line {
-                words,
+                words: &line.words[start..],
                 open: None,
                 raw: raw.take(),
             });
@@ -191,9 +192,9 @@ impl<'a> Builder<'a, '_> {
                     self.last_close = Some(word.span);
                     return (nodes, End::Closed);
                 }
-                Item::Line { words, open, raw } => (words.clone(), *open, *raw),
+                Item::Line { words, open, raw } => (*words, *open, *raw),
             };
-            let Some(&keyword) = words.first() else {
+            let Some(keyword) = words.first() else {
                 // A `{` on its own line that no keyword before it takes.
                 self.position += 1;
                 if let Some(open) = open {
@@ -213,7 +214,7 @@ impl<'a> Builder<'a, '_> {
                 return (nodes, End::TopLevel);
             }
             self.position += 1;
-            let arguments = words[1..].to_vec();
+            let arguments: Vec<&'a Word> = words[1..].iter().collect();
             let table = match body {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
@@ -322,7 +323,9 @@ impl<'a> Builder<'a, '_> {
     /// A `{` alone on the next line (keepalived accepts the brace there).
     fn lone_open(&mut self) -> Option<&'a Word> {
         match self.items.get(self.position) {
-            Some(Item::Line { words, open, .. }) if words.is_empty() => {
+            Some(Item::Line {
+                words: [], open, ..
+            }) => {
                 self.position += 1;
                 *open
             }
@@ -431,9 +434,7 @@ impl<'a> Builder<'a, '_> {
             .rev()
             .find_map(|item| match item {
                 Item::Close(word) => Some(word.span),
-                Item::Line { words, open, .. } => {
-                    open.or(words.last().copied()).map(|word| word.span)
-                }
+                Item::Line { words, open, .. } => open.or(words.last()).map(|word| word.span),
             })
             .unwrap_or(self.open_blocks[0].1);
         let mut diagnostic = Diagnostic::error(
