@@ -1016,10 +1016,10 @@ fn address_and_port(
     what: &str,
 ) -> Option<(IpAddr, Option<u16>)> {
     let address_word = node.argument(0)?;
-    let address = values::address(context, address_word, &format!("{what} address"))?;
+    let address = values::address(context, address_word, format_args!("{what} address"))?;
     let port = match node.argument(1) {
         None => None,
-        Some(word) => Some(values::port(context, word, &format!("{what} port"))?),
+        Some(word) => Some(values::port(context, word, format_args!("{what} port"))?),
     };
     Some((address, port))
 }
