@@ -251,7 +251,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             (CheckerKind::Misc(_), "user") => {
                 misc_user = Some((
                     common::first(child),
-                    child.argument(1).map(|word| word.text.clone()),
+                    child.argument(1).map(|word| word.text.to_string()),
                 ));
             }
             (CheckerKind::Smtp(smtp), "helo_name") => smtp.helo_name = Some(common::joined(child)),
@@ -473,7 +473,7 @@ fn read_common(
             common.connect_port = values::integer(context, word, 1, 65535, "connect_port")
         }
         "bindto" => common.bind_to = values::address(context, word, "bindto"),
-        "bind_if" => common.bind_interface = Some(word.text.clone()),
+        "bind_if" => common.bind_interface = Some(word.text.to_string()),
         "bind_port" => common.bind_port = values::port(context, word, "bind_port"),
         "fwmark" => common.fwmark = values::integer(context, word, 0, u32::MAX.into(), "fwmark"),
         "alpha" => written.alpha = values::boolean(context, word, "alpha").or(written.alpha),
@@ -615,7 +615,7 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
                 ];
                 for word in &child.arguments {
                     if OPTIONS.contains(&word.text.as_str()) {
-                        url.regex_options.push(word.text.clone());
+                        url.regex_options.push(word.text.to_string());
                     } else {
                         // keepalived 2.2.7 ignores unknown options silently.
                         let mut message =

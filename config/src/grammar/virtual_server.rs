@@ -556,7 +556,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                         context.error(word.span, message);
                         continue;
                     };
-                    scheduler_name = Some(word.text.clone());
+                    scheduler_name = Some(word.text.to_string());
                     server.scheduler = scheduler;
                     pending.scheduler_written = true;
                 }
@@ -997,7 +997,7 @@ fn virtual_server_address(node: &Node, context: &mut Context) -> Option<VirtualS
                 context.error(first.span, "'virtual_server group' needs a group name");
                 return None;
             };
-            Some(VirtualServerAddress::Group(word.text.clone()))
+            Some(VirtualServerAddress::Group(word.text.to_string()))
         }
         _ => {
             let (address, port) = address_and_port(context, node, "virtual server")?;

@@ -231,7 +231,7 @@ impl<'a> Lexer<'a> {
             let mut words = self.split_words(&produced.text);
             if let Some(brace) = produced.opening_brace {
                 words.push(Word {
-                    text: "{".to_string(),
+                    text: "{".into(),
                     span: brace.span,
                     quoted: false,
                 });
@@ -248,7 +248,7 @@ impl<'a> Lexer<'a> {
             }
             lines.push(Line {
                 words,
-                raw: text::to_string(&produced.text),
+                raw: text::to_text(&produced.text),
             });
         }
         if let Some(index) = self.defining.take() {
@@ -496,7 +496,7 @@ impl<'a> Lexer<'a> {
                     break;
                 };
                 words.push(Word {
-                    text: text::to_string(&buffer[position + 1..close]),
+                    text: text::to_text(&buffer[position + 1..close]),
                     span: covering(&buffer[position..=close]).unwrap_or(buffer[position].span),
                     quoted: true,
                 });
@@ -510,7 +510,7 @@ impl<'a> Lexer<'a> {
                     position += 1;
                 }
                 words.push(Word {
-                    text: text::to_string(&buffer[start..position]),
+                    text: text::to_text(&buffer[start..position]),
                     span: covering(&buffer[start..position]).unwrap_or(buffer[start].span),
                     quoted: false,
                 });

@@ -24,7 +24,12 @@ impl Lexed {
     fn words(&self) -> Vec<Vec<String>> {
         self.lines
             .iter()
-            .map(|line| line.words.iter().map(|word| word.text.clone()).collect())
+            .map(|line| {
+                line.words
+                    .iter()
+                    .map(|word| word.text.to_string())
+                    .collect()
+            })
             .collect()
     }
 

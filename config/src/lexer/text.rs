@@ -72,6 +72,12 @@ pub(crate) fn to_string(text: &[Cell]) -> String {
     }
 }
 
+/// [`to_string`] as a word's text (no allocation for a short word).
+pub(crate) fn to_text(text: &[Cell]) -> crate::syntax::Text {
+    crate::syntax::Text::from_ascii(text.len(), text.iter().map(|cell| cell.byte))
+        .unwrap_or_else(|| to_string(text).into())
+}
+
 pub(crate) fn starts_with(text: &[Cell], prefix: &[u8]) -> bool {
     text.len() >= prefix.len()
         && text
