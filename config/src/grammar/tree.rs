@@ -171,6 +171,13 @@ struct Builder<'a, 'd> {
 
 impl<'a> Builder<'a, '_> {
     fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
+        let (mut nodes, end) = self.block_nodes(body);
+        // The tree lives until the model is read: no room for more.
+        nodes.shrink_to_fit();
+        (nodes, end)
+    }
+
+    fn block_nodes(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
         let mut nodes = Vec::new();
         loop {
             let Some(item) = self.items.get(self.position) else {

@@ -851,6 +851,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         pending.real_server_spans.push(real_node.span());
         server.real_servers.push(real_server);
     }
+    // Kept for the whole run: no room for more.
+    server.real_servers.shrink_to_fit();
+    pending.real_server_spans.shrink_to_fit();
 
     if let Some((address, port, forwarding, inhibit)) = sorry {
         let forwarding = forwarding.unwrap_or(server.forwarding);
@@ -1160,6 +1163,7 @@ fn resolve_real_server(
         alpha: real_server.alpha,
         virtualhost,
     };
+    real_server.checkers.reserve_exact(checker_nodes.len());
     for node in checker_nodes {
         if let Some(checker) = checkers::read(node, &inherited, context) {
             real_server.checkers.push(checker);

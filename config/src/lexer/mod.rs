@@ -164,6 +164,8 @@ pub(crate) struct Lexer<'a> {
     /// Opening quotes already reported (decomment and word splitting can
     /// both notice the same one).
     reported_quotes: HashSet<Span>,
+    /// The words of the line being split (see `split_words`).
+    words: Vec<Word>,
     /// Undefined `${NAME}` uses already reported.
     reported_undefined: HashSet<Span>,
     /// Substitutions already reported as making a line too long.
@@ -204,6 +206,7 @@ impl<'a> Lexer<'a> {
             file_lines: 0,
             expansion_reported: false,
             reported_quotes: HashSet::new(),
+            words: Vec::new(),
             reported_undefined: HashSet::new(),
             reported_too_long: HashSet::new(),
         }
@@ -228,14 +231,7 @@ impl<'a> Lexer<'a> {
                 }
                 break;
             }
-            let mut words = self.split_words(&produced.text);
-            if let Some(brace) = produced.opening_brace {
-                words.push(Word {
-                    text: "{".into(),
-                    span: brace.span,
-                    quoted: false,
-                });
-            }
+            let words = self.split_words(&produced.text, produced.opening_brace);
             if words.is_empty() {
                 continue;
             }
@@ -472,8 +468,10 @@ impl<'a> Lexer<'a> {
     /// is one word without its quotes (no escapes: those are for
     /// [`split_quoted_escaped`]); a `"` also ends an unquoted word
     /// (`a"b c"` is `a` and `b c`); single quotes are ordinary characters.
-    fn split_words(&mut self, buffer: &[Cell]) -> Vec<Word> {
-        let mut words = Vec::new();
+    fn split_words(&mut self, buffer: &[Cell], opening_brace: Option<Cell>) -> Vec<Word> {
+        // Words are gathered in a buffer kept from line to line, and the
+        // line gets a vector of its exact size.
+        let mut words = std::mem::take(&mut self.words);
         let mut position = 0;
         loop {
             while position < buffer.len() && is_white_space(buffer[position].byte) {
@@ -516,7 +514,17 @@ impl<'a> Lexer<'a> {
                 });
             }
         }
-        words
+        if let Some(brace) = opening_brace {
+            words.push(Word {
+                text: "{".into(),
+                span: brace.span,
+                quoted: false,
+            });
+        }
+        let mut exact = Vec::with_capacity(words.len());
+        exact.append(&mut words);
+        self.words = words;
+        exact
     }
 
     fn report_unterminated_quote(&mut self, quote: Option<Span>) {
