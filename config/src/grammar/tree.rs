@@ -101,6 +101,21 @@ pub fn build<'a>(
     root: &'static [Keyword],
     diagnostics: &mut Diagnostics,
 ) -> Vec<Node<'a>> {
+    let mut nodes = Vec::new();
+    build_each(lines, root, diagnostics, &mut |node| nodes.push(node));
+    nodes
+}
+
+/// [`build`], handing each top-level node to `each` as soon as it is
+/// complete (so that it can be read and dropped: the whole tree of a large
+/// configuration is never held). The nodes come in the same order, with the
+/// same diagnostics, as from [`build`].
+pub fn build_each<'a>(
+    lines: &'a [Line],
+    root: &'static [Keyword],
+    diagnostics: &mut Diagnostics,
+    each: &mut dyn FnMut(Node<'a>),
+) {
     let mut builder = Builder {
         items: split(lines),
         position: 0,
@@ -108,17 +123,17 @@ pub fn build<'a>(
         open_blocks: Vec::new(),
         root,
         last_close: None,
+        each,
     };
-    let mut nodes = Vec::new();
     loop {
-        let (mut more, end) = builder.block(Body::Keywords(root));
-        nodes.append(&mut more);
+        let (more, end) = builder.block(Body::Keywords(root));
+        // Top-level nodes went to `each`.
+        debug_assert!(more.is_empty());
         // At top level a block only ends at the end of the input.
         if end == End::InputEnded || builder.position >= builder.items.len() {
             break;
         }
     }
-    nodes
 }
 
 fn split(lines: &[Line]) -> Vec<Item<'_>> {
@@ -158,7 +173,7 @@ fn split(lines: &[Line]) -> Vec<Item<'_>> {
     items
 }
 
-struct Builder<'a, 'd> {
+struct Builder<'a, 'd, 'e> {
     items: Vec<Item<'a>>,
     position: usize,
     diagnostics: &'d mut Diagnostics,
@@ -167,9 +182,11 @@ struct Builder<'a, 'd> {
     root: &'static [Keyword],
     /// The `}` that ended the last block read.
     last_close: Option<Span>,
+    /// Where top-level nodes go.
+    each: &'e mut dyn FnMut(Node<'a>),
 }
 
-impl<'a> Builder<'a, '_> {
+impl<'a> Builder<'a, '_, '_> {
     fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
         let (mut nodes, end) = self.block_nodes(body);
         // The tree lives until the model is read: no room for more.
@@ -225,15 +242,18 @@ impl<'a> Builder<'a, '_> {
             let table = match body {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
-                    nodes.push(Node {
-                        keyword,
-                        arguments,
-                        spec: None,
-                        children: Vec::new(),
-                        open: None,
-                        close: None,
-                        raw,
-                    });
+                    self.add(
+                        &mut nodes,
+                        Node {
+                            keyword,
+                            arguments,
+                            spec: None,
+                            children: Vec::new(),
+                            open: None,
+                            close: None,
+                            raw,
+                        },
+                    );
                     if let Some(open) = open {
                         self.diagnostics.push(Diagnostic::error(
                             open.span,
@@ -276,7 +296,7 @@ impl<'a> Builder<'a, '_> {
                     self.skip_block(open.span);
                 }
                 if complete {
-                    nodes.push(node);
+                    self.add(&mut nodes, node);
                 }
                 continue;
             }
@@ -319,11 +339,21 @@ impl<'a> Builder<'a, '_> {
                 }
             }
             if complete {
-                nodes.push(node);
+                self.add(&mut nodes, node);
             }
             if end != End::Closed {
                 return (nodes, end);
             }
+        }
+    }
+
+    /// Adds a node to the block being read; a top-level node goes to
+    /// `each` instead.
+    fn add(&mut self, nodes: &mut Vec<Node<'a>>, node: Node<'a>) {
+        if self.open_blocks.is_empty() {
+            (self.each)(node);
+        } else {
+            nodes.push(node);
         }
     }
 
