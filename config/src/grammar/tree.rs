@@ -230,8 +230,13 @@ impl<'a> Builder<'a, '_, '_> {
                 }
                 continue;
             };
+            // The keyword in this block's table (looked up once).
+            let found = match body {
+                Body::Keywords(table) => keyword::find(table, &keyword.text),
+                Body::None | Body::Lines => None,
+            };
             if !self.open_blocks.is_empty()
-                && !knows(body, &keyword.text)
+                && found.is_none()
                 && keyword::find(self.root, &keyword.text).is_some_and(Keyword::opens_block)
             {
                 self.report_unclosed_before(keyword);
@@ -264,7 +269,7 @@ impl<'a> Builder<'a, '_, '_> {
                     continue;
                 }
             };
-            let Some(spec) = keyword::find(table, &keyword.text) else {
+            let Some(spec) = found else {
                 self.report_unknown(keyword, table);
                 if let Some(open) = open {
                     self.skip_block(open.span);
@@ -557,11 +562,4 @@ fn blocks_knowing(root: &'static [Keyword], name: &str) -> Vec<&'static str> {
     let mut found = Vec::new();
     walk(root, "", name, 0, &mut found);
     found
-}
-
-fn knows(body: Body, name: &str) -> bool {
-    match body {
-        Body::Keywords(table) => keyword::find(table, name).is_some(),
-        Body::None | Body::Lines => false,
-    }
 }
