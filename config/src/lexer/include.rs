@@ -346,7 +346,7 @@ impl Lexer<'_> {
 
     /// The next non-blank line of the files on the include stack, comments
     /// removed; `None` when all are read.
-    pub(super) fn next_file_line(&mut self) -> Option<Text> {
+    pub(super) fn next_file_line(&mut self) -> Option<super::FileLine> {
         loop {
             let frame = self.stack.last_mut()?;
             let Some(file) = frame.file.as_mut() else {
@@ -403,6 +403,11 @@ impl Lexer<'_> {
                 }
                 continue;
             }
+            if self.defining.is_none() {
+                if let Some((line, span)) = super::plain_line(&raw, id, line_number) {
+                    return Some(super::FileLine::Plain(line, span));
+                }
+            }
             let mut buffer: Text = raw
                 .iter()
                 .enumerate()
@@ -440,7 +445,7 @@ impl Lexer<'_> {
                     }
                     continue;
                 }
-                return Some(buffer);
+                return Some(super::FileLine::Text(buffer));
             }
             let found = super::comment::decomment(&mut buffer);
             self.report_unterminated_quote(found.unterminated_quote);
@@ -477,7 +482,7 @@ impl Lexer<'_> {
                 }
                 continue;
             }
-            return Some(buffer);
+            return Some(super::FileLine::Text(buffer));
         }
     }
 

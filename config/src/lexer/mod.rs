@@ -105,6 +105,109 @@ pub fn read_str(
     lexer.run()
 }
 
+/// A line read from a file.
+enum FileLine {
+    /// To go through comments, conditionals, substitutions and braces.
+    Text(Text),
+    /// A plain line, already in words (see [`plain_line`]).
+    Plain(Line, Option<Span>),
+}
+
+/// A file line that none of `read_line`'s steps would change but for
+/// blanks at either end and a final `{`: no comment, quote or escape
+/// (`#`, `!`, `"`, `\\`), no conditional, definition, substitution or
+/// sequence (`@`, `$`, `~`), no `include`, and no brace but a last `{` or a
+/// lone `}`. Its words (with the spans the cell-by-cell path would give
+/// them) and the span of its text (or of its `{`: what [`text::covering`]
+/// would say), straight from the file's bytes; `None` for any other line.
+fn plain_line(raw: &[u8], file: crate::syntax::FileId, line: u32) -> Option<(Line, Option<Span>)> {
+    if raw
+        .iter()
+        .any(|byte| matches!(byte, b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~'))
+    {
+        return None;
+    }
+    let start = raw.iter().take_while(|&&byte| text::is_blank(byte)).count();
+    let end = raw.len()
+        - raw[start..]
+            .iter()
+            .rev()
+            .take_while(|&&byte| text::is_blank(byte))
+            .count();
+    let body = &raw[start..end];
+    if body.is_empty() || body.starts_with(b"include") {
+        return None;
+    }
+    let span = |from: usize, to: usize| Span {
+        file,
+        line,
+        start: from as u32 + 1,
+        end: to as u32 + 1,
+    };
+    let mut text_end = end;
+    let mut brace = None;
+    if body == b"{" || body == b"}" {
+        // A brace alone is a line of its own.
+    } else {
+        if body.last() == Some(&b'{') {
+            text_end = end - 1;
+            brace = Some(text_end);
+            while text_end > start && text::is_blank(raw[text_end - 1]) {
+                text_end -= 1;
+            }
+        }
+        if raw[start..text_end]
+            .iter()
+            .any(|&byte| byte == b'{' || byte == b'}')
+        {
+            return None;
+        }
+    }
+    let text_of = |bytes: &[u8]| {
+        crate::syntax::Text::from_ascii(bytes.len(), bytes.iter().copied())
+            .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned().into())
+    };
+    let mut words = Vec::with_capacity(4);
+    let mut position = start;
+    loop {
+        while position < text_end && text::is_white_space(raw[position]) {
+            position += 1;
+        }
+        if position >= text_end {
+            break;
+        }
+        let word_start = position;
+        while position < text_end && !text::is_white_space(raw[position]) {
+            position += 1;
+        }
+        words.push(Word {
+            text: text_of(&raw[word_start..position]),
+            span: span(word_start, position),
+            quoted: false,
+        });
+    }
+    if let Some(brace) = brace {
+        words.push(Word {
+            text: "{".into(),
+            span: span(brace, brace + 1),
+            quoted: false,
+        });
+    }
+    words.shrink_to_fit();
+    let covering = if start < text_end {
+        Some(span(start, text_end))
+    } else {
+        brace.map(|brace| span(brace, brace + 1))
+    };
+    Some((
+        Line {
+            words,
+            raw: text_of(&raw[start..text_end]),
+        },
+        covering,
+    ))
+}
+
 /// keepalived's line buffer (`MAXBUF`): 1023 bytes and a terminator.
 const LINE_BUFFER: usize = 1024;
 
@@ -124,11 +227,16 @@ const LINE_LIMIT: u64 = 600_000;
 const INCLUDE_DEPTH_LIMIT: usize = 32;
 
 /// One line as `read_line` returns it, before `alloc_strvec`.
-struct Produced {
-    text: Text,
-    /// The `{` split off the end of this line (kept on it, see the module
-    /// comment).
-    opening_brace: Option<Cell>,
+enum Produced {
+    Text {
+        text: Text,
+        /// The `{` split off the end of this line (kept on it, see the
+        /// module comment).
+        opening_brace: Option<Cell>,
+    },
+    /// A plain line of a file, already split into words (see
+    /// [`Lexer::plain_line`]).
+    Line(Line, Option<Span>),
 }
 
 pub(crate) struct Lexer<'a> {
@@ -219,8 +327,13 @@ impl<'a> Lexer<'a> {
                 // A definition that contains itself followed by a brace
                 // makes keepalived produce lines for ever (each piece split
                 // off the line is substituted again).
-                let span = text::covering(&produced.text)
-                    .or(produced.opening_brace.map(|brace| brace.span));
+                let span = match &produced {
+                    Produced::Text {
+                        text,
+                        opening_brace,
+                    } => text::covering(text).or(opening_brace.map(|brace| brace.span)),
+                    Produced::Line(_, span) => *span,
+                };
                 if let Some(span) = span {
                     self.diagnostics.push(Diagnostic::error(
                         span,
@@ -231,7 +344,13 @@ impl<'a> Lexer<'a> {
                 }
                 break;
             }
-            let words = self.split_words(&produced.text, produced.opening_brace);
+            let (words, raw) = match produced {
+                Produced::Text {
+                    text,
+                    opening_brace,
+                } => (self.split_words(&text, opening_brace), text::to_text(&text)),
+                Produced::Line(line, _) => (line.words, line.raw),
+            };
             if words.is_empty() {
                 continue;
             }
@@ -242,10 +361,7 @@ impl<'a> Lexer<'a> {
                 // its place).
                 self.set_include_check(&words[1..]);
             }
-            lines.push(Line {
-                words,
-                raw: text::to_text(&produced.text),
-            });
+            lines.push(Line { words, raw });
         }
         if let Some(index) = self.defining.take() {
             self.end_definition(index);
@@ -275,7 +391,10 @@ impl<'a> Lexer<'a> {
                     self.line_ancestry = std::rc::Rc::new(Vec::new());
                 }
                 self.file_lines += 1;
-                self.next_file_line()?
+                match self.next_file_line()? {
+                    FileLine::Text(text) => text,
+                    FileLine::Plain(line, span) => return Some(Produced::Line(line, span)),
+                }
             };
 
             if let Some(index) = self.defining {
@@ -458,7 +577,7 @@ impl<'a> Lexer<'a> {
                 }
             }
         }
-        Produced {
+        Produced::Text {
             text: buffer,
             opening_brace,
         }
