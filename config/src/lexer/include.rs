@@ -373,15 +373,23 @@ impl Lexer<'_> {
             file.line_number += 1;
             let line_number = file.line_number;
             let id = file.id;
-            let mut raw = raw.to_vec();
-            while matches!(raw.last(), Some(b'\r' | b'\n')) {
-                raw.pop();
+            let mut length = raw.len();
+            while length > 0 && matches!(raw[length - 1], b'\r' | b'\n') {
+                length -= 1;
             }
             // keepalived reads lines with fgets() and strlen(): a NUL byte
             // ends the line.
-            if let Some(nul) = raw.iter().position(|&byte| byte == 0) {
-                raw.truncate(nul);
+            if let Some(nul) = raw[..length].iter().position(|&byte| byte == 0) {
+                length = nul;
             }
+            let raw = &raw[..length];
+            if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1 {
+                if let Some((line, span)) = super::plain_line(raw, id, line_number, &mut self.words)
+                {
+                    return Some(super::FileLine::Plain(line, span));
+                }
+            }
+            let raw = raw.to_vec();
             if raw.len() >= super::LINE_BUFFER - 1 {
                 self.diagnostics.push(Diagnostic::warning(
                     Span {
@@ -402,11 +410,6 @@ impl Lexer<'_> {
                     self.end_definition(index);
                 }
                 continue;
-            }
-            if self.defining.is_none() {
-                if let Some((line, span)) = super::plain_line(&raw, id, line_number) {
-                    return Some(super::FileLine::Plain(line, span));
-                }
             }
             let mut buffer: Text = raw
                 .iter()

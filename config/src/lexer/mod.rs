@@ -120,7 +120,12 @@ enum FileLine {
 /// lone `}`. Its words (with the spans the cell-by-cell path would give
 /// them) and the span of its text (or of its `{`: what [`text::covering`]
 /// would say), straight from the file's bytes; `None` for any other line.
-fn plain_line(raw: &[u8], file: crate::syntax::FileId, line: u32) -> Option<(Line, Option<Span>)> {
+fn plain_line(
+    raw: &[u8],
+    file: crate::syntax::FileId,
+    line: u32,
+    scratch: &mut Vec<Word>,
+) -> Option<(Line, Option<Span>)> {
     if raw
         .iter()
         .any(|byte| matches!(byte, b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~'))
@@ -167,7 +172,8 @@ fn plain_line(raw: &[u8], file: crate::syntax::FileId, line: u32) -> Option<(Lin
         crate::syntax::Text::from_ascii(bytes.len(), bytes.iter().copied())
             .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned().into())
     };
-    let mut words = Vec::with_capacity(4);
+    let words = scratch;
+    words.clear();
     let mut position = start;
     loop {
         while position < text_end && text::is_white_space(raw[position]) {
@@ -193,7 +199,9 @@ fn plain_line(raw: &[u8], file: crate::syntax::FileId, line: u32) -> Option<(Lin
             quoted: false,
         });
     }
-    words.shrink_to_fit();
+    let mut exact = Vec::with_capacity(words.len());
+    exact.append(words);
+    let words = exact;
     let covering = if start < text_end {
         Some(span(start, text_end))
     } else {
