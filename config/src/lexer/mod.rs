@@ -113,6 +113,26 @@ enum FileLine {
     Plain(Line, Option<Span>),
 }
 
+/// [`BYTE_CLASS`]: a byte that makes a line not plain.
+const SPECIAL: u8 = 1;
+/// [`BYTE_CLASS`]: C's `isspace` ([`text::is_white_space`]).
+const WHITE: u8 = 2;
+
+/// What [`plain_line`] needs to know of each byte, in one look-up.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = match byte as u8 {
+            b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' => SPECIAL,
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => WHITE,
+            _ => 0,
+        };
+        byte += 1;
+    }
+    table
+};
+
 /// A file line that none of `read_line`'s steps would change but for
 /// blanks at either end and a final `{`: no comment, quote or escape
 /// (`#`, `!`, `"`, `\\`), no conditional, definition, substitution or
@@ -128,7 +148,7 @@ fn plain_line(
 ) -> Option<(Line, Option<Span>)> {
     if raw
         .iter()
-        .any(|byte| matches!(byte, b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~'))
+        .any(|&byte| BYTE_CLASS[usize::from(byte)] & SPECIAL != 0)
     {
         return None;
     }
@@ -168,22 +188,22 @@ fn plain_line(
             return None;
         }
     }
-    let text_of = |bytes: &[u8]| {
-        crate::syntax::Text::from_ascii(bytes.len(), bytes.iter().copied())
-            .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned().into())
+    let text_of = |bytes: &[u8]| match std::str::from_utf8(bytes) {
+        Ok(text) => crate::syntax::Text::new(text),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
     };
     let words = scratch;
     words.clear();
     let mut position = start;
     loop {
-        while position < text_end && text::is_white_space(raw[position]) {
+        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE != 0 {
             position += 1;
         }
         if position >= text_end {
             break;
         }
         let word_start = position;
-        while position < text_end && !text::is_white_space(raw[position]) {
+        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE == 0 {
             position += 1;
         }
         words.push(Word {
