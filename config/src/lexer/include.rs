@@ -36,7 +36,9 @@ pub(crate) struct IncludeFrame {
 
 pub(crate) struct OpenFile {
     pub id: FileId,
-    pub bytes: Vec<u8>,
+    /// The file's bytes when they are not valid UTF-8; `None`: they are the
+    /// file's text in [`crate::syntax::Sources`] (not held twice).
+    pub bytes: Option<Vec<u8>>,
     pub position: usize,
     pub line_number: u32,
     /// The file's directory: relative includes and `${_PWD}` start here.
@@ -120,7 +122,7 @@ impl Lexer<'_> {
 
     /// In-memory text as the main file.
     pub(super) fn open_text(&mut self, name: &str, bytes: Vec<u8>) {
-        let id = self.add_source(name.to_string(), &bytes, None);
+        let (id, bytes) = self.add_source(name.to_string(), bytes, None);
         self.stack.push(IncludeFrame {
             include_type: 0,
             saved_include_check: self.include_check,
@@ -329,7 +331,7 @@ impl Lexer<'_> {
             } else {
                 base
             };
-            let id = self.add_source(name, &bytes, included_from);
+            let (id, bytes) = self.add_source(name, bytes, included_from);
             if let Some(frame) = self.stack.last_mut() {
                 frame.file = Some(OpenFile {
                     id,
@@ -353,7 +355,11 @@ impl Lexer<'_> {
                 self.stack.pop();
                 continue;
             };
-            if file.position >= file.bytes.len() {
+            let bytes = match &file.bytes {
+                Some(bytes) => bytes.as_slice(),
+                None => self.sources.file(file.id).text.as_bytes(),
+            };
+            if file.position >= bytes.len() {
                 // keepalived's end_file: the include check in force when
                 // this include was read comes back.
                 self.include_check = frame.saved_include_check;
@@ -363,7 +369,7 @@ impl Lexer<'_> {
                 }
                 continue;
             }
-            let rest = &file.bytes[file.position..];
+            let rest = &bytes[file.position..];
             let line_length = rest.iter().position(|&byte| byte == b'\n');
             let (raw, consumed) = match line_length {
                 Some(length) => (&rest[..length], length + 1),

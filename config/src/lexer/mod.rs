@@ -758,27 +758,34 @@ impl<'a> Lexer<'a> {
             .into_owned()
     }
 
+    /// Adds a file to the sources. A valid UTF-8 file's bytes become its
+    /// text (no copy) and `None` is returned: the lexer reads the text
+    /// there. Any other file's text is a lossy copy, and its bytes are
+    /// returned for the lexer to read.
     fn add_source(
         &mut self,
         name: String,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         included_from: Option<Span>,
-    ) -> crate::syntax::FileId {
-        self.sources.add(SourceFile {
+    ) -> (crate::syntax::FileId, Option<Vec<u8>>) {
+        let (text, bytes) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
+            Err(error) => {
+                let bytes = error.into_bytes();
+                (String::from_utf8_lossy(&bytes).into_owned(), Some(bytes))
+            }
+        };
+        let id = self.sources.add(SourceFile {
             name,
-            // (Checked as UTF-8 first: much faster than the lossy
-            // conversion, which only an invalid file needs.)
-            text: match std::str::from_utf8(bytes) {
-                Ok(text) => text.to_string(),
-                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-            },
+            text,
             included_from,
-        })
+        });
+        (id, bytes)
     }
 
     /// A diagnostic about a file that has no line to point at.
     fn file_span(&mut self, name: &str) -> Span {
-        let file = self.add_source(name.to_string(), b"", None);
+        let (file, _) = self.add_source(name.to_string(), Vec::new(), None);
         Span {
             file,
             line: 0,
