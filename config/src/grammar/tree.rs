@@ -65,7 +65,7 @@ impl<'a> Node<'a> {
 }
 
 /// A line split at its braces: `a b { c }` is `a b {`, `c`, `}`.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum Item<'a> {
     Line {
         /// The words of the piece (consecutive words of one line).
@@ -117,8 +117,8 @@ pub fn build_each<'a>(
     each: &mut dyn FnMut(Node<'a>),
 ) {
     let mut builder = Builder {
-        items: split(lines),
-        position: 0,
+        lines,
+        position: Cursor::start(lines),
         diagnostics,
         open_blocks: Vec::new(),
         root,
@@ -130,52 +130,83 @@ pub fn build_each<'a>(
         // Top-level nodes went to `each`.
         debug_assert!(more.is_empty());
         // At top level a block only ends at the end of the input.
-        if end == End::InputEnded || builder.position >= builder.items.len() {
+        if end == End::InputEnded || builder.position.line >= lines.len() {
             break;
         }
     }
 }
 
-fn split(lines: &[Line]) -> Vec<Item<'_>> {
-    let mut items = Vec::with_capacity(lines.len());
-    for line in lines {
-        let mut start = 0;
-        let mut raw = Some(line.raw.as_str());
-        for (index, word) in line.words.iter().enumerate() {
-            if word.is_open() {
-                items.push(Item::Line {
-                    words: &line.words[start..index],
-                    open: Some(word),
-                    raw: raw.take(),
-                });
-                start = index + 1;
-            } else if word.is_close() {
-                if start < index {
-                    items.push(Item::Line {
-                        words: &line.words[start..index],
-                        open: None,
-                        raw: raw.take(),
-                    });
-                }
-                raw = None;
-                items.push(Item::Close(word));
-                start = index + 1;
-            }
+/// Where the next item starts: a word of a line (items are computed as
+/// they are read rather than held for the whole input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    line: usize,
+    word: usize,
+}
+
+impl Cursor {
+    fn start(lines: &[Line]) -> Self {
+        Cursor { line: 0, word: 0 }.settled(lines)
+    }
+
+    /// The same place, moved past the end of lines to the next line that
+    /// has words.
+    fn settled(mut self, lines: &[Line]) -> Self {
+        while self.line < lines.len() && self.word >= lines[self.line].words.len() {
+            self.line += 1;
+            self.word = 0;
         }
-        if start < line.words.len() {
-            items.push(Item::Line {
-                words: &line.words[start..],
-                open: None,
-                raw: raw.take(),
-            });
+        self
+    }
+}
+
+/// The item at `at` and where the next one starts: a line is split at its
+/// braces (`a b { c }` is `a b {`, `c`, `}`); only a line's first piece
+/// has its raw text.
+fn item_at(lines: &[Line], at: Cursor) -> Option<(Item<'_>, Cursor)> {
+    let line = lines.get(at.line)?;
+    let words = &line.words;
+    let raw = (at.word == 0).then_some(line.raw.as_str());
+    let next = |word: usize| {
+        Cursor {
+            line: at.line,
+            word,
+        }
+        .settled(lines)
+    };
+    for (index, word) in words.iter().enumerate().skip(at.word) {
+        if word.is_open() {
+            let item = Item::Line {
+                words: &words[at.word..index],
+                open: Some(word),
+                raw,
+            };
+            return Some((item, next(index + 1)));
+        }
+        if word.is_close() {
+            if at.word < index {
+                let item = Item::Line {
+                    words: &words[at.word..index],
+                    open: None,
+                    raw,
+                };
+                return Some((item, next(index)));
+            }
+            return Some((Item::Close(word), next(index + 1)));
         }
     }
-    items
+    let item = Item::Line {
+        words: &words[at.word..],
+        open: None,
+        raw,
+    };
+    Some((item, next(words.len())))
 }
 
 struct Builder<'a, 'd, 'e> {
-    items: Vec<Item<'a>>,
-    position: usize,
+    lines: &'a [Line],
+    /// The next item to read.
+    position: Cursor,
     diagnostics: &'d mut Diagnostics,
     /// The keyword and `{` of every block being read, outermost first.
     open_blocks: Vec<(&'a Word, Span)>,
@@ -197,7 +228,7 @@ impl<'a> Builder<'a, '_, '_> {
     fn block_nodes(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
         let mut nodes = Vec::new();
         loop {
-            let Some(item) = self.items.get(self.position) else {
+            let Some((item, next)) = self.peek() else {
                 if !self.open_blocks.is_empty() {
                     self.report_unclosed_at_end();
                 }
@@ -205,7 +236,7 @@ impl<'a> Builder<'a, '_, '_> {
             };
             let (words, open, raw) = match item {
                 Item::Close(word) => {
-                    self.position += 1;
+                    self.position = next;
                     if self.open_blocks.is_empty() {
                         self.diagnostics.push(Diagnostic::error(
                             word.span,
@@ -216,11 +247,11 @@ impl<'a> Builder<'a, '_, '_> {
                     self.last_close = Some(word.span);
                     return (nodes, End::Closed);
                 }
-                Item::Line { words, open, raw } => (*words, *open, *raw),
+                Item::Line { words, open, raw } => (words, open, raw),
             };
             let Some(keyword) = words.first() else {
                 // A `{` on its own line that no keyword before it takes.
-                self.position += 1;
+                self.position = next;
                 if let Some(open) = open {
                     self.diagnostics.push(Diagnostic::error(
                         open.span,
@@ -242,7 +273,7 @@ impl<'a> Builder<'a, '_, '_> {
                 self.report_unclosed_before(keyword);
                 return (nodes, End::TopLevel);
             }
-            self.position += 1;
+            self.position = next;
             let arguments: Vec<&'a Word> = words[1..].iter().collect();
             let table = match body {
                 Body::Keywords(table) => table,
@@ -352,6 +383,11 @@ impl<'a> Builder<'a, '_, '_> {
         }
     }
 
+    /// The next item and where the one after it starts.
+    fn peek(&self) -> Option<(Item<'a>, Cursor)> {
+        item_at(self.lines, self.position)
+    }
+
     /// Adds a node to the block being read; a top-level node goes to
     /// `each` instead.
     fn add(&mut self, nodes: &mut Vec<Node<'a>>, node: Node<'a>) {
@@ -364,12 +400,15 @@ impl<'a> Builder<'a, '_, '_> {
 
     /// A `{` alone on the next line (keepalived accepts the brace there).
     fn lone_open(&mut self) -> Option<&'a Word> {
-        match self.items.get(self.position) {
-            Some(Item::Line {
-                words: [], open, ..
-            }) => {
-                self.position += 1;
-                *open
+        match self.peek() {
+            Some((
+                Item::Line {
+                    words: [], open, ..
+                },
+                next,
+            )) => {
+                self.position = next;
+                open
             }
             _ => None,
         }
@@ -470,15 +509,13 @@ impl<'a> Builder<'a, '_, '_> {
     }
 
     fn report_unclosed_at_end(&mut self) {
+        // The last item's span: that of the last word of the input.
         let last = self
-            .items
+            .lines
             .iter()
             .rev()
-            .find_map(|item| match item {
-                Item::Close(word) => Some(word.span),
-                Item::Line { words, open, .. } => open.or(words.last()).map(|word| word.span),
-            })
-            .unwrap_or(self.open_blocks[0].1);
+            .find_map(|line| line.words.last())
+            .map_or(self.open_blocks[0].1, |word| word.span);
         let mut diagnostic = Diagnostic::error(
             last,
             format!(
@@ -510,8 +547,8 @@ impl<'a> Builder<'a, '_, '_> {
     /// Skips a block whose `{` was just consumed, up to its `}`.
     fn skip_block(&mut self, open: Span) {
         let mut depth = 1usize;
-        while let Some(item) = self.items.get(self.position) {
-            self.position += 1;
+        while let Some((item, next)) = self.peek() {
+            self.position = next;
             match item {
                 Item::Close(close) => {
                     depth -= 1;
