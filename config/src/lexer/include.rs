@@ -355,6 +355,8 @@ impl Lexer<'_> {
                 self.stack.pop();
                 continue;
             };
+            // Read from the source text: valid UTF-8.
+            let utf8 = file.bytes.is_none();
             let bytes = match &file.bytes {
                 Some(bytes) => bytes.as_slice(),
                 None => self.sources.file(file.id).text.as_bytes(),
@@ -370,7 +372,7 @@ impl Lexer<'_> {
                 continue;
             }
             let rest = &bytes[file.position..];
-            let line_length = rest.iter().position(|&byte| byte == b'\n');
+            let line_length = memchr::memchr(b'\n', rest);
             let (raw, consumed) = match line_length {
                 Some(length) => (&rest[..length], length + 1),
                 None => (rest, rest.len()),
@@ -390,7 +392,8 @@ impl Lexer<'_> {
             }
             let raw = &raw[..length];
             if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1 {
-                if let Some((line, span)) = super::plain_line(raw, id, line_number, &mut self.words)
+                if let Some((line, span)) =
+                    super::plain_line(raw, id, line_number, utf8, &mut self.words)
                 {
                     return Some(super::FileLine::Plain(line, span));
                 }

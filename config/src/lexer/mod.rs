@@ -140,10 +140,12 @@ static BYTE_CLASS: [u8; 256] = {
 /// lone `}`. Its words (with the spans the cell-by-cell path would give
 /// them) and the span of its text (or of its `{`: what [`text::covering`]
 /// would say), straight from the file's bytes; `None` for any other line.
+/// `utf8`: `raw` is known to be valid UTF-8.
 fn plain_line(
     raw: &[u8],
     file: crate::syntax::FileId,
     line: u32,
+    utf8: bool,
     scratch: &mut Vec<Word>,
 ) -> Option<(Line, Option<Span>)> {
     if raw
@@ -188,9 +190,18 @@ fn plain_line(
             return None;
         }
     }
-    let text_of = |bytes: &[u8]| match std::str::from_utf8(bytes) {
-        Ok(text) => crate::syntax::Text::new(text),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
+    let text_of = |bytes: &[u8]| {
+        if utf8 {
+            // SAFETY: `raw` is a slice of valid UTF-8 text (the caller
+            // says so) cut at ASCII bytes (line ends, blanks, white space,
+            // braces), so every piece cut here is valid UTF-8 too.
+            crate::syntax::Text::new(unsafe { std::str::from_utf8_unchecked(bytes) })
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => crate::syntax::Text::new(text),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
+            }
+        }
     };
     let words = scratch;
     words.clear();
@@ -349,7 +360,20 @@ impl<'a> Lexer<'a> {
     }
 
     fn run(&mut self) -> Vec<Line> {
-        let mut lines = Vec::new();
+        // One line per line of the main file, as a first guess (the vector
+        // of a large configuration then never grows, nor is half empty).
+        let estimate = self
+            .stack
+            .last()
+            .and_then(|frame| frame.file.as_ref())
+            .map_or(0, |file| {
+                let text = match &file.bytes {
+                    Some(bytes) => bytes.as_slice(),
+                    None => self.sources.file(file.id).text.as_bytes(),
+                };
+                memchr::memchr_iter(b'\n', text).count()
+            });
+        let mut lines = Vec::with_capacity(estimate);
         while let Some(produced) = self.read_line() {
             if lines.len() as u64 >= self.file_lines.saturating_add(LINE_LIMIT) {
                 // A definition that contains itself followed by a brace

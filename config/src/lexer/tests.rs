@@ -781,6 +781,7 @@ fn plain_lines_lex_as_the_long_path_does() {
                 line.as_bytes(),
                 crate::syntax::FileId(0),
                 1,
+                true,
                 &mut Vec::new(),
             )
             .is_none()
