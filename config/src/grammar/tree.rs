@@ -60,7 +60,14 @@ impl<'a> Node<'a> {
 
     /// The span of the whole line (keyword and arguments).
     pub fn span(&self) -> Span {
-        super::span_of(&self.words()).unwrap_or(self.keyword.span)
+        // `span_of(&self.words())`, without building the vector.
+        let mut span = self.keyword.span;
+        if let Some(last) = self.arguments.last() {
+            if last.span.file == span.file && last.span.line == span.line {
+                span.end = last.span.end.max(span.end);
+            }
+        }
+        span
     }
 }
 
