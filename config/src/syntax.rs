@@ -298,14 +298,16 @@ impl Sources {
 
     /// The text of a 1-based line, without its line ending.
     pub fn line_text(&self, file: FileId, line: u32) -> Option<&str> {
-        // Split as bytes (a plain loop, much faster on a large file than
+        // Line ends found with memchr (much faster on a large file than
         // `str::split`); a '\n' never falls inside a character.
-        let bytes = self
-            .file(file)
-            .text
-            .as_bytes()
-            .split(|&byte| byte == b'\n')
-            .nth(line.checked_sub(1)? as usize)?;
+        let text = self.file(file).text.as_bytes();
+        let index = line.checked_sub(1)? as usize;
+        let start = match index {
+            0 => 0,
+            _ => memchr::memchr_iter(b'\n', text).nth(index - 1)? + 1,
+        };
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |end| start + end);
+        let bytes = &text[start..end];
         let text = std::str::from_utf8(bytes).ok()?;
         Some(text.strip_suffix('\r').unwrap_or(text))
     }
