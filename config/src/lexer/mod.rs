@@ -117,6 +117,8 @@ enum FileLine {
 const SPECIAL: u8 = 1;
 /// [`BYTE_CLASS`]: C's `isspace` ([`text::is_white_space`]).
 const WHITE: u8 = 2;
+/// [`BYTE_CLASS`]: `{` or `}`.
+const BRACE: u8 = 4;
 
 /// What [`plain_line`] needs to know of each byte, in one look-up.
 static BYTE_CLASS: [u8; 256] = {
@@ -126,6 +128,7 @@ static BYTE_CLASS: [u8; 256] = {
         table[byte] = match byte as u8 {
             b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' => SPECIAL,
             b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => WHITE,
+            b'{' | b'}' => BRACE,
             _ => 0,
         };
         byte += 1;
@@ -148,10 +151,10 @@ fn plain_line(
     utf8: bool,
     scratch: &mut Vec<Word>,
 ) -> Option<(Line, Option<Span>)> {
-    if raw
+    let seen = raw
         .iter()
-        .any(|&byte| BYTE_CLASS[usize::from(byte)] & SPECIAL != 0)
-    {
+        .fold(0, |seen, &byte| seen | BYTE_CLASS[usize::from(byte)]);
+    if seen & SPECIAL != 0 {
         return None;
     }
     let start = raw.iter().take_while(|&&byte| text::is_blank(byte)).count();
@@ -173,8 +176,8 @@ fn plain_line(
     };
     let mut text_end = end;
     let mut brace = None;
-    if body == b"{" || body == b"}" {
-        // A brace alone is a line of its own.
+    if seen & BRACE == 0 || body == b"{" || body == b"}" {
+        // No brace, or a brace alone (a line of its own).
     } else {
         if body.last() == Some(&b'{') {
             text_end = end - 1;
