@@ -23,7 +23,7 @@ use crate::syntax::{Line, Span, Word};
 #[derive(Debug, Clone)]
 pub struct Node<'a> {
     pub keyword: &'a Word,
-    pub arguments: Vec<&'a Word>,
+    pub arguments: &'a [Word],
     pub spec: Option<&'static Keyword>,
     pub children: Vec<Node<'a>>,
     /// The `{` of the block, if the node has one.
@@ -44,12 +44,12 @@ impl<'a> Node<'a> {
     /// The keyword and its arguments.
     pub fn words(&self) -> Vec<&'a Word> {
         let mut words = vec![self.keyword];
-        words.extend(self.arguments.iter().copied());
+        words.extend(self.arguments.iter());
         words
     }
 
     pub fn argument(&self, index: usize) -> Option<&'a Word> {
-        self.arguments.get(index).copied()
+        self.arguments.get(index)
     }
 
     /// Where keepalived reports problems found at the end of a block: its
@@ -281,7 +281,7 @@ impl<'a> Builder<'a, '_, '_> {
                 return (nodes, End::TopLevel);
             }
             self.position = next;
-            let arguments: Vec<&'a Word> = words[1..].iter().collect();
+            let arguments = &words[1..];
             let table = match body {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
@@ -314,7 +314,7 @@ impl<'a> Builder<'a, '_, '_> {
                 }
                 continue;
             };
-            let complete = self.check_arity(spec, keyword, &arguments);
+            let complete = self.check_arity(spec, keyword, arguments);
             if spec.support == Support::NotYet {
                 self.diagnostics.push(Diagnostic::note(
                     keyword.span,
@@ -422,7 +422,7 @@ impl<'a> Builder<'a, '_, '_> {
     }
 
     /// Returns whether the keyword has all its arguments.
-    fn check_arity(&mut self, spec: &Keyword, keyword: &Word, arguments: &[&Word]) -> bool {
+    fn check_arity(&mut self, spec: &Keyword, keyword: &Word, arguments: &[Word]) -> bool {
         let count = arguments.len();
         if count < spec.arity.minimum as usize {
             let wanted = spec.arity.minimum;
@@ -443,7 +443,7 @@ impl<'a> Builder<'a, '_, '_> {
         }
         let maximum = spec.arity.maximum.map_or(usize::MAX, usize::from);
         if count > maximum {
-            let extra: Vec<&Word> = arguments[maximum..].to_vec();
+            let extra: Vec<&Word> = arguments[maximum..].iter().collect();
             self.diagnostics.push(Diagnostic::warning(
                 super::span_of(&extra).unwrap_or(keyword.span),
                 format!(

@@ -213,7 +213,12 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
                     "address family",
                 ),
             };
-            warn_extra(context, &line.arguments, 2, "a fwmark entry");
+            warn_extra(
+                context,
+                &line.arguments.iter().collect::<Vec<_>>(),
+                2,
+                "a fwmark entry",
+            );
             group.entries.push(GroupEntry::Fwmark { mark, family });
             continue;
         }
@@ -227,7 +232,12 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
                 None => continue,
             },
         };
-        warn_extra(context, &line.arguments, 1, "an address entry");
+        warn_extra(
+            context,
+            &line.arguments.iter().collect::<Vec<_>>(),
+            1,
+            "an address entry",
+        );
         group
             .entries
             .push(GroupEntry::Addresses { first, last, port });
@@ -592,7 +602,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
             }
             "lb_kind" | "lvs_method" => {
-                if let Some(method) = forwarding_method(context, &child.arguments) {
+                if let Some(method) =
+                    forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                {
                     server.forwarding = method;
                     pending.forwarding_written = true;
                 }
@@ -700,7 +712,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "sorry_server_lvs_method" => match &mut sorry {
                 Some(sorry) => {
-                    if let Some(method) = forwarding_method(context, &child.arguments) {
+                    if let Some(method) =
+                        forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                    {
                         sorry.2 = Some(method);
                     }
                 }
@@ -1070,7 +1084,9 @@ fn read_real_server<'n, 'a>(
                 }
             }
             "lvs_method" => {
-                if let Some(method) = forwarding_method(context, &child.arguments) {
+                if let Some(method) =
+                    forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                {
                     real_server.forwarding = method;
                 }
             }

@@ -87,7 +87,7 @@ pub fn check_stored(node: &Node, context: &mut Context) {
                     );
                     continue;
                 }
-                for word in &line.arguments {
+                for word in line.arguments {
                     values::seconds(
                         context,
                         word,
@@ -441,7 +441,7 @@ fn read_tracked(
         }
         let (weight, reverse) = common::weight_and_reverse(
             context,
-            &line.arguments,
+            &line.arguments.iter().collect::<Vec<_>>(),
             -limit,
             limit,
             &format!("{} weight", node.name()),
@@ -1304,7 +1304,7 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
         preferred_lifetime: None,
         track_group: None,
     };
-    let words = &line.arguments;
+    let words: Vec<&Word> = line.arguments.iter().collect();
     let mut index = 0;
     while index < words.len() {
         let word = words[index];
