@@ -29,10 +29,193 @@ pub struct Span {
     pub end: u32,
 }
 
+/// The text of a word or a line: a string that holds up to
+/// [`Text::INLINE`] bytes without a heap allocation (most keepalived words
+/// and many whole lines are that short), and dereferences to `str`.
+#[derive(Clone)]
+pub struct Text(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline {
+        length: u8,
+        bytes: [u8; Text::INLINE],
+    },
+    Heap(Box<str>),
+}
+
+impl Text {
+    /// The longest text held without a heap allocation.
+    pub const INLINE: usize = 22;
+
+    pub fn new(text: &str) -> Self {
+        if text.len() <= Self::INLINE {
+            let mut bytes = [0; Self::INLINE];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Text(Repr::Inline {
+                length: text.len() as u8,
+                bytes,
+            })
+        } else {
+            Text(Repr::Heap(text.into()))
+        }
+    }
+
+    /// The text of `length` bytes, if they are all ASCII (`None` if not),
+    /// without an intermediate `String`.
+    pub(crate) fn from_ascii(length: usize, bytes: impl Iterator<Item = u8>) -> Option<Self> {
+        if length <= Self::INLINE {
+            let mut inline = [0; Self::INLINE];
+            let mut filled = 0;
+            for (slot, byte) in inline.iter_mut().zip(bytes) {
+                if !byte.is_ascii() {
+                    return None;
+                }
+                *slot = byte;
+                filled += 1;
+            }
+            Some(Text(Repr::Inline {
+                length: filled as u8,
+                bytes: inline,
+            }))
+        } else {
+            let mut text = String::with_capacity(length);
+            for byte in bytes {
+                if !byte.is_ascii() {
+                    return None;
+                }
+                text.push(byte as char);
+            }
+            Some(Text(Repr::Heap(text.into_boxed_str())))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Inline { length, bytes } => {
+                let bytes = &bytes[..usize::from(*length)];
+                // SAFETY: an inline text is only ever filled from a `&str`
+                // (`new`) or from ASCII bytes (`from_ascii`), whole.
+                unsafe { std::str::from_utf8_unchecked(bytes) }
+            }
+            Repr::Heap(text) => text,
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text::new("")
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        Text::new(text)
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        if text.len() <= Self::INLINE {
+            Text::new(&text)
+        } else {
+            Text(Repr::Heap(text.into_boxed_str()))
+        }
+    }
+}
+
+impl From<&Text> for String {
+    fn from(text: &Text) -> Self {
+        text.as_str().to_string()
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), formatter)
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.as_str(), formatter)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Text {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<Text> for str {
+    fn eq(&self, other: &Text) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Text> for &str {
+    fn eq(&self, other: &Text) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<Text> for String {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
 /// One word of a line, after quoting, escapes and substitutions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Word {
-    pub text: String,
+    pub text: Text,
     pub span: Span,
     /// Written in double quotes (keepalived keeps `{`, `}`, `#` and `!`
     /// literal inside them, so a quoted `{` is not a block opener).
@@ -69,7 +252,7 @@ pub struct Line {
     /// into words, without a trailing `{`. Keywords that take a command
     /// line (notify scripts, `misc_path`, track scripts) re-split it with
     /// `lexer::split_quoted_escaped`, which knows `'` quotes and escapes.
-    pub raw: String,
+    pub raw: Text,
 }
 
 impl Line {
@@ -81,7 +264,8 @@ impl Line {
             .filter(|word| !word.is_open())
             .map(|word| word.text.as_str())
             .collect::<Vec<_>>()
-            .join(" ");
+            .join(" ")
+            .into();
         Line { words, raw }
     }
 }
@@ -114,10 +298,17 @@ impl Sources {
 
     /// The text of a 1-based line, without its line ending.
     pub fn line_text(&self, file: FileId, line: u32) -> Option<&str> {
-        self.file(file)
-            .text
-            .split('\n')
-            .nth(line.checked_sub(1)? as usize)
-            .map(|text| text.strip_suffix('\r').unwrap_or(text))
+        // Line ends found with memchr (much faster on a large file than
+        // `str::split`); a '\n' never falls inside a character.
+        let text = self.file(file).text.as_bytes();
+        let index = line.checked_sub(1)? as usize;
+        let start = match index {
+            0 => 0,
+            _ => memchr::memchr_iter(b'\n', text).nth(index - 1)? + 1,
+        };
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |end| start + end);
+        let bytes = &text[start..end];
+        let text = std::str::from_utf8(bytes).ok()?;
+        Some(text.strip_suffix('\r').unwrap_or(text))
     }
 }

@@ -104,6 +104,9 @@ fn check(
         let json = serde_json::to_string_pretty(&loaded.config).map_err(std::io::Error::other)?;
         writeln!(stdout, "{json}")?;
     }
+    // The process ends now: freeing a large configuration's model and
+    // sources piece by piece would only cost time.
+    std::mem::forget(loaded);
     Ok(if errors > 0 {
         exit::ERRORS
     } else if warnings > 0 {

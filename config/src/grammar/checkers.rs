@@ -251,7 +251,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             (CheckerKind::Misc(_), "user") => {
                 misc_user = Some((
                     common::first(child),
-                    child.argument(1).map(|word| word.text.clone()),
+                    child.argument(1).map(|word| word.text.to_string()),
                 ));
             }
             (CheckerKind::Smtp(smtp), "helo_name") => smtp.helo_name = Some(common::joined(child)),
@@ -283,8 +283,12 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             }
             (CheckerKind::Dns(dns), "name") => dns.name = common::first(child),
             (CheckerKind::Udp(udp), "payload") => {
-                if let Some(bytes) = values::hex_bytes(context, &child.arguments, false, "payload")
-                {
+                if let Some(bytes) = values::hex_bytes(
+                    context,
+                    &child.arguments.iter().collect::<Vec<_>>(),
+                    false,
+                    "payload",
+                ) {
                     udp.payload = Some(
                         bytes
                             .into_iter()
@@ -294,9 +298,12 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 }
             }
             (CheckerKind::Udp(udp), "require_reply") => {
-                if let Some(bytes) =
-                    values::hex_bytes(context, &child.arguments, true, "require_reply")
-                {
+                if let Some(bytes) = values::hex_bytes(
+                    context,
+                    &child.arguments.iter().collect::<Vec<_>>(),
+                    true,
+                    "require_reply",
+                ) {
                     udp.require_reply = Some(bytes);
                 }
             }
@@ -326,7 +333,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
             (CheckerKind::File(file), "weight") => {
                 let (weight, reverse) = common::weight_and_reverse(
                     context,
-                    &[&[child.keyword][..], &child.arguments[..]].concat(),
+                    &child.words(),
                     -(i32::MAX as i128),
                     i32::MAX.into(),
                     "FILE_CHECK weight",
@@ -473,7 +480,7 @@ fn read_common(
             common.connect_port = values::integer(context, word, 1, 65535, "connect_port")
         }
         "bindto" => common.bind_to = values::address(context, word, "bindto"),
-        "bind_if" => common.bind_interface = Some(word.text.clone()),
+        "bind_if" => common.bind_interface = Some(word.text.to_string()),
         "bind_port" => common.bind_port = values::port(context, word, "bind_port"),
         "fwmark" => common.fwmark = values::integer(context, word, 0, u32::MAX.into(), "fwmark"),
         "alpha" => written.alpha = values::boolean(context, word, "alpha").or(written.alpha),
@@ -577,7 +584,7 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
                 }
             }
             "status_code" => {
-                for word in &child.arguments {
+                for word in child.arguments {
                     if let Some(range) = status_range(context, word) {
                         url.status_codes.push(range);
                     }
@@ -613,9 +620,9 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
                     "alt_verbnames",
                     "use_offset_limit",
                 ];
-                for word in &child.arguments {
+                for word in child.arguments {
                     if OPTIONS.contains(&word.text.as_str()) {
-                        url.regex_options.push(word.text.clone());
+                        url.regex_options.push(word.text.to_string());
                     } else {
                         // keepalived 2.2.7 ignores unknown options silently.
                         let mut message =
@@ -630,7 +637,7 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
             "regex_stack" => {
                 let start = values::integer(
                     context,
-                    child.arguments[0],
+                    &child.arguments[0],
                     0,
                     u64::MAX.into(),
                     "regex_stack start",

@@ -46,7 +46,7 @@ pub fn command_words(node: &Node) -> Vec<String> {
         None => node
             .arguments
             .iter()
-            .map(|word| word.text.clone())
+            .map(|word| word.text.to_string())
             .collect(),
     }
 }
@@ -63,18 +63,18 @@ pub fn joined(node: &Node) -> String {
 
 pub fn first(node: &Node) -> String {
     node.argument(0)
-        .map(|word| word.text.clone())
+        .map(|word| word.text.to_string())
         .unwrap_or_default()
 }
 
 /// A keyword and its block, as written.
 pub fn raw(node: &Node) -> RawSetting {
     RawSetting {
-        keyword: node.keyword.text.clone(),
+        keyword: node.keyword.text.to_string(),
         arguments: node
             .arguments
             .iter()
-            .map(|word| word.text.clone())
+            .map(|word| word.text.to_string())
             .collect(),
         block: node.children.iter().map(raw).collect(),
         line: node.keyword.span.line,

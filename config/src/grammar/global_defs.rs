@@ -157,7 +157,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 }
                 for line in &child.children {
                     for word in line.words() {
-                        global.notification_email.push(word.text.clone());
+                        global.notification_email.push(word.text.to_string());
                     }
                 }
             }
@@ -184,7 +184,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     // keepalived also accepts a host name, resolved at start-up.
                     None => SmtpServer {
                         address: None,
-                        host: Some(word.text.clone()),
+                        host: Some(word.text.to_string()),
                         port,
                     },
                 });
@@ -210,7 +210,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             "script_user" => {
                 global.script_user = Some((
                     common::first(child),
-                    child.argument(1).map(|word| word.text.clone()),
+                    child.argument(1).map(|word| word.text.to_string()),
                 ))
             }
             "default_interface" => global.default_interface = Some(common::first(child)),
@@ -239,7 +239,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 );
                 context.not_acted_on(child);
@@ -397,7 +397,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 );
                 context.not_acted_on(child);

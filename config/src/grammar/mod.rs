@@ -32,45 +32,50 @@ use crate::syntax::{Line, Span, Word};
 /// Parses the lines of one configuration into the model, reporting every
 /// problem to `diagnostics` (all of them, in one run).
 pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
-    let nodes = tree::build(lines, ROOT, diagnostics);
+    // Each top-level block is read into the model as soon as its tree is
+    // built, then dropped. The readers' diagnostics are kept apart and come
+    // after the tree's, as if the whole tree had been built first.
+    let mut read_diagnostics = Diagnostics::default();
     let mut context = Context {
-        diagnostics,
+        diagnostics: &mut read_diagnostics,
         virtual_servers: Vec::new(),
         references: Vec::new(),
     };
     let mut config = Config::default();
-    for node in &nodes {
-        match node.name() {
-            "global_defs" => global_defs::read(node, &mut config.global, &mut context),
-            "vrrp_script" => vrrp::read_script(node, &mut config, &mut context),
-            "vrrp_track_process" => vrrp::read_track_process(node, &mut config, &mut context),
-            "track_file" | "vrrp_track_file" => {
-                vrrp::read_track_file(node, &mut config, &mut context)
-            }
-            "vrrp_sync_group" => vrrp::read_sync_group(node, &mut config, &mut context),
-            "garp_group" => vrrp::read_garp_group(node, &mut config, &mut context),
-            "vrrp_instance" => vrrp::read_instance(node, &mut config, &mut context),
-            "static_ipaddress" => {
-                vrrp::read_addresses(node, &mut config.static_addresses, true, &mut context)
-            }
-            "static_routes" => {
-                vrrp::read_routes(node, &mut config.static_routes, true, &mut context)
-            }
-            "static_rules" => vrrp::read_rules(node, &mut config.static_rules, true, &mut context),
-            "virtual_server_group" => virtual_server::read_group(node, &mut config, &mut context),
-            "virtual_server" => virtual_server::read(node, &mut config, &mut context),
-            "SSL" => checkers::read_ssl(node, &mut config, &mut context),
-            "bfd_instance" => bfd::read_instance(node, &mut config, &mut context),
-            // Top-level keywords not acted on yet (already reported as such).
-            _ => {
-                vrrp::check_stored(node, &mut context);
-                config.other.push(common::raw(node));
-            }
-        }
-    }
+    tree::build_each(lines, ROOT, diagnostics, &mut |node| {
+        read_top_level(&node, &mut config, &mut context)
+    });
     vrrp::finish(&mut config, &mut context);
     virtual_server::finish(&mut config, &mut context);
+    diagnostics.items.append(&mut read_diagnostics.items);
     config
+}
+
+/// Reads one top-level block into the model.
+fn read_top_level(node: &Node, config: &mut Config, context: &mut Context) {
+    match node.name() {
+        "global_defs" => global_defs::read(node, &mut config.global, context),
+        "vrrp_script" => vrrp::read_script(node, config, context),
+        "vrrp_track_process" => vrrp::read_track_process(node, config, context),
+        "track_file" | "vrrp_track_file" => vrrp::read_track_file(node, config, context),
+        "vrrp_sync_group" => vrrp::read_sync_group(node, config, context),
+        "garp_group" => vrrp::read_garp_group(node, config, context),
+        "vrrp_instance" => vrrp::read_instance(node, config, context),
+        "static_ipaddress" => {
+            vrrp::read_addresses(node, &mut config.static_addresses, true, context)
+        }
+        "static_routes" => vrrp::read_routes(node, &mut config.static_routes, true, context),
+        "static_rules" => vrrp::read_rules(node, &mut config.static_rules, true, context),
+        "virtual_server_group" => virtual_server::read_group(node, config, context),
+        "virtual_server" => virtual_server::read(node, config, context),
+        "SSL" => checkers::read_ssl(node, config, context),
+        "bfd_instance" => bfd::read_instance(node, config, context),
+        // Top-level keywords not acted on yet (already reported as such).
+        _ => {
+            vrrp::check_stored(node, context);
+            config.other.push(common::raw(node));
+        }
+    }
 }
 
 /// The top level of keepalived.conf.

@@ -44,7 +44,7 @@ pub(crate) fn lines(text: &str) -> Vec<Line> {
 
 fn word(text: &str, line: usize, start: usize) -> Word {
     Word {
-        text: text.to_string(),
+        text: text.into(),
         span: Span {
             file: FileId(0),
             line: line as u32 + 1,

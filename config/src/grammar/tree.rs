@@ -23,7 +23,7 @@ use crate::syntax::{Line, Span, Word};
 #[derive(Debug, Clone)]
 pub struct Node<'a> {
     pub keyword: &'a Word,
-    pub arguments: Vec<&'a Word>,
+    pub arguments: &'a [Word],
     pub spec: Option<&'static Keyword>,
     pub children: Vec<Node<'a>>,
     /// The `{` of the block, if the node has one.
@@ -44,12 +44,12 @@ impl<'a> Node<'a> {
     /// The keyword and its arguments.
     pub fn words(&self) -> Vec<&'a Word> {
         let mut words = vec![self.keyword];
-        words.extend(self.arguments.iter().copied());
+        words.extend(self.arguments.iter());
         words
     }
 
     pub fn argument(&self, index: usize) -> Option<&'a Word> {
-        self.arguments.get(index).copied()
+        self.arguments.get(index)
     }
 
     /// Where keepalived reports problems found at the end of a block: its
@@ -60,15 +60,23 @@ impl<'a> Node<'a> {
 
     /// The span of the whole line (keyword and arguments).
     pub fn span(&self) -> Span {
-        super::span_of(&self.words()).unwrap_or(self.keyword.span)
+        // `span_of(&self.words())`, without building the vector.
+        let mut span = self.keyword.span;
+        if let Some(last) = self.arguments.last() {
+            if last.span.file == span.file && last.span.line == span.line {
+                span.end = last.span.end.max(span.end);
+            }
+        }
+        span
     }
 }
 
 /// A line split at its braces: `a b { c }` is `a b {`, `c`, `}`.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum Item<'a> {
     Line {
-        words: Vec<&'a Word>,
+        /// The words of the piece (consecutive words of one line).
+        words: &'a [Word],
         open: Option<&'a Word>,
         /// The source line's raw text, for the first piece of a line.
         raw: Option<&'a str>,
@@ -100,79 +108,134 @@ pub fn build<'a>(
     root: &'static [Keyword],
     diagnostics: &mut Diagnostics,
 ) -> Vec<Node<'a>> {
+    let mut nodes = Vec::new();
+    build_each(lines, root, diagnostics, &mut |node| nodes.push(node));
+    nodes
+}
+
+/// [`build`], handing each top-level node to `each` as soon as it is
+/// complete (so that it can be read and dropped: the whole tree of a large
+/// configuration is never held). The nodes come in the same order, with the
+/// same diagnostics, as from [`build`].
+pub fn build_each<'a>(
+    lines: &'a [Line],
+    root: &'static [Keyword],
+    diagnostics: &mut Diagnostics,
+    each: &mut dyn FnMut(Node<'a>),
+) {
     let mut builder = Builder {
-        items: split(lines),
-        position: 0,
+        lines,
+        position: Cursor::start(lines),
         diagnostics,
         open_blocks: Vec::new(),
         root,
         last_close: None,
+        each,
     };
-    let mut nodes = Vec::new();
     loop {
-        let (mut more, end) = builder.block(Body::Keywords(root));
-        nodes.append(&mut more);
+        let (more, end) = builder.block(Body::Keywords(root));
+        // Top-level nodes went to `each`.
+        debug_assert!(more.is_empty());
         // At top level a block only ends at the end of the input.
-        if end == End::InputEnded || builder.position >= builder.items.len() {
+        if end == End::InputEnded || builder.position.line >= lines.len() {
             break;
         }
     }
-    nodes
 }
 
-fn split(lines: &[Line]) -> Vec<Item<'_>> {
-    let mut items = Vec::new();
-    for line in lines {
-        let mut words = Vec::new();
-        let mut raw = Some(line.raw.as_str());
-        for word in &line.words {
-            if word.is_open() {
-                items.push(Item::Line {
-                    words: std::mem::take(&mut words),
-                    open: Some(word),
-                    raw: raw.take(),
-                });
-            } else if word.is_close() {
-                if !words.is_empty() {
-                    items.push(Item::Line {
-                        words: std::mem::take(&mut words),
-                        open: None,
-                        raw: raw.take(),
-                    });
-                }
-                raw = None;
-                items.push(Item::Close(word));
-            } else {
-                words.push(word);
-            }
+/// Where the next item starts: a word of a line (items are computed as
+/// they are read rather than held for the whole input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    line: usize,
+    word: usize,
+}
+
+impl Cursor {
+    fn start(lines: &[Line]) -> Self {
+        Cursor { line: 0, word: 0 }.settled(lines)
+    }
+
+    /// The same place, moved past the end of lines to the next line that
+    /// has words.
+    fn settled(mut self, lines: &[Line]) -> Self {
+        while self.line < lines.len() && self.word >= lines[self.line].words.len() {
+            self.line += 1;
+            self.word = 0;
         }
-        if !words.is_empty() {
-            items.push(Item::Line {
-                words,
-                open: None,
-                raw: raw.take(),
-            });
+        self
+    }
+}
+
+/// The item at `at` and where the next one starts: a line is split at its
+/// braces (`a b { c }` is `a b {`, `c`, `}`); only a line's first piece
+/// has its raw text.
+fn item_at(lines: &[Line], at: Cursor) -> Option<(Item<'_>, Cursor)> {
+    let line = lines.get(at.line)?;
+    let words = &line.words;
+    let raw = (at.word == 0).then_some(line.raw.as_str());
+    let next = |word: usize| {
+        Cursor {
+            line: at.line,
+            word,
+        }
+        .settled(lines)
+    };
+    for (index, word) in words.iter().enumerate().skip(at.word) {
+        if word.is_open() {
+            let item = Item::Line {
+                words: &words[at.word..index],
+                open: Some(word),
+                raw,
+            };
+            return Some((item, next(index + 1)));
+        }
+        if word.is_close() {
+            if at.word < index {
+                let item = Item::Line {
+                    words: &words[at.word..index],
+                    open: None,
+                    raw,
+                };
+                return Some((item, next(index)));
+            }
+            return Some((Item::Close(word), next(index + 1)));
         }
     }
-    items
+    let item = Item::Line {
+        words: &words[at.word..],
+        open: None,
+        raw,
+    };
+    Some((item, next(words.len())))
 }
 
-struct Builder<'a, 'd> {
-    items: Vec<Item<'a>>,
-    position: usize,
+struct Builder<'a, 'd, 'e> {
+    lines: &'a [Line],
+    /// The next item to read.
+    position: Cursor,
     diagnostics: &'d mut Diagnostics,
     /// The keyword and `{` of every block being read, outermost first.
     open_blocks: Vec<(&'a Word, Span)>,
     root: &'static [Keyword],
     /// The `}` that ended the last block read.
     last_close: Option<Span>,
+    /// Where top-level nodes go.
+    each: &'e mut dyn FnMut(Node<'a>),
 }
 
-impl<'a> Builder<'a, '_> {
+impl<'a> Builder<'a, '_, '_> {
     fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
+        let (mut nodes, end) = self.block_nodes(body);
+        // The tree lives until the model is read: no room for more.
+        nodes.shrink_to_fit();
+        (nodes, end)
+    }
+
+    fn block_nodes(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
         let mut nodes = Vec::new();
         loop {
-            let Some(item) = self.items.get(self.position) else {
+            let Some((item, next)) = self.peek() else {
                 if !self.open_blocks.is_empty() {
                     self.report_unclosed_at_end();
                 }
@@ -180,7 +243,7 @@ impl<'a> Builder<'a, '_> {
             };
             let (words, open, raw) = match item {
                 Item::Close(word) => {
-                    self.position += 1;
+                    self.position = next;
                     if self.open_blocks.is_empty() {
                         self.diagnostics.push(Diagnostic::error(
                             word.span,
@@ -191,11 +254,11 @@ impl<'a> Builder<'a, '_> {
                     self.last_close = Some(word.span);
                     return (nodes, End::Closed);
                 }
-                Item::Line { words, open, raw } => (words.clone(), *open, *raw),
+                Item::Line { words, open, raw } => (words, open, raw),
             };
-            let Some(&keyword) = words.first() else {
+            let Some(keyword) = words.first() else {
                 // A `{` on its own line that no keyword before it takes.
-                self.position += 1;
+                self.position = next;
                 if let Some(open) = open {
                     self.diagnostics.push(Diagnostic::error(
                         open.span,
@@ -205,27 +268,35 @@ impl<'a> Builder<'a, '_> {
                 }
                 continue;
             };
+            // The keyword in this block's table (looked up once).
+            let found = match body {
+                Body::Keywords(table) => keyword::find(table, &keyword.text),
+                Body::None | Body::Lines => None,
+            };
             if !self.open_blocks.is_empty()
-                && !knows(body, &keyword.text)
+                && found.is_none()
                 && keyword::find(self.root, &keyword.text).is_some_and(Keyword::opens_block)
             {
                 self.report_unclosed_before(keyword);
                 return (nodes, End::TopLevel);
             }
-            self.position += 1;
-            let arguments = words[1..].to_vec();
+            self.position = next;
+            let arguments = &words[1..];
             let table = match body {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
-                    nodes.push(Node {
-                        keyword,
-                        arguments,
-                        spec: None,
-                        children: Vec::new(),
-                        open: None,
-                        close: None,
-                        raw,
-                    });
+                    self.add(
+                        &mut nodes,
+                        Node {
+                            keyword,
+                            arguments,
+                            spec: None,
+                            children: Vec::new(),
+                            open: None,
+                            close: None,
+                            raw,
+                        },
+                    );
                     if let Some(open) = open {
                         self.diagnostics.push(Diagnostic::error(
                             open.span,
@@ -236,14 +307,14 @@ impl<'a> Builder<'a, '_> {
                     continue;
                 }
             };
-            let Some(spec) = keyword::find(table, &keyword.text) else {
+            let Some(spec) = found else {
                 self.report_unknown(keyword, table);
                 if let Some(open) = open {
                     self.skip_block(open.span);
                 }
                 continue;
             };
-            let complete = self.check_arity(spec, keyword, &arguments);
+            let complete = self.check_arity(spec, keyword, arguments);
             if spec.support == Support::NotYet {
                 self.diagnostics.push(Diagnostic::note(
                     keyword.span,
@@ -268,7 +339,7 @@ impl<'a> Builder<'a, '_> {
                     self.skip_block(open.span);
                 }
                 if complete {
-                    nodes.push(node);
+                    self.add(&mut nodes, node);
                 }
                 continue;
             }
@@ -311,7 +382,7 @@ impl<'a> Builder<'a, '_> {
                 }
             }
             if complete {
-                nodes.push(node);
+                self.add(&mut nodes, node);
             }
             if end != End::Closed {
                 return (nodes, end);
@@ -319,19 +390,39 @@ impl<'a> Builder<'a, '_> {
         }
     }
 
+    /// The next item and where the one after it starts.
+    fn peek(&self) -> Option<(Item<'a>, Cursor)> {
+        item_at(self.lines, self.position)
+    }
+
+    /// Adds a node to the block being read; a top-level node goes to
+    /// `each` instead.
+    fn add(&mut self, nodes: &mut Vec<Node<'a>>, node: Node<'a>) {
+        if self.open_blocks.is_empty() {
+            (self.each)(node);
+        } else {
+            nodes.push(node);
+        }
+    }
+
     /// A `{` alone on the next line (keepalived accepts the brace there).
     fn lone_open(&mut self) -> Option<&'a Word> {
-        match self.items.get(self.position) {
-            Some(Item::Line { words, open, .. }) if words.is_empty() => {
-                self.position += 1;
-                *open
+        match self.peek() {
+            Some((
+                Item::Line {
+                    words: [], open, ..
+                },
+                next,
+            )) => {
+                self.position = next;
+                open
             }
             _ => None,
         }
     }
 
     /// Returns whether the keyword has all its arguments.
-    fn check_arity(&mut self, spec: &Keyword, keyword: &Word, arguments: &[&Word]) -> bool {
+    fn check_arity(&mut self, spec: &Keyword, keyword: &Word, arguments: &[Word]) -> bool {
         let count = arguments.len();
         if count < spec.arity.minimum as usize {
             let wanted = spec.arity.minimum;
@@ -352,7 +443,7 @@ impl<'a> Builder<'a, '_> {
         }
         let maximum = spec.arity.maximum.map_or(usize::MAX, usize::from);
         if count > maximum {
-            let extra: Vec<&Word> = arguments[maximum..].to_vec();
+            let extra: Vec<&Word> = arguments[maximum..].iter().collect();
             self.diagnostics.push(Diagnostic::warning(
                 super::span_of(&extra).unwrap_or(keyword.span),
                 format!(
@@ -425,17 +516,13 @@ impl<'a> Builder<'a, '_> {
     }
 
     fn report_unclosed_at_end(&mut self) {
+        // The last item's span: that of the last word of the input.
         let last = self
-            .items
+            .lines
             .iter()
             .rev()
-            .find_map(|item| match item {
-                Item::Close(word) => Some(word.span),
-                Item::Line { words, open, .. } => {
-                    open.or(words.last().copied()).map(|word| word.span)
-                }
-            })
-            .unwrap_or(self.open_blocks[0].1);
+            .find_map(|line| line.words.last())
+            .map_or(self.open_blocks[0].1, |word| word.span);
         let mut diagnostic = Diagnostic::error(
             last,
             format!(
@@ -467,8 +554,8 @@ impl<'a> Builder<'a, '_> {
     /// Skips a block whose `{` was just consumed, up to its `}`.
     fn skip_block(&mut self, open: Span) {
         let mut depth = 1usize;
-        while let Some(item) = self.items.get(self.position) {
-            self.position += 1;
+        while let Some((item, next)) = self.peek() {
+            self.position = next;
             match item {
                 Item::Close(close) => {
                     depth -= 1;
@@ -519,11 +606,4 @@ fn blocks_knowing(root: &'static [Keyword], name: &str) -> Vec<&'static str> {
     let mut found = Vec::new();
     walk(root, "", name, 0, &mut found);
     found
-}
-
-fn knows(body: Body, name: &str) -> bool {
-    match body {
-        Body::Keywords(table) => keyword::find(table, name).is_some(),
-        Body::None | Body::Lines => false,
-    }
 }

@@ -23,7 +23,7 @@ pub fn integer<T: TryFrom<i128>>(
     word: &Word,
     minimum: i128,
     maximum: i128,
-    what: &str,
+    what: impl std::fmt::Display,
 ) -> Option<T> {
     let text = word.text.as_str();
     let shape: nom::IResult<&str, &str> =
@@ -109,7 +109,11 @@ pub fn seconds(
             }
         }
     };
-    let micros: u32 = format!("{fraction:0<6}").parse().unwrap_or(0);
+    // The fraction's digits padded with zeros to six (microseconds).
+    let micros = (0..6).fold(0u32, |micros, index| {
+        let digit = fraction.as_bytes().get(index).map_or(0, |byte| byte - b'0');
+        micros * 10 + u32::from(digit)
+    });
     let value = Duration::from_secs(whole) + Duration::from_micros(u64::from(micros));
     if value < minimum || value > maximum {
         context.error(
@@ -204,7 +208,7 @@ pub fn optional_boolean(context: &mut Context, word: Option<&Word>, what: &str) 
 }
 
 /// An IPv4 or IPv6 address (keepalived's `inet_pton`: no `%scope`).
-pub fn address(context: &mut Context, word: &Word, what: &str) -> Option<IpAddr> {
+pub fn address(context: &mut Context, word: &Word, what: impl std::fmt::Display) -> Option<IpAddr> {
     match parse_address(&word.text) {
         Some(address) => Some(address),
         None => {
@@ -262,7 +266,7 @@ pub fn parse_prefix(text: &str) -> Result<Prefix, String> {
 
 /// A TCP/UDP port, 0 to 65535 (keepalived reads it with `strtoul`; a service
 /// name is not accepted).
-pub fn port(context: &mut Context, word: &Word, what: &str) -> Option<u16> {
+pub fn port(context: &mut Context, word: &Word, what: impl std::fmt::Display) -> Option<u16> {
     integer(context, word, 0, 65535, what)
 }
 

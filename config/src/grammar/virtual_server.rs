@@ -213,7 +213,12 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
                     "address family",
                 ),
             };
-            warn_extra(context, &line.arguments, 2, "a fwmark entry");
+            warn_extra(
+                context,
+                &line.arguments.iter().collect::<Vec<_>>(),
+                2,
+                "a fwmark entry",
+            );
             group.entries.push(GroupEntry::Fwmark { mark, family });
             continue;
         }
@@ -227,7 +232,12 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
                 None => continue,
             },
         };
-        warn_extra(context, &line.arguments, 1, "an address entry");
+        warn_extra(
+            context,
+            &line.arguments.iter().collect::<Vec<_>>(),
+            1,
+            "an address entry",
+        );
         group
             .entries
             .push(GroupEntry::Addresses { first, last, port });
@@ -556,7 +566,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                         context.error(word.span, message);
                         continue;
                     };
-                    scheduler_name = Some(word.text.clone());
+                    scheduler_name = Some(word.text.to_string());
                     server.scheduler = scheduler;
                     pending.scheduler_written = true;
                 }
@@ -592,7 +602,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
             }
             "lb_kind" | "lvs_method" => {
-                if let Some(method) = forwarding_method(context, &child.arguments) {
+                if let Some(method) =
+                    forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                {
                     server.forwarding = method;
                     pending.forwarding_written = true;
                 }
@@ -700,7 +712,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             }
             "sorry_server_lvs_method" => match &mut sorry {
                 Some(sorry) => {
-                    if let Some(method) = forwarding_method(context, &child.arguments) {
+                    if let Some(method) =
+                        forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                    {
                         sorry.2 = Some(method);
                     }
                 }
@@ -851,6 +865,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         pending.real_server_spans.push(real_node.span());
         server.real_servers.push(real_server);
     }
+    // Kept for the whole run: no room for more.
+    server.real_servers.shrink_to_fit();
+    pending.real_server_spans.shrink_to_fit();
 
     if let Some((address, port, forwarding, inhibit)) = sorry {
         let forwarding = forwarding.unwrap_or(server.forwarding);
@@ -997,7 +1014,7 @@ fn virtual_server_address(node: &Node, context: &mut Context) -> Option<VirtualS
                 context.error(first.span, "'virtual_server group' needs a group name");
                 return None;
             };
-            Some(VirtualServerAddress::Group(word.text.clone()))
+            Some(VirtualServerAddress::Group(word.text.to_string()))
         }
         _ => {
             let (address, port) = address_and_port(context, node, "virtual server")?;
@@ -1016,10 +1033,10 @@ fn address_and_port(
     what: &str,
 ) -> Option<(IpAddr, Option<u16>)> {
     let address_word = node.argument(0)?;
-    let address = values::address(context, address_word, &format!("{what} address"))?;
+    let address = values::address(context, address_word, format_args!("{what} address"))?;
     let port = match node.argument(1) {
         None => None,
-        Some(word) => Some(values::port(context, word, &format!("{what} port"))?),
+        Some(word) => Some(values::port(context, word, format_args!("{what} port"))?),
     };
     Some((address, port))
 }
@@ -1067,7 +1084,9 @@ fn read_real_server<'n, 'a>(
                 }
             }
             "lvs_method" => {
-                if let Some(method) = forwarding_method(context, &child.arguments) {
+                if let Some(method) =
+                    forwarding_method(context, &child.arguments.iter().collect::<Vec<_>>())
+                {
                     real_server.forwarding = method;
                 }
             }
@@ -1160,6 +1179,7 @@ fn resolve_real_server(
         alpha: real_server.alpha,
         virtualhost,
     };
+    real_server.checkers.reserve_exact(checker_nodes.len());
     for node in checker_nodes {
         if let Some(checker) = checkers::read(node, &inherited, context) {
             real_server.checkers.push(checker);

@@ -87,7 +87,7 @@ pub fn check_stored(node: &Node, context: &mut Context) {
                     );
                     continue;
                 }
-                for word in &line.arguments {
+                for word in line.arguments {
                     values::seconds(
                         context,
                         word,
@@ -246,7 +246,7 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
             "user" => {
                 user = Some((
                     common::first(child),
-                    child.argument(1).map(|w| w.text.clone()),
+                    child.argument(1).map(|w| w.text.to_string()),
                 ))
             }
             "init_fail" => vrrp_script.init_fail = true,
@@ -293,7 +293,7 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 )
             }
@@ -403,7 +403,7 @@ pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) 
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 )
             }
@@ -435,19 +435,19 @@ fn read_tracked(
         if let Some(kind) = kind {
             context.references.push(Reference {
                 kind,
-                name: line.keyword.text.clone(),
+                name: line.keyword.text.to_string(),
                 span: line.keyword.span,
             });
         }
         let (weight, reverse) = common::weight_and_reverse(
             context,
-            &line.arguments,
+            &line.arguments.iter().collect::<Vec<_>>(),
             -limit,
             limit,
             &format!("{} weight", node.name()),
         );
         tracked.push(Tracked {
-            name: line.keyword.text.clone(),
+            name: line.keyword.text.to_string(),
             weight,
             reverse,
         });
@@ -558,7 +558,7 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
                         if let Some(other) = config
                             .sync_groups
                             .iter()
-                            .find(|other| other.instances.contains(&word.text))
+                            .find(|other| other.instances.iter().any(|name| *name == word.text))
                         {
                             context.warning(
                                 word.span,
@@ -569,10 +569,10 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
                             );
                             continue;
                         }
-                        group.instances.push(word.text.clone());
+                        group.instances.push(word.text.to_string());
                         context.references.push(Reference {
                             kind: ReferenceKind::Instance,
-                            name: word.text.clone(),
+                            name: word.text.to_string(),
                             span: word.span,
                         });
                     }
@@ -643,7 +643,7 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
             "interfaces" => {
                 for line in &child.children {
                     for word in line.words() {
-                        group.interfaces.push(word.text.clone());
+                        group.interfaces.push(word.text.to_string());
                     }
                 }
             }
@@ -885,7 +885,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 )
             }
@@ -896,7 +896,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     child
                         .arguments
                         .iter()
-                        .map(|word| word.text.clone())
+                        .map(|word| word.text.to_string())
                         .collect(),
                 )
             }
@@ -1304,7 +1304,7 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
         preferred_lifetime: None,
         track_group: None,
     };
-    let words = &line.arguments;
+    let words: Vec<&Word> = line.arguments.iter().collect();
     let mut index = 0;
     while index < words.len() {
         let word = words[index];
@@ -1333,7 +1333,7 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                     _ => Some(values::address(context, value, "broadcast address")?),
                 }
             }
-            ("dev", Some(value)) => address.device = Some(value.text.clone()),
+            ("dev", Some(value)) => address.device = Some(value.text.to_string()),
             ("scope", Some(value)) => address.scope = scope(context, value)?,
             ("label", Some(value)) if prefix.address.is_ipv6() => {
                 context.warning(
@@ -1341,7 +1341,7 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                     "IPv6 addresses take no label: keepalived ignores it",
                 );
             }
-            ("label", Some(value)) => address.label = Some(value.text.clone()),
+            ("label", Some(value)) => address.label = Some(value.text.to_string()),
             ("peer", Some(value)) => {
                 // keepalived reads the peer as a plain address ("Invalid
                 // peer address" for 10.0.0.20/24).
@@ -1375,7 +1375,7 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                 context.error(word.span, "'track_group' only applies to static_ipaddress");
                 return None;
             }
-            ("track_group", Some(value)) => address.track_group = Some(value.text.clone()),
+            ("track_group", Some(value)) => address.track_group = Some(value.text.to_string()),
             ("home", _) => address.home = true,
             ("-nodad", _) => address.no_dad = true,
             ("mngtmpaddr", _) => address.manage_temporary_address = true,
@@ -1643,21 +1643,21 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                     }
                     // keepalived tracks a route by its own `dev`, not its
                     // nexthops'.
-                    "dev" | "oif" if !in_nexthop => route.device = Some(value.text.clone()),
+                    "dev" | "oif" if !in_nexthop => route.device = Some(value.text.to_string()),
                     "encap" => {
                         let Some(consumed) = encapsulation(context, &words[value_index..]) else {
                             continue 'lines;
                         };
                         route.options.push(text.to_string());
                         for word in &words[value_index..value_index + consumed] {
-                            route.options.push(word.text.clone());
+                            route.options.push(word.text.to_string());
                         }
                         index = value_index + consumed;
                         continue;
                     }
                     "table" => {
                         check_table(context, value);
-                        route.table = Some(value.text.clone());
+                        route.table = Some(value.text.to_string());
                     }
                     "metric" | "preference" | "priority" => {
                         route.metric =
@@ -1690,7 +1690,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                     _ => {}
                 }
                 route.options.push(text.to_string());
-                route.options.push(value.text.clone());
+                route.options.push(value.text.to_string());
                 index = value_index + 1;
                 continue;
             }
@@ -1896,7 +1896,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                     }
                     "table" | "lookup" => {
                         check_table(context, value);
-                        rule.table = Some(value.text.clone());
+                        rule.table = Some(value.text.to_string());
                     }
                     "priority" | "preference" => {
                         rule.priority =
@@ -1905,7 +1905,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                             continue 'lines;
                         }
                     }
-                    "fwmark" => rule.fwmark = Some(value.text.clone()),
+                    "fwmark" => rule.fwmark = Some(value.text.to_string()),
                     "protocol" => {
                         if values::integer::<u8>(context, value, 0, 255, "rule protocol").is_none()
                         {
@@ -1924,7 +1924,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                     _ => {}
                 }
                 rule.options.push(text.to_string());
-                rule.options.push(value.text.clone());
+                rule.options.push(value.text.to_string());
                 index += 2;
                 continue;
             }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use super::glob::{self, Match};
-use super::text::{Text, covering, is_white_space};
+use super::text::{Text, covering, is_blank, is_white_space};
 use super::{INCLUDE_DEPTH_LIMIT, Lexer};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::syntax::{FileId, Span, Word};
@@ -36,7 +36,9 @@ pub(crate) struct IncludeFrame {
 
 pub(crate) struct OpenFile {
     pub id: FileId,
-    pub bytes: Vec<u8>,
+    /// The file's bytes when they are not valid UTF-8; `None`: they are the
+    /// file's text in [`crate::syntax::Sources`] (not held twice).
+    pub bytes: Option<Vec<u8>>,
     pub position: usize,
     pub line_number: u32,
     /// The file's directory: relative includes and `${_PWD}` start here.
@@ -120,7 +122,7 @@ impl Lexer<'_> {
 
     /// In-memory text as the main file.
     pub(super) fn open_text(&mut self, name: &str, bytes: Vec<u8>) {
-        let id = self.add_source(name.to_string(), &bytes, None);
+        let (id, bytes) = self.add_source(name.to_string(), bytes, None);
         self.stack.push(IncludeFrame {
             include_type: 0,
             saved_include_check: self.include_check,
@@ -329,7 +331,7 @@ impl Lexer<'_> {
             } else {
                 base
             };
-            let id = self.add_source(name, &bytes, included_from);
+            let (id, bytes) = self.add_source(name, bytes, included_from);
             if let Some(frame) = self.stack.last_mut() {
                 frame.file = Some(OpenFile {
                     id,
@@ -346,14 +348,20 @@ impl Lexer<'_> {
 
     /// The next non-blank line of the files on the include stack, comments
     /// removed; `None` when all are read.
-    pub(super) fn next_file_line(&mut self) -> Option<Text> {
+    pub(super) fn next_file_line(&mut self) -> Option<super::FileLine> {
         loop {
             let frame = self.stack.last_mut()?;
             let Some(file) = frame.file.as_mut() else {
                 self.stack.pop();
                 continue;
             };
-            if file.position >= file.bytes.len() {
+            // Read from the source text: valid UTF-8.
+            let utf8 = file.bytes.is_none();
+            let bytes = match &file.bytes {
+                Some(bytes) => bytes.as_slice(),
+                None => self.sources.file(file.id).text.as_bytes(),
+            };
+            if file.position >= bytes.len() {
                 // keepalived's end_file: the include check in force when
                 // this include was read comes back.
                 self.include_check = frame.saved_include_check;
@@ -363,8 +371,8 @@ impl Lexer<'_> {
                 }
                 continue;
             }
-            let rest = &file.bytes[file.position..];
-            let line_length = rest.iter().position(|&byte| byte == b'\n');
+            let rest = &bytes[file.position..];
+            let line_length = memchr::memchr(b'\n', rest);
             let (raw, consumed) = match line_length {
                 Some(length) => (&rest[..length], length + 1),
                 None => (rest, rest.len()),
@@ -373,15 +381,24 @@ impl Lexer<'_> {
             file.line_number += 1;
             let line_number = file.line_number;
             let id = file.id;
-            let mut raw = raw.to_vec();
-            while matches!(raw.last(), Some(b'\r' | b'\n')) {
-                raw.pop();
+            let mut length = raw.len();
+            while length > 0 && matches!(raw[length - 1], b'\r' | b'\n') {
+                length -= 1;
             }
             // keepalived reads lines with fgets() and strlen(): a NUL byte
             // ends the line.
-            if let Some(nul) = raw.iter().position(|&byte| byte == 0) {
-                raw.truncate(nul);
+            if let Some(nul) = raw[..length].iter().position(|&byte| byte == 0) {
+                length = nul;
             }
+            let raw = &raw[..length];
+            if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1 {
+                if let Some((line, span)) =
+                    super::plain_line(raw, id, line_number, utf8, &mut self.words)
+                {
+                    return Some(super::FileLine::Plain(line, span));
+                }
+            }
+            let raw = raw.to_vec();
             if raw.len() >= super::LINE_BUFFER - 1 {
                 self.diagnostics.push(Diagnostic::warning(
                     Span {
@@ -416,6 +433,32 @@ impl Lexer<'_> {
                     },
                 })
                 .collect();
+            if !raw
+                .iter()
+                .any(|byte| matches!(byte, b'#' | b'!' | b'\\' | b'"'))
+            {
+                // Nothing for decomment() but blanks at either end (the
+                // common line, taken without copying it twice).
+                let leading = buffer.iter().take_while(|cell| is_blank(cell.byte)).count();
+                buffer.drain(..leading);
+                super::text::trim_blank_end(&mut buffer);
+                if buffer.is_empty() {
+                    if let Some(index) = self.defining.take() {
+                        self.diagnostics.push(Diagnostic::warning(
+                            Span {
+                                file: id,
+                                line: line_number,
+                                start: 1,
+                                end: raw.len() as u32 + 1,
+                            },
+                            COMMENT_ENDS_DEFINITION,
+                        ));
+                        self.end_definition(index);
+                    }
+                    continue;
+                }
+                return Some(super::FileLine::Text(buffer));
+            }
             let found = super::comment::decomment(&mut buffer);
             self.report_unterminated_quote(found.unterminated_quote);
             // keepalived 2.2.7's parent process reads the files and writes
@@ -445,13 +488,13 @@ impl Lexer<'_> {
                             start: 1,
                             end: raw.len() as u32 + 1,
                         },
-                        "this comment ends the multi-line definition: keepalived 2.2.7's VRRP and checker processes see it as a blank line",
+                        COMMENT_ENDS_DEFINITION,
                     ));
                     self.end_definition(index);
                 }
                 continue;
             }
-            return Some(buffer);
+            return Some(super::FileLine::Text(buffer));
         }
     }
 
@@ -491,3 +534,7 @@ impl Lexer<'_> {
         }
     }
 }
+
+/// A line that is blank once comments are removed ends a multi-line
+/// definition.
+const COMMENT_ENDS_DEFINITION: &str = "this comment ends the multi-line definition: keepalived 2.2.7's VRRP and checker processes see it as a blank line";

@@ -105,6 +105,151 @@ pub fn read_str(
     lexer.run()
 }
 
+/// A line read from a file.
+enum FileLine {
+    /// To go through comments, conditionals, substitutions and braces.
+    Text(Text),
+    /// A plain line, already in words (see [`plain_line`]).
+    Plain(Line, Option<Span>),
+}
+
+/// [`BYTE_CLASS`]: a byte that makes a line not plain.
+const SPECIAL: u8 = 1;
+/// [`BYTE_CLASS`]: C's `isspace` ([`text::is_white_space`]).
+const WHITE: u8 = 2;
+/// [`BYTE_CLASS`]: `{` or `}`.
+const BRACE: u8 = 4;
+
+/// What [`plain_line`] needs to know of each byte, in one look-up.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = match byte as u8 {
+            b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' => SPECIAL,
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => WHITE,
+            b'{' | b'}' => BRACE,
+            _ => 0,
+        };
+        byte += 1;
+    }
+    table
+};
+
+/// A file line that none of `read_line`'s steps would change but for
+/// blanks at either end and a final `{`: no comment, quote or escape
+/// (`#`, `!`, `"`, `\\`), no conditional, definition, substitution or
+/// sequence (`@`, `$`, `~`), no `include`, and no brace but a last `{` or a
+/// lone `}`. Its words (with the spans the cell-by-cell path would give
+/// them) and the span of its text (or of its `{`: what [`text::covering`]
+/// would say), straight from the file's bytes; `None` for any other line.
+/// `utf8`: `raw` is known to be valid UTF-8.
+fn plain_line(
+    raw: &[u8],
+    file: crate::syntax::FileId,
+    line: u32,
+    utf8: bool,
+    scratch: &mut Vec<Word>,
+) -> Option<(Line, Option<Span>)> {
+    let seen = raw
+        .iter()
+        .fold(0, |seen, &byte| seen | BYTE_CLASS[usize::from(byte)]);
+    if seen & SPECIAL != 0 {
+        return None;
+    }
+    let start = raw.iter().take_while(|&&byte| text::is_blank(byte)).count();
+    let end = raw.len()
+        - raw[start..]
+            .iter()
+            .rev()
+            .take_while(|&&byte| text::is_blank(byte))
+            .count();
+    let body = &raw[start..end];
+    if body.is_empty() || body.starts_with(b"include") {
+        return None;
+    }
+    let span = |from: usize, to: usize| Span {
+        file,
+        line,
+        start: from as u32 + 1,
+        end: to as u32 + 1,
+    };
+    let mut text_end = end;
+    let mut brace = None;
+    if seen & BRACE == 0 || body == b"{" || body == b"}" {
+        // No brace, or a brace alone (a line of its own).
+    } else {
+        if body.last() == Some(&b'{') {
+            text_end = end - 1;
+            brace = Some(text_end);
+            while text_end > start && text::is_blank(raw[text_end - 1]) {
+                text_end -= 1;
+            }
+        }
+        if raw[start..text_end]
+            .iter()
+            .any(|&byte| byte == b'{' || byte == b'}')
+        {
+            return None;
+        }
+    }
+    let text_of = |bytes: &[u8]| {
+        if utf8 {
+            // SAFETY: `raw` is a slice of valid UTF-8 text (the caller
+            // says so) cut at ASCII bytes (line ends, blanks, white space,
+            // braces), so every piece cut here is valid UTF-8 too.
+            crate::syntax::Text::new(unsafe { std::str::from_utf8_unchecked(bytes) })
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => crate::syntax::Text::new(text),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
+            }
+        }
+    };
+    let words = scratch;
+    words.clear();
+    let mut position = start;
+    loop {
+        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE != 0 {
+            position += 1;
+        }
+        if position >= text_end {
+            break;
+        }
+        let word_start = position;
+        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE == 0 {
+            position += 1;
+        }
+        words.push(Word {
+            text: text_of(&raw[word_start..position]),
+            span: span(word_start, position),
+            quoted: false,
+        });
+    }
+    if let Some(brace) = brace {
+        words.push(Word {
+            text: "{".into(),
+            span: span(brace, brace + 1),
+            quoted: false,
+        });
+    }
+    let mut exact = Vec::with_capacity(words.len());
+    exact.append(words);
+    let words = exact;
+    let covering = if start < text_end {
+        Some(span(start, text_end))
+    } else {
+        brace.map(|brace| span(brace, brace + 1))
+    };
+    Some((
+        Line {
+            words,
+            raw: text_of(&raw[start..text_end]),
+        },
+        covering,
+    ))
+}
+
 /// keepalived's line buffer (`MAXBUF`): 1023 bytes and a terminator.
 const LINE_BUFFER: usize = 1024;
 
@@ -124,11 +269,16 @@ const LINE_LIMIT: u64 = 600_000;
 const INCLUDE_DEPTH_LIMIT: usize = 32;
 
 /// One line as `read_line` returns it, before `alloc_strvec`.
-struct Produced {
-    text: Text,
-    /// The `{` split off the end of this line (kept on it, see the module
-    /// comment).
-    opening_brace: Option<Cell>,
+enum Produced {
+    Text {
+        text: Text,
+        /// The `{` split off the end of this line (kept on it, see the
+        /// module comment).
+        opening_brace: Option<Cell>,
+    },
+    /// A plain line of a file, already split into words (see
+    /// [`Lexer::plain_line`]).
+    Line(Line, Option<Span>),
 }
 
 pub(crate) struct Lexer<'a> {
@@ -164,6 +314,8 @@ pub(crate) struct Lexer<'a> {
     /// Opening quotes already reported (decomment and word splitting can
     /// both notice the same one).
     reported_quotes: HashSet<Span>,
+    /// The words of the line being split (see `split_words`).
+    words: Vec<Word>,
     /// Undefined `${NAME}` uses already reported.
     reported_undefined: HashSet<Span>,
     /// Substitutions already reported as making a line too long.
@@ -204,20 +356,39 @@ impl<'a> Lexer<'a> {
             file_lines: 0,
             expansion_reported: false,
             reported_quotes: HashSet::new(),
+            words: Vec::new(),
             reported_undefined: HashSet::new(),
             reported_too_long: HashSet::new(),
         }
     }
 
     fn run(&mut self) -> Vec<Line> {
-        let mut lines = Vec::new();
+        // One line per line of the main file, as a first guess (the vector
+        // of a large configuration then never grows, nor is half empty).
+        let estimate = self
+            .stack
+            .last()
+            .and_then(|frame| frame.file.as_ref())
+            .map_or(0, |file| {
+                let text = match &file.bytes {
+                    Some(bytes) => bytes.as_slice(),
+                    None => self.sources.file(file.id).text.as_bytes(),
+                };
+                memchr::memchr_iter(b'\n', text).count()
+            });
+        let mut lines = Vec::with_capacity(estimate);
         while let Some(produced) = self.read_line() {
             if lines.len() as u64 >= self.file_lines.saturating_add(LINE_LIMIT) {
                 // A definition that contains itself followed by a brace
                 // makes keepalived produce lines for ever (each piece split
                 // off the line is substituted again).
-                let span = text::covering(&produced.text)
-                    .or(produced.opening_brace.map(|brace| brace.span));
+                let span = match &produced {
+                    Produced::Text {
+                        text,
+                        opening_brace,
+                    } => text::covering(text).or(opening_brace.map(|brace| brace.span)),
+                    Produced::Line(_, span) => *span,
+                };
                 if let Some(span) = span {
                     self.diagnostics.push(Diagnostic::error(
                         span,
@@ -228,14 +399,13 @@ impl<'a> Lexer<'a> {
                 }
                 break;
             }
-            let mut words = self.split_words(&produced.text);
-            if let Some(brace) = produced.opening_brace {
-                words.push(Word {
-                    text: "{".to_string(),
-                    span: brace.span,
-                    quoted: false,
-                });
-            }
+            let (words, raw) = match produced {
+                Produced::Text {
+                    text,
+                    opening_brace,
+                } => (self.split_words(&text, opening_brace), text::to_text(&text)),
+                Produced::Line(line, _) => (line.words, line.raw),
+            };
             if words.is_empty() {
                 continue;
             }
@@ -246,10 +416,7 @@ impl<'a> Lexer<'a> {
                 // its place).
                 self.set_include_check(&words[1..]);
             }
-            lines.push(Line {
-                words,
-                raw: text::to_string(&produced.text),
-            });
+            lines.push(Line { words, raw });
         }
         if let Some(index) = self.defining.take() {
             self.end_definition(index);
@@ -275,9 +442,14 @@ impl<'a> Lexer<'a> {
                 self.next_multiline_line(cursor)
             } else {
                 self.substitutions = 0;
-                self.line_ancestry = std::rc::Rc::new(Vec::new());
+                if !self.line_ancestry.is_empty() {
+                    self.line_ancestry = std::rc::Rc::new(Vec::new());
+                }
                 self.file_lines += 1;
-                self.next_file_line()?
+                match self.next_file_line()? {
+                    FileLine::Text(text) => text,
+                    FileLine::Plain(line, span) => return Some(Produced::Line(line, span)),
+                }
             };
 
             if let Some(index) = self.defining {
@@ -460,7 +632,7 @@ impl<'a> Lexer<'a> {
                 }
             }
         }
-        Produced {
+        Produced::Text {
             text: buffer,
             opening_brace,
         }
@@ -470,8 +642,10 @@ impl<'a> Lexer<'a> {
     /// is one word without its quotes (no escapes: those are for
     /// [`split_quoted_escaped`]); a `"` also ends an unquoted word
     /// (`a"b c"` is `a` and `b c`); single quotes are ordinary characters.
-    fn split_words(&mut self, buffer: &[Cell]) -> Vec<Word> {
-        let mut words = Vec::new();
+    fn split_words(&mut self, buffer: &[Cell], opening_brace: Option<Cell>) -> Vec<Word> {
+        // Words are gathered in a buffer kept from line to line, and the
+        // line gets a vector of its exact size.
+        let mut words = std::mem::take(&mut self.words);
         let mut position = 0;
         loop {
             while position < buffer.len() && is_white_space(buffer[position].byte) {
@@ -494,7 +668,7 @@ impl<'a> Lexer<'a> {
                     break;
                 };
                 words.push(Word {
-                    text: text::to_string(&buffer[position + 1..close]),
+                    text: text::to_text(&buffer[position + 1..close]),
                     span: covering(&buffer[position..=close]).unwrap_or(buffer[position].span),
                     quoted: true,
                 });
@@ -508,13 +682,23 @@ impl<'a> Lexer<'a> {
                     position += 1;
                 }
                 words.push(Word {
-                    text: text::to_string(&buffer[start..position]),
+                    text: text::to_text(&buffer[start..position]),
                     span: covering(&buffer[start..position]).unwrap_or(buffer[start].span),
                     quoted: false,
                 });
             }
         }
-        words
+        if let Some(brace) = opening_brace {
+            words.push(Word {
+                text: "{".into(),
+                span: brace.span,
+                quoted: false,
+            });
+        }
+        let mut exact = Vec::with_capacity(words.len());
+        exact.append(&mut words);
+        self.words = words;
+        exact
     }
 
     fn report_unterminated_quote(&mut self, quote: Option<Span>) {
@@ -601,22 +785,34 @@ impl<'a> Lexer<'a> {
             .into_owned()
     }
 
+    /// Adds a file to the sources. A valid UTF-8 file's bytes become its
+    /// text (no copy) and `None` is returned: the lexer reads the text
+    /// there. Any other file's text is a lossy copy, and its bytes are
+    /// returned for the lexer to read.
     fn add_source(
         &mut self,
         name: String,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         included_from: Option<Span>,
-    ) -> crate::syntax::FileId {
-        self.sources.add(SourceFile {
+    ) -> (crate::syntax::FileId, Option<Vec<u8>>) {
+        let (text, bytes) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
+            Err(error) => {
+                let bytes = error.into_bytes();
+                (String::from_utf8_lossy(&bytes).into_owned(), Some(bytes))
+            }
+        };
+        let id = self.sources.add(SourceFile {
             name,
-            text: String::from_utf8_lossy(bytes).into_owned(),
+            text,
             included_from,
-        })
+        });
+        (id, bytes)
     }
 
     /// A diagnostic about a file that has no line to point at.
     fn file_span(&mut self, name: &str) -> Span {
-        let file = self.add_source(name.to_string(), b"", None);
+        let (file, _) = self.add_source(name.to_string(), Vec::new(), None);
         Span {
             file,
             line: 0,

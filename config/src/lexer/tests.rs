@@ -24,7 +24,12 @@ impl Lexed {
     fn words(&self) -> Vec<Vec<String>> {
         self.lines
             .iter()
-            .map(|line| line.words.iter().map(|word| word.text.clone()).collect())
+            .map(|line| {
+                line.words
+                    .iter()
+                    .map(|word| word.text.to_string())
+                    .collect()
+            })
             .collect()
     }
 
@@ -720,4 +725,71 @@ fn fuzz_regressions() {
             &["a2"],
         ],
     );
+}
+
+/// The plain-line shortcut gives exactly what the cell-by-cell path gives:
+/// the same line with a comment added at its end (which forces the long
+/// path and is removed by it) must lex the same, for tricky lines and for
+/// every line of the keepalived corpus when it is present.
+#[test]
+fn plain_lines_lex_as_the_long_path_does() {
+    let mut samples: Vec<String> = [
+        "a",
+        "  a b  ",
+        "\ta\tb\t",
+        "a {",
+        "a{",
+        "a  {  ",
+        "{",
+        "}",
+        "  }  ",
+        "\u{b}{",
+        "a\u{b}b {",
+        "a\rb",
+        "a}",
+        "a { b",
+        "a {}",
+        "{a",
+        "x\u{e9}y z {",
+        "include_check",
+        "weight 1",
+        "real_server 172.16.0.1 8080 {",
+    ]
+    .iter()
+    .map(|line| line.to_string())
+    .collect();
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/keepalived/configs");
+    if let Ok(entries) = std::fs::read_dir(&corpus) {
+        for entry in entries.flatten() {
+            if let Ok(text) = std::fs::read(entry.path()) {
+                let text = String::from_utf8_lossy(&text).into_owned();
+                samples.extend(text.lines().map(str::to_string));
+            }
+        }
+    }
+    let lex = |text: &str| {
+        let mut sources = Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        let lines = read_str("t.conf", text, &options(), &mut sources, &mut diagnostics);
+        (lines, diagnostics.items.len())
+    };
+    let mut compared = 0;
+    for line in &samples {
+        if line.contains('\0')
+            || plain_line(
+                line.as_bytes(),
+                crate::syntax::FileId(0),
+                1,
+                true,
+                &mut Vec::new(),
+            )
+            .is_none()
+        {
+            continue;
+        }
+        compared += 1;
+        assert_eq!(lex(line), lex(&format!("{line} #x")), "{line:?}");
+    }
+    assert!(compared >= 12, "{compared}");
 }

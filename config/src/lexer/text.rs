@@ -64,10 +64,18 @@ pub(crate) fn bytes(text: &[Cell]) -> Vec<u8> {
 
 pub(crate) fn to_string(text: &[Cell]) -> String {
     if text.iter().all(|cell| cell.byte.is_ascii()) {
-        text.iter().map(|cell| cell.byte as char).collect()
+        let mut string = String::with_capacity(text.len());
+        string.extend(text.iter().map(|cell| cell.byte as char));
+        string
     } else {
         String::from_utf8_lossy(&bytes(text)).into_owned()
     }
+}
+
+/// [`to_string`] as a word's text (no allocation for a short word).
+pub(crate) fn to_text(text: &[Cell]) -> crate::syntax::Text {
+    crate::syntax::Text::from_ascii(text.len(), text.iter().map(|cell| cell.byte))
+        .unwrap_or_else(|| to_string(text).into())
 }
 
 pub(crate) fn starts_with(text: &[Cell], prefix: &[u8]) -> bool {
