@@ -72,7 +72,7 @@ pub fn run(repository: &Path) -> Result<()> {
         memory_ratios.push(memory_ratio);
     }
     println!(
-        "median: pulse -t is {:.1}x as fast as keepalived -t, with {:.1}x less peak memory",
+        "median: pulse -t is {:.1}x as fast as keepalived -t; keepalived's peak memory is {:.1}x pulse's",
         median(&mut time_ratios),
         median(&mut memory_ratios)
     );
