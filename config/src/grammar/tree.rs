@@ -199,43 +199,77 @@ pub fn build_streamed(
 
 /// Lines that stay where they are while more are added: the nodes of a
 /// block borrow the lines read so far while the builder pulls the next.
+/// Lines are stored in chunks (one allocation for many lines, not one
+/// each).
 #[derive(Default)]
 struct LineArena {
-    /// Each line in its own box, from `Box::into_raw`; freed only when
-    /// the arena is consumed or dropped, so after every borrow has ended.
-    lines: std::cell::RefCell<Vec<*mut Line>>,
+    chunks: std::cell::RefCell<Vec<Chunk>>,
+}
+
+/// The parts of a `Vec<Line>` that is never grown past its capacity (so
+/// its lines never move), taken apart while lines are added.
+struct Chunk {
+    pointer: *mut Line,
+    length: usize,
+    capacity: usize,
+}
+
+impl Chunk {
+    /// Lines per chunk: a top-level block of a large configuration (a
+    /// virtual server and its real servers) is some tens of lines.
+    const LINES: usize = 128;
+
+    fn into_lines(self) -> Vec<Line> {
+        // SAFETY: the parts of a `Vec<Line>` whose first `length` lines
+        // are initialized, put back together once (the chunk is consumed).
+        unsafe { Vec::from_raw_parts(self.pointer, self.length, self.capacity) }
+    }
 }
 
 impl LineArena {
     fn add(&self, line: Line) -> &Line {
-        let pointer = Box::into_raw(Box::new(line));
-        self.lines.borrow_mut().push(pointer);
-        // SAFETY: the box stays allocated and unchanged until `self` is
-        // consumed or dropped, which the borrow of `self` prevents.
-        unsafe { &*pointer }
+        let mut chunks = self.chunks.borrow_mut();
+        if chunks
+            .last()
+            .is_none_or(|chunk| chunk.length == chunk.capacity)
+        {
+            let mut storage = std::mem::ManuallyDrop::new(Vec::with_capacity(Chunk::LINES));
+            chunks.push(Chunk {
+                pointer: storage.as_mut_ptr(),
+                length: 0,
+                capacity: storage.capacity(),
+            });
+        }
+        let Some(chunk) = chunks.last_mut() else {
+            unreachable!("a chunk with room was just ensured");
+        };
+        // SAFETY: `length < capacity`, so the slot is allocated and unused;
+        // a line once written is never moved nor changed, and is dropped
+        // only when the arena is consumed or dropped, which the borrow of
+        // `self` prevents while the returned reference lives.
+        unsafe {
+            let slot = chunk.pointer.add(chunk.length);
+            slot.write(line);
+            chunk.length += 1;
+            &*slot
+        }
     }
 
-    /// The lines added from the `first`-th on; the others are freed.
+    /// The lines added from the `first`-th on; the others are dropped.
     fn into_lines_from(self, first: usize) -> Vec<Line> {
-        let pointers = std::mem::take(&mut *self.lines.borrow_mut());
-        let mut kept = Vec::new();
-        for (index, pointer) in pointers.into_iter().enumerate() {
-            // SAFETY: from `Box::into_raw`, taken out of the arena (freed
-            // once); no borrow of the arena is left (it is consumed).
-            let line = unsafe { Box::from_raw(pointer) };
-            if index >= first {
-                kept.push(*line);
-            }
-        }
-        kept
+        let chunks = std::mem::take(&mut *self.chunks.borrow_mut());
+        chunks
+            .into_iter()
+            .flat_map(Chunk::into_lines)
+            .skip(first)
+            .collect()
     }
 }
 
 impl Drop for LineArena {
     fn drop(&mut self) {
-        for pointer in self.lines.get_mut().drain(..) {
-            // SAFETY: as in `into_lines_from`.
-            drop(unsafe { Box::from_raw(pointer) });
+        for chunk in self.chunks.get_mut().drain(..) {
+            drop(chunk.into_lines());
         }
     }
 }
