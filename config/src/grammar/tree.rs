@@ -133,6 +133,7 @@ pub fn build_each<'a>(
         last_close: None,
         each,
         pause_at_top_level: false,
+        gathered: Vec::new(),
     };
     loop {
         let (more, end) = builder.block(Body::Keywords(root));
@@ -164,7 +165,11 @@ pub fn build_streamed(
     loop {
         let arena = LineArena::default();
         let mut window = Streamed {
-            lines: carried.drain(..).map(|line| arena.add(line)).collect(),
+            lines: {
+                let mut lines = Vec::with_capacity(Chunk::LINES);
+                lines.extend(carried.drain(..).map(|line| arena.add(line)));
+                lines
+            },
             arena: &arena,
             base,
             source: &mut *source,
@@ -182,6 +187,7 @@ pub fn build_streamed(
             last_close,
             each: &mut |node| each(node),
             pause_at_top_level: true,
+            gathered: Vec::new(),
         };
         let (more, end) = builder.block(Body::Keywords(root));
         debug_assert!(more.is_empty());
@@ -406,6 +412,8 @@ struct Builder<'a, 'w, 'd, 'e> {
     /// Return at top level after each item, so that the caller can drop
     /// the lines read so far.
     pause_at_top_level: bool,
+    /// Vectors to gather a block's nodes in, one per depth being read.
+    gathered: Vec<Vec<Node<'a>>>,
 }
 
 impl<'a> Builder<'a, '_, '_, '_> {
@@ -415,27 +423,31 @@ impl<'a> Builder<'a, '_, '_, '_> {
     }
 
     fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
-        let (mut nodes, end) = self.block_nodes(body);
-        // The tree lives until the model is read: no room for more.
-        nodes.shrink_to_fit();
+        // The nodes are gathered in a vector reused from block to block
+        // (at this depth), then moved to one of the exact size: one
+        // allocation per block, rather than one per doubling.
+        let mut gathered = self.gathered.pop().unwrap_or_default();
+        let end = self.block_nodes(body, &mut gathered);
+        let mut nodes = Vec::with_capacity(gathered.len());
+        nodes.append(&mut gathered);
+        self.gathered.push(gathered);
         (nodes, end)
     }
 
-    fn block_nodes(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
-        let mut nodes = Vec::new();
+    fn block_nodes(&mut self, body: Body, nodes: &mut Vec<Node<'a>>) -> End {
         let start = self.position;
         loop {
             if self.pause_at_top_level && self.open_blocks.is_empty() && self.position != start {
                 // Nothing borrows the lines read so far: let the caller
                 // drop them. It comes back here as at the end of a block
                 // cut short by a top-level keyword.
-                return (nodes, End::TopLevel);
+                return End::TopLevel;
             }
             let Some((item, next)) = self.peek() else {
                 if !self.open_blocks.is_empty() {
                     self.report_unclosed_at_end();
                 }
-                return (nodes, End::InputEnded);
+                return End::InputEnded;
             };
             let (words, open, raw) = match item {
                 Item::Close(word) => {
@@ -448,7 +460,7 @@ impl<'a> Builder<'a, '_, '_, '_> {
                         continue;
                     }
                     self.last_close = Some(word.span);
-                    return (nodes, End::Closed);
+                    return End::Closed;
                 }
                 Item::Line { words, open, raw } => (words, open, raw),
             };
@@ -474,7 +486,7 @@ impl<'a> Builder<'a, '_, '_, '_> {
                 && keyword::find(self.root, &keyword.text).is_some_and(Keyword::opens_block)
             {
                 self.report_unclosed_before(keyword);
-                return (nodes, End::TopLevel);
+                return End::TopLevel;
             }
             self.position = next;
             let arguments = &words[1..];
@@ -482,7 +494,7 @@ impl<'a> Builder<'a, '_, '_, '_> {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
                     self.add(
-                        &mut nodes,
+                        nodes,
                         Node {
                             keyword,
                             arguments,
@@ -535,7 +547,7 @@ impl<'a> Builder<'a, '_, '_, '_> {
                     self.skip_block(open.span);
                 }
                 if complete {
-                    self.add(&mut nodes, node);
+                    self.add(nodes, node);
                 }
                 continue;
             }
@@ -578,10 +590,10 @@ impl<'a> Builder<'a, '_, '_, '_> {
                 }
             }
             if complete {
-                self.add(&mut nodes, node);
+                self.add(nodes, node);
             }
             if end != End::Closed {
-                return (nodes, end);
+                return end;
             }
         }
     }
