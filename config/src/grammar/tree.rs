@@ -162,8 +162,10 @@ pub fn build_streamed(
     let mut base = 0;
     let mut position: Option<Cursor> = None;
     let mut last_close = None;
+    // The first chunk of the last arena, emptied, for the next one.
+    let mut spare: Vec<Line> = Vec::new();
     loop {
-        let arena = LineArena::default();
+        let arena = LineArena::with_chunk(std::mem::take(&mut spare));
         let mut window = Streamed {
             lines: {
                 let mut lines = Vec::with_capacity(Chunk::LINES);
@@ -198,7 +200,7 @@ pub fn build_streamed(
             break;
         }
         position = Some(next);
-        carried = arena.into_lines_from(next.line - base);
+        (carried, spare) = arena.into_lines_from(next.line - base);
         base = next.line;
     }
 }
@@ -261,14 +263,41 @@ impl LineArena {
         }
     }
 
-    /// The lines added from the `first`-th on; the others are dropped.
-    fn into_lines_from(self, first: usize) -> Vec<Line> {
+    /// An arena whose first lines go to `storage` (an empty vector).
+    fn with_chunk(storage: Vec<Line>) -> Self {
+        let arena = LineArena::default();
+        if storage.capacity() > 0 {
+            debug_assert!(storage.is_empty());
+            let mut storage = std::mem::ManuallyDrop::new(storage);
+            arena.chunks.borrow_mut().push(Chunk {
+                pointer: storage.as_mut_ptr(),
+                length: 0,
+                capacity: storage.capacity(),
+            });
+        }
+        arena
+    }
+
+    /// The lines added from the `first`-th on (the others are dropped),
+    /// and the first chunk emptied, for the next arena.
+    fn into_lines_from(self, first: usize) -> (Vec<Line>, Vec<Line>) {
         let chunks = std::mem::take(&mut *self.chunks.borrow_mut());
-        chunks
-            .into_iter()
-            .flat_map(Chunk::into_lines)
-            .skip(first)
-            .collect()
+        let mut kept = Vec::new();
+        let mut spare = Vec::new();
+        let mut index = 0;
+        for chunk in chunks {
+            let mut lines = chunk.into_lines();
+            for line in lines.drain(..) {
+                if index >= first {
+                    kept.push(line);
+                }
+                index += 1;
+            }
+            if spare.capacity() == 0 {
+                spare = lines;
+            }
+        }
+        (kept, spare)
     }
 }
 
