@@ -365,13 +365,13 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn start<'a>(lines: &mut dyn Window<'a>) -> Self {
+    fn start<'a>(lines: &mut impl Window<'a>) -> Self {
         Cursor { line: 0, word: 0 }.settled(lines)
     }
 
     /// The same place, moved past the end of lines to the next line that
     /// has words.
-    fn settled<'a>(mut self, lines: &mut dyn Window<'a>) -> Self {
+    fn settled<'a>(mut self, lines: &mut impl Window<'a>) -> Self {
         while let Some(line) = lines.line(self.line) {
             if self.word < line.words.len() {
                 break;
@@ -386,7 +386,7 @@ impl Cursor {
 /// The item at `at` and where the next one starts: a line is split at its
 /// braces (`a b { c }` is `a b {`, `c`, `}`); only a line's first piece
 /// has its raw text.
-fn item_at<'a>(lines: &mut dyn Window<'a>, at: Cursor) -> Option<(Item<'a>, Cursor)> {
+fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cursor)> {
     let line = lines.line(at.line)?;
     let words = &line.words;
     let raw = (at.word == 0).then_some(line.raw.as_str());
@@ -426,8 +426,8 @@ fn item_at<'a>(lines: &mut dyn Window<'a>, at: Cursor) -> Option<(Item<'a>, Curs
     Some((item, next(words.len())))
 }
 
-struct Builder<'a, 'w, 'd, 'e> {
-    lines: &'w mut dyn Window<'a>,
+struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
+    lines: &'w mut W,
     /// The next item to read.
     position: Cursor,
     diagnostics: &'d mut Diagnostics,
@@ -445,7 +445,7 @@ struct Builder<'a, 'w, 'd, 'e> {
     gathered: Vec<Vec<Node<'a>>>,
 }
 
-impl<'a> Builder<'a, '_, '_, '_> {
+impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
     /// Whether every item has been read.
     fn at_end(&mut self) -> bool {
         self.lines.line(self.position.line).is_none()
