@@ -23,8 +23,7 @@ pub fn load(path: &Path, options: &Options) -> Loaded {
     let mut diagnostics = Diagnostics::default();
     let mut grammar_diagnostics = Diagnostics::default();
     let mut lexer = lexer::open_file(path, options, &mut sources, &mut diagnostics);
-    let config =
-        crate::grammar::parse_streamed(&mut || lexer.next_line(), &mut grammar_diagnostics);
+    let config = crate::grammar::parse_streamed(&mut lexer, &mut grammar_diagnostics);
     drop(lexer);
     // The lexer's diagnostics first, as if it had read every line before
     // the grammar started.
@@ -43,8 +42,7 @@ pub fn load_str(name: &str, text: &str, options: &Options) -> Loaded {
     let mut diagnostics = Diagnostics::default();
     let mut grammar_diagnostics = Diagnostics::default();
     let mut lexer = lexer::open_str(name, text, options, &mut sources, &mut diagnostics);
-    let config =
-        crate::grammar::parse_streamed(&mut || lexer.next_line(), &mut grammar_diagnostics);
+    let config = crate::grammar::parse_streamed(&mut lexer, &mut grammar_diagnostics);
     drop(lexer);
     // The lexer's diagnostics first, as if it had read every line before
     // the grammar started.

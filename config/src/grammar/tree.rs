@@ -151,7 +151,7 @@ pub fn build_each<'a>(
 /// handed to `each`, so the lines of a large configuration are never all
 /// held. Same nodes, same diagnostics, in the same order.
 pub fn build_streamed(
-    source: &mut dyn FnMut() -> Option<Line>,
+    source: &mut dyn LineSource,
     root: &'static [Keyword],
     diagnostics: &mut Diagnostics,
     each: &mut dyn FnMut(Node<'_>),
@@ -200,8 +200,26 @@ pub fn build_streamed(
             break;
         }
         position = Some(next);
-        (carried, spare) = arena.into_lines_from(next.line - base);
+        (carried, spare) = arena.into_lines_from(next.line - base, &mut *source);
         base = next.line;
+    }
+}
+
+/// Where [`build_streamed`] pulls its lines from (the lexer).
+pub trait LineSource {
+    fn next_line(&mut self) -> Option<Line>;
+    /// Takes back a line the tree is done with, so that its storage can be
+    /// reused.
+    fn recycle(&mut self, _line: Line) {}
+}
+
+impl LineSource for crate::lexer::Lexer<'_> {
+    fn next_line(&mut self) -> Option<Line> {
+        crate::lexer::Lexer::next_line(self)
+    }
+
+    fn recycle(&mut self, line: Line) {
+        crate::lexer::Lexer::recycle(self, line)
     }
 }
 
@@ -279,8 +297,9 @@ impl LineArena {
     }
 
     /// The lines added from the `first`-th on (the others are dropped),
-    /// and the first chunk emptied, for the next arena.
-    fn into_lines_from(self, first: usize) -> (Vec<Line>, Vec<Line>) {
+    /// and the first chunk emptied, for the next arena; the dropped lines
+    /// go back to `source`.
+    fn into_lines_from(self, first: usize, source: &mut dyn LineSource) -> (Vec<Line>, Vec<Line>) {
         let chunks = std::mem::take(&mut *self.chunks.borrow_mut());
         let mut kept = Vec::new();
         let mut spare = Vec::new();
@@ -290,6 +309,8 @@ impl LineArena {
             for line in lines.drain(..) {
                 if index >= first {
                     kept.push(line);
+                } else {
+                    source.recycle(line);
                 }
                 index += 1;
             }
@@ -333,21 +354,21 @@ struct Streamed<'a, 's> {
     /// The lines from index `base` on.
     lines: Vec<&'a Line>,
     base: usize,
-    source: &'s mut dyn FnMut() -> Option<Line>,
+    source: &'s mut dyn LineSource,
 }
 
 impl<'a> Window<'a> for Streamed<'a, '_> {
     fn line(&mut self, index: usize) -> Option<&'a Line> {
         let offset = index.checked_sub(self.base)?;
         while self.lines.len() <= offset {
-            let line = (self.source)()?;
+            let line = self.source.next_line()?;
             self.lines.push(self.arena.add(line));
         }
         Some(self.lines[offset])
     }
 
     fn last_word(&mut self) -> Option<&'a Word> {
-        while let Some(line) = (self.source)() {
+        while let Some(line) = self.source.next_line() {
             self.lines.push(self.arena.add(line));
         }
         // The item being read started in this window, so its words (and

@@ -173,6 +173,7 @@ fn plain_line(
     line: u32,
     utf8: bool,
     scratch: &mut Vec<Word>,
+    spare: &mut Vec<Vec<Word>>,
 ) -> Option<(Line, Option<Span>)> {
     let seen = raw
         .iter()
@@ -256,7 +257,9 @@ fn plain_line(
             quoted: false,
         });
     }
-    let mut exact = Vec::with_capacity(words.len());
+    let mut exact = spare
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(words.len()));
     exact.append(words);
     let words = exact;
     let covering = if start < text_end {
@@ -347,6 +350,9 @@ pub(crate) struct Lexer<'a> {
     produced_lines: u64,
     /// The input has ended (or the line limit was reached): no more lines.
     finished: bool,
+    /// Word vectors of lines the grammar is done with, emptied, for the
+    /// next lines (see [`Lexer::recycle`]).
+    spare_words: Vec<Vec<Word>>,
 }
 
 impl<'a> Lexer<'a> {
@@ -388,6 +394,7 @@ impl<'a> Lexer<'a> {
             reported_too_long: HashSet::new(),
             produced_lines: 0,
             finished: false,
+            spare_words: Vec::new(),
         }
     }
 
@@ -466,6 +473,17 @@ impl<'a> Lexer<'a> {
             self.end_definition(index);
         }
         None
+    }
+
+    /// Takes back a line the grammar is done with: its word vector holds
+    /// the words of a later line (an allocation saved per line).
+    pub(crate) fn recycle(&mut self, line: Line) {
+        // A block's worth: more would only hold memory.
+        if self.spare_words.len() < 256 {
+            let mut words = line.words;
+            words.clear();
+            self.spare_words.push(words);
+        }
     }
 
     /// keepalived's `read_line`: the next line, or `None` at the end.
@@ -739,7 +757,10 @@ impl<'a> Lexer<'a> {
                 quoted: false,
             });
         }
-        let mut exact = Vec::with_capacity(words.len());
+        let mut exact = self
+            .spare_words
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(words.len()));
         exact.append(&mut words);
         self.words = words;
         exact
