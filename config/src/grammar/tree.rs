@@ -162,13 +162,11 @@ pub fn build_streamed(
     let mut base = 0;
     let mut position: Option<Cursor> = None;
     let mut last_close = None;
-    // The first chunk of the last arena, emptied, for the next one.
-    let mut spare: Vec<Line> = Vec::new();
     loop {
-        let arena = LineArena::with_chunk(std::mem::take(&mut spare));
+        let arena = LineArena::new();
         let mut window = Streamed {
             lines: {
-                let mut lines = Vec::with_capacity(Chunk::LINES);
+                let mut lines = Vec::with_capacity(LineArena::LINES);
                 lines.extend(carried.drain(..).map(|line| arena.add(line)));
                 lines
             },
@@ -200,7 +198,7 @@ pub fn build_streamed(
             break;
         }
         position = Some(next);
-        (carried, spare) = arena.into_lines_from(next.line - base, &mut *source);
+        carried = arena.into_lines_from(next.line - base, &mut *source);
         base = next.line;
     }
 }
@@ -225,108 +223,35 @@ impl LineSource for crate::lexer::Lexer<'_> {
 
 /// Lines that stay where they are while more are added: the nodes of a
 /// block borrow the lines read so far while the builder pulls the next.
-/// Lines are stored in chunks (one allocation for many lines, not one
-/// each).
-#[derive(Default)]
+/// `typed_arena` stores them in chunks (one allocation for many lines).
 struct LineArena {
-    chunks: std::cell::RefCell<Vec<Chunk>>,
+    lines: typed_arena::Arena<Line>,
 }
 
-/// The parts of a `Vec<Line>` that is never grown past its capacity (so
-/// its lines never move), taken apart while lines are added.
-struct Chunk {
-    pointer: *mut Line,
-    length: usize,
-    capacity: usize,
-}
-
-impl Chunk {
+impl LineArena {
     /// Lines per chunk: a top-level block of a large configuration (a
     /// virtual server and its real servers) is some tens of lines.
     const LINES: usize = 128;
 
-    fn into_lines(self) -> Vec<Line> {
-        // SAFETY: the parts of a `Vec<Line>` whose first `length` lines
-        // are initialized, put back together once (the chunk is consumed).
-        unsafe { Vec::from_raw_parts(self.pointer, self.length, self.capacity) }
+    fn new() -> Self {
+        LineArena {
+            lines: typed_arena::Arena::with_capacity(Self::LINES),
+        }
     }
-}
 
-impl LineArena {
     fn add(&self, line: Line) -> &Line {
-        let mut chunks = self.chunks.borrow_mut();
-        if chunks
-            .last()
-            .is_none_or(|chunk| chunk.length == chunk.capacity)
-        {
-            let mut storage = std::mem::ManuallyDrop::new(Vec::with_capacity(Chunk::LINES));
-            chunks.push(Chunk {
-                pointer: storage.as_mut_ptr(),
-                length: 0,
-                capacity: storage.capacity(),
-            });
-        }
-        let Some(chunk) = chunks.last_mut() else {
-            unreachable!("a chunk with room was just ensured");
-        };
-        // SAFETY: `length < capacity`, so the slot is allocated and unused;
-        // a line once written is never moved nor changed, and is dropped
-        // only when the arena is consumed or dropped, which the borrow of
-        // `self` prevents while the returned reference lives.
-        unsafe {
-            let slot = chunk.pointer.add(chunk.length);
-            slot.write(line);
-            chunk.length += 1;
-            &*slot
-        }
+        self.lines.alloc(line)
     }
 
-    /// An arena whose first lines go to `storage` (an empty vector).
-    fn with_chunk(storage: Vec<Line>) -> Self {
-        let arena = LineArena::default();
-        if storage.capacity() > 0 {
-            debug_assert!(storage.is_empty());
-            let mut storage = std::mem::ManuallyDrop::new(storage);
-            arena.chunks.borrow_mut().push(Chunk {
-                pointer: storage.as_mut_ptr(),
-                length: 0,
-                capacity: storage.capacity(),
-            });
+    /// The lines added from the `first`-th on; the others go back to
+    /// `source`, for their storage to be reused.
+    fn into_lines_from(self, first: usize, source: &mut dyn LineSource) -> Vec<Line> {
+        let mut lines = self.lines.into_vec();
+        let kept = lines.split_off(first.min(lines.len()));
+        for line in lines {
+            source.recycle(line);
         }
-        arena
-    }
-
-    /// The lines added from the `first`-th on (the others are dropped),
-    /// and the first chunk emptied, for the next arena; the dropped lines
-    /// go back to `source`.
-    fn into_lines_from(self, first: usize, source: &mut dyn LineSource) -> (Vec<Line>, Vec<Line>) {
-        let chunks = std::mem::take(&mut *self.chunks.borrow_mut());
-        let mut kept = Vec::new();
-        let mut spare = Vec::new();
-        let mut index = 0;
-        for chunk in chunks {
-            let mut lines = chunk.into_lines();
-            for line in lines.drain(..) {
-                if index >= first {
-                    kept.push(line);
-                } else {
-                    source.recycle(line);
-                }
-                index += 1;
-            }
-            if spare.capacity() == 0 {
-                spare = lines;
-            }
-        }
-        (kept, spare)
-    }
-}
-
-impl Drop for LineArena {
-    fn drop(&mut self) {
-        for chunk in self.chunks.get_mut().drain(..) {
-            drop(chunk.into_lines());
-        }
+        kept
     }
 }
 
