@@ -21,8 +21,13 @@ pub struct Loaded {
 pub fn load(path: &Path, options: &Options) -> Loaded {
     let mut sources = Sources::default();
     let mut diagnostics = Diagnostics::default();
-    let lines = lexer::read_file(path, options, &mut sources, &mut diagnostics);
-    let config = crate::grammar::parse(&lines, &mut diagnostics);
+    let mut grammar_diagnostics = Diagnostics::default();
+    let mut lexer = lexer::open_file(path, options, &mut sources, &mut diagnostics);
+    let config = crate::grammar::parse_streamed(&mut lexer, &mut grammar_diagnostics);
+    drop(lexer);
+    // The lexer's diagnostics first, as if it had read every line before
+    // the grammar started.
+    diagnostics.items.append(&mut grammar_diagnostics.items);
     Loaded {
         sources,
         diagnostics,
@@ -35,8 +40,13 @@ pub fn load(path: &Path, options: &Options) -> Loaded {
 pub fn load_str(name: &str, text: &str, options: &Options) -> Loaded {
     let mut sources = Sources::default();
     let mut diagnostics = Diagnostics::default();
-    let lines = lexer::read_str(name, text, options, &mut sources, &mut diagnostics);
-    let config = crate::grammar::parse(&lines, &mut diagnostics);
+    let mut grammar_diagnostics = Diagnostics::default();
+    let mut lexer = lexer::open_str(name, text, options, &mut sources, &mut diagnostics);
+    let config = crate::grammar::parse_streamed(&mut lexer, &mut grammar_diagnostics);
+    drop(lexer);
+    // The lexer's diagnostics first, as if it had read every line before
+    // the grammar started.
+    diagnostics.items.append(&mut grammar_diagnostics.items);
     Loaded {
         sources,
         diagnostics,

@@ -106,6 +106,23 @@ fn mutated_configurations_load() {
         let result = std::panic::catch_unwind(|| {
             let loaded = fulcrum_config::load_str("mutated.conf", &text, &options);
             let _ = loaded.diagnostics.render(&loaded.sources);
+            // Streaming the lines to the grammar must change nothing: the
+            // same model and diagnostics as from all the lines at once.
+            let mut sources = fulcrum_config::syntax::Sources::default();
+            let mut diagnostics = fulcrum_config::diagnostic::Diagnostics::default();
+            let lines = fulcrum_config::lexer::read_str(
+                "mutated.conf",
+                &text,
+                &options,
+                &mut sources,
+                &mut diagnostics,
+            );
+            let config = fulcrum_config::grammar::parse(&lines, &mut diagnostics);
+            assert_eq!(
+                format!("{:?}", (&loaded.diagnostics, &loaded.config)),
+                format!("{:?}", (&diagnostics, &config)),
+                "streamed and whole parses differ"
+            );
         });
         let elapsed = started.elapsed();
         if elapsed > slowest {

@@ -32,6 +32,26 @@ use crate::syntax::{Line, Span, Word};
 /// Parses the lines of one configuration into the model, reporting every
 /// problem to `diagnostics` (all of them, in one run).
 pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
+    parse_with(diagnostics, &mut |diagnostics, each| {
+        tree::build_each(lines, ROOT, diagnostics, each)
+    })
+}
+
+/// [`parse`] for lines pulled one by one from `source` (the lexer), each
+/// top-level block's lines being dropped once it is read: the lines of a
+/// whole configuration are never held.
+pub fn parse_streamed(source: &mut dyn tree::LineSource, diagnostics: &mut Diagnostics) -> Config {
+    parse_with(diagnostics, &mut |diagnostics, each| {
+        tree::build_streamed(source, ROOT, diagnostics, each)
+    })
+}
+
+/// Builds a tree into the diagnostics given, handing each top-level node
+/// to the reader given.
+type BuildTree<'b> = dyn FnMut(&mut Diagnostics, &mut dyn FnMut(Node<'_>)) + 'b;
+
+/// [`parse`] with the tree built by `build`.
+fn parse_with(diagnostics: &mut Diagnostics, build: &mut BuildTree<'_>) -> Config {
     // Each top-level block is read into the model as soon as its tree is
     // built, then dropped. The readers' diagnostics are kept apart and come
     // after the tree's, as if the whole tree had been built first.
@@ -42,7 +62,7 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
         references: Vec::new(),
     };
     let mut config = Config::default();
-    tree::build_each(lines, ROOT, diagnostics, &mut |node| {
+    build(diagnostics, &mut |node| {
         read_top_level(&node, &mut config, &mut context)
     });
     vrrp::finish(&mut config, &mut context);

@@ -123,23 +123,182 @@ pub fn build_each<'a>(
     diagnostics: &mut Diagnostics,
     each: &mut dyn FnMut(Node<'a>),
 ) {
+    let mut window = lines;
     let mut builder = Builder {
-        lines,
-        position: Cursor::start(lines),
+        position: Cursor::start(&mut window),
+        lines: &mut window,
         diagnostics,
         open_blocks: Vec::new(),
         root,
         last_close: None,
         each,
+        pause_at_top_level: false,
+        gathered: Vec::new(),
     };
     loop {
         let (more, end) = builder.block(Body::Keywords(root));
         // Top-level nodes went to `each`.
         debug_assert!(more.is_empty());
         // At top level a block only ends at the end of the input.
-        if end == End::InputEnded || builder.position.line >= lines.len() {
+        if end == End::InputEnded || builder.at_end() {
             break;
         }
+    }
+}
+
+/// [`build_each`] for lines pulled one by one from `source` (the lexer):
+/// the lines of a top-level block are dropped once its node has been
+/// handed to `each`, so the lines of a large configuration are never all
+/// held. Same nodes, same diagnostics, in the same order.
+pub fn build_streamed(
+    source: &mut dyn LineSource,
+    root: &'static [Keyword],
+    diagnostics: &mut Diagnostics,
+    each: &mut dyn FnMut(Node<'_>),
+) {
+    // The lines read past the end of the last top-level item (the rest of
+    // its last line, the next line), and the index of the first of them.
+    let mut carried: Vec<Line> = Vec::new();
+    let mut base = 0;
+    let mut position: Option<Cursor> = None;
+    let mut last_close = None;
+    loop {
+        let arena = LineArena::new();
+        let mut window = Streamed {
+            lines: {
+                let mut lines = Vec::with_capacity(LineArena::LINES);
+                lines.extend(carried.drain(..).map(|line| arena.add(line)));
+                lines
+            },
+            arena: &arena,
+            base,
+            source: &mut *source,
+        };
+        let start = match position {
+            Some(position) => position,
+            None => Cursor::start(&mut window),
+        };
+        let mut builder = Builder {
+            position: start,
+            lines: &mut window,
+            diagnostics: &mut *diagnostics,
+            open_blocks: Vec::new(),
+            root,
+            last_close,
+            each: &mut |node| each(node),
+            pause_at_top_level: true,
+            gathered: Vec::new(),
+        };
+        let (more, end) = builder.block(Body::Keywords(root));
+        debug_assert!(more.is_empty());
+        let at_end = builder.at_end();
+        let next = builder.position;
+        last_close = builder.last_close;
+        if end == End::InputEnded || at_end {
+            break;
+        }
+        position = Some(next);
+        carried = arena.into_lines_from(next.line - base, &mut *source);
+        base = next.line;
+    }
+}
+
+/// Where [`build_streamed`] pulls its lines from (the lexer).
+pub trait LineSource {
+    fn next_line(&mut self) -> Option<Line>;
+    /// Takes back a line the tree is done with, so that its storage can be
+    /// reused.
+    fn recycle(&mut self, _line: Line) {}
+}
+
+impl LineSource for crate::lexer::Lexer<'_> {
+    fn next_line(&mut self) -> Option<Line> {
+        crate::lexer::Lexer::next_line(self)
+    }
+
+    fn recycle(&mut self, line: Line) {
+        crate::lexer::Lexer::recycle(self, line)
+    }
+}
+
+/// Lines that stay where they are while more are added: the nodes of a
+/// block borrow the lines read so far while the builder pulls the next.
+/// `typed_arena` stores them in chunks (one allocation for many lines).
+struct LineArena {
+    lines: typed_arena::Arena<Line>,
+}
+
+impl LineArena {
+    /// Lines per chunk: a top-level block of a large configuration (a
+    /// virtual server and its real servers) is some tens of lines.
+    const LINES: usize = 128;
+
+    fn new() -> Self {
+        LineArena {
+            lines: typed_arena::Arena::with_capacity(Self::LINES),
+        }
+    }
+
+    fn add(&self, line: Line) -> &Line {
+        self.lines.alloc(line)
+    }
+
+    /// The lines added from the `first`-th on; the others go back to
+    /// `source`, for their storage to be reused.
+    fn into_lines_from(self, first: usize, source: &mut dyn LineSource) -> Vec<Line> {
+        let mut lines = self.lines.into_vec();
+        let kept = lines.split_off(first.min(lines.len()));
+        for line in lines {
+            source.recycle(line);
+        }
+        kept
+    }
+}
+
+/// Where the builder finds its lines, by index from the start of the
+/// input.
+trait Window<'a> {
+    fn line(&mut self, index: usize) -> Option<&'a Line>;
+    /// The last word of the input (every line is then read).
+    fn last_word(&mut self) -> Option<&'a Word>;
+}
+
+impl<'a> Window<'a> for &'a [Line] {
+    fn line(&mut self, index: usize) -> Option<&'a Line> {
+        self.get(index)
+    }
+
+    fn last_word(&mut self) -> Option<&'a Word> {
+        self.iter().rev().find_map(|line| line.words.last())
+    }
+}
+
+/// The lines of one top-level item, pulled from the lexer as needed.
+struct Streamed<'a, 's> {
+    arena: &'a LineArena,
+    /// The lines from index `base` on.
+    lines: Vec<&'a Line>,
+    base: usize,
+    source: &'s mut dyn LineSource,
+}
+
+impl<'a> Window<'a> for Streamed<'a, '_> {
+    fn line(&mut self, index: usize) -> Option<&'a Line> {
+        let offset = index.checked_sub(self.base)?;
+        while self.lines.len() <= offset {
+            let line = self.source.next_line()?;
+            self.lines.push(self.arena.add(line));
+        }
+        Some(self.lines[offset])
+    }
+
+    fn last_word(&mut self) -> Option<&'a Word> {
+        while let Some(line) = self.source.next_line() {
+            self.lines.push(self.arena.add(line));
+        }
+        // The item being read started in this window, so its words (and
+        // every later one) are here.
+        self.lines.iter().rev().find_map(|line| line.words.last())
     }
 }
 
@@ -152,14 +311,17 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn start(lines: &[Line]) -> Self {
+    fn start<'a>(lines: &mut impl Window<'a>) -> Self {
         Cursor { line: 0, word: 0 }.settled(lines)
     }
 
     /// The same place, moved past the end of lines to the next line that
     /// has words.
-    fn settled(mut self, lines: &[Line]) -> Self {
-        while self.line < lines.len() && self.word >= lines[self.line].words.len() {
+    fn settled<'a>(mut self, lines: &mut impl Window<'a>) -> Self {
+        while let Some(line) = lines.line(self.line) {
+            if self.word < line.words.len() {
+                break;
+            }
             self.line += 1;
             self.word = 0;
         }
@@ -170,11 +332,11 @@ impl Cursor {
 /// The item at `at` and where the next one starts: a line is split at its
 /// braces (`a b { c }` is `a b {`, `c`, `}`); only a line's first piece
 /// has its raw text.
-fn item_at(lines: &[Line], at: Cursor) -> Option<(Item<'_>, Cursor)> {
-    let line = lines.get(at.line)?;
+fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cursor)> {
+    let line = lines.line(at.line)?;
     let words = &line.words;
     let raw = (at.word == 0).then_some(line.raw.as_str());
-    let next = |word: usize| {
+    let mut next = |word: usize| {
         Cursor {
             line: at.line,
             word,
@@ -210,8 +372,8 @@ fn item_at(lines: &[Line], at: Cursor) -> Option<(Item<'_>, Cursor)> {
     Some((item, next(words.len())))
 }
 
-struct Builder<'a, 'd, 'e> {
-    lines: &'a [Line],
+struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
+    lines: &'w mut W,
     /// The next item to read.
     position: Cursor,
     diagnostics: &'d mut Diagnostics,
@@ -222,24 +384,45 @@ struct Builder<'a, 'd, 'e> {
     last_close: Option<Span>,
     /// Where top-level nodes go.
     each: &'e mut dyn FnMut(Node<'a>),
+    /// Return at top level after each item, so that the caller can drop
+    /// the lines read so far.
+    pause_at_top_level: bool,
+    /// Vectors to gather a block's nodes in, one per depth being read.
+    gathered: Vec<Vec<Node<'a>>>,
 }
 
-impl<'a> Builder<'a, '_, '_> {
+impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
+    /// Whether every item has been read.
+    fn at_end(&mut self) -> bool {
+        self.lines.line(self.position.line).is_none()
+    }
+
     fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
-        let (mut nodes, end) = self.block_nodes(body);
-        // The tree lives until the model is read: no room for more.
-        nodes.shrink_to_fit();
+        // The nodes are gathered in a vector reused from block to block
+        // (at this depth), then moved to one of the exact size: one
+        // allocation per block, rather than one per doubling.
+        let mut gathered = self.gathered.pop().unwrap_or_default();
+        let end = self.block_nodes(body, &mut gathered);
+        let mut nodes = Vec::with_capacity(gathered.len());
+        nodes.append(&mut gathered);
+        self.gathered.push(gathered);
         (nodes, end)
     }
 
-    fn block_nodes(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
-        let mut nodes = Vec::new();
+    fn block_nodes(&mut self, body: Body, nodes: &mut Vec<Node<'a>>) -> End {
+        let start = self.position;
         loop {
+            if self.pause_at_top_level && self.open_blocks.is_empty() && self.position != start {
+                // Nothing borrows the lines read so far: let the caller
+                // drop them. It comes back here as at the end of a block
+                // cut short by a top-level keyword.
+                return End::TopLevel;
+            }
             let Some((item, next)) = self.peek() else {
                 if !self.open_blocks.is_empty() {
                     self.report_unclosed_at_end();
                 }
-                return (nodes, End::InputEnded);
+                return End::InputEnded;
             };
             let (words, open, raw) = match item {
                 Item::Close(word) => {
@@ -252,7 +435,7 @@ impl<'a> Builder<'a, '_, '_> {
                         continue;
                     }
                     self.last_close = Some(word.span);
-                    return (nodes, End::Closed);
+                    return End::Closed;
                 }
                 Item::Line { words, open, raw } => (words, open, raw),
             };
@@ -278,7 +461,7 @@ impl<'a> Builder<'a, '_, '_> {
                 && keyword::find(self.root, &keyword.text).is_some_and(Keyword::opens_block)
             {
                 self.report_unclosed_before(keyword);
-                return (nodes, End::TopLevel);
+                return End::TopLevel;
             }
             self.position = next;
             let arguments = &words[1..];
@@ -286,7 +469,7 @@ impl<'a> Builder<'a, '_, '_> {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
                     self.add(
-                        &mut nodes,
+                        nodes,
                         Node {
                             keyword,
                             arguments,
@@ -339,7 +522,7 @@ impl<'a> Builder<'a, '_, '_> {
                     self.skip_block(open.span);
                 }
                 if complete {
-                    self.add(&mut nodes, node);
+                    self.add(nodes, node);
                 }
                 continue;
             }
@@ -382,16 +565,16 @@ impl<'a> Builder<'a, '_, '_> {
                 }
             }
             if complete {
-                self.add(&mut nodes, node);
+                self.add(nodes, node);
             }
             if end != End::Closed {
-                return (nodes, end);
+                return end;
             }
         }
     }
 
     /// The next item and where the one after it starts.
-    fn peek(&self) -> Option<(Item<'a>, Cursor)> {
+    fn peek(&mut self) -> Option<(Item<'a>, Cursor)> {
         item_at(self.lines, self.position)
     }
 
@@ -519,9 +702,7 @@ impl<'a> Builder<'a, '_, '_> {
         // The last item's span: that of the last word of the input.
         let last = self
             .lines
-            .iter()
-            .rev()
-            .find_map(|line| line.words.last())
+            .last_word()
             .map_or(self.open_blocks[0].1, |word| word.span);
         let mut diagnostic = Diagnostic::error(
             last,

@@ -516,7 +516,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     let mut scheduler_name: Option<String> = None;
     let mut sorry: Option<(IpAddr, Option<u16>, Option<ForwardingMethod>, bool)> = None;
     let mut sorry_inhibit_before = false;
-    let mut real_servers: Vec<(RealServer, &Node, Vec<&Node>)> = Vec::new();
+    // At most one real server per child: no growth by doubling.
+    let mut real_servers: Vec<(RealServer, &Node, Vec<&Node>)> =
+        Vec::with_capacity(node.children.len());
     for child in &node.children {
         if read_check_default(child, &mut server.defaults, context) {
             if child.name() == "snmp_name" {
@@ -785,6 +787,10 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     let mut weight_sum: u64 = 0;
     let mut warned_forwarding = false;
     let mut family_so_far: Option<bool> = None;
+    // Room for every real server read, at once: the vectors are then
+    // neither grown nor (below) shrunk by reallocation.
+    server.real_servers.reserve_exact(real_servers.len());
+    pending.real_server_spans.reserve_exact(real_servers.len());
     for (mut real_server, real_node, checker_nodes) in real_servers {
         if server.real_servers.iter().any(|other| {
             other.address == real_server.address && other.written_port == real_server.written_port

@@ -392,9 +392,14 @@ impl Lexer<'_> {
             }
             let raw = &raw[..length];
             if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1 {
-                if let Some((line, span)) =
-                    super::plain_line(raw, id, line_number, utf8, &mut self.words)
-                {
+                if let Some((line, span)) = super::plain_line(
+                    raw,
+                    id,
+                    line_number,
+                    utf8,
+                    &mut self.words,
+                    &mut self.spare_words,
+                ) {
                     return Some(super::FileLine::Plain(line, span));
                 }
             }

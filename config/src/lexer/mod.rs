@@ -83,12 +83,37 @@ pub fn read_file(
     sources: &mut Sources,
     diagnostics: &mut Diagnostics,
 ) -> Vec<Line> {
+    open_file(path, options, sources, diagnostics).run()
+}
+
+/// A lexer over the configuration at `path` (see [`read_file`]), to be
+/// read line by line with [`Lexer::next_line`].
+pub(crate) fn open_file<'a>(
+    path: &Path,
+    options: &Options,
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+) -> Lexer<'a> {
     let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
     let pattern = path.to_string_lossy().into_owned();
     if !lexer.open_main(&pattern) {
-        return Vec::new();
+        // Nothing to read, and nothing to finish (no definition started).
+        lexer.finished = true;
     }
-    lexer.run()
+    lexer
+}
+
+/// A lexer over text in memory (see [`read_str`]).
+pub(crate) fn open_str<'a>(
+    name: &str,
+    text: &str,
+    options: &Options,
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+) -> Lexer<'a> {
+    let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
+    lexer.open_text(name, text.as_bytes().to_vec());
+    lexer
 }
 
 /// Reads a configuration held in memory (tests, fuzzing); `include`s are
@@ -100,9 +125,7 @@ pub fn read_str(
     sources: &mut Sources,
     diagnostics: &mut Diagnostics,
 ) -> Vec<Line> {
-    let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
-    lexer.open_text(name, text.as_bytes().to_vec());
-    lexer.run()
+    open_str(name, text, options, sources, diagnostics).run()
 }
 
 /// A line read from a file.
@@ -150,6 +173,7 @@ fn plain_line(
     line: u32,
     utf8: bool,
     scratch: &mut Vec<Word>,
+    spare: &mut Vec<Vec<Word>>,
 ) -> Option<(Line, Option<Span>)> {
     let seen = raw
         .iter()
@@ -233,7 +257,9 @@ fn plain_line(
             quoted: false,
         });
     }
-    let mut exact = Vec::with_capacity(words.len());
+    let mut exact = spare
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(words.len()));
     exact.append(words);
     let words = exact;
     let covering = if start < text_end {
@@ -320,6 +346,13 @@ pub(crate) struct Lexer<'a> {
     reported_undefined: HashSet<Span>,
     /// Substitutions already reported as making a line too long.
     reported_too_long: HashSet<Span>,
+    /// Lines handed out so far (see [`LINE_LIMIT`]).
+    produced_lines: u64,
+    /// The input has ended (or the line limit was reached): no more lines.
+    finished: bool,
+    /// Word vectors of lines the grammar is done with, emptied, for the
+    /// next lines (see [`Lexer::recycle`]).
+    spare_words: Vec<Vec<Word>>,
 }
 
 impl<'a> Lexer<'a> {
@@ -359,6 +392,9 @@ impl<'a> Lexer<'a> {
             words: Vec::new(),
             reported_undefined: HashSet::new(),
             reported_too_long: HashSet::new(),
+            produced_lines: 0,
+            finished: false,
+            spare_words: Vec::new(),
         }
     }
 
@@ -377,8 +413,21 @@ impl<'a> Lexer<'a> {
                 memchr::memchr_iter(b'\n', text).count()
             });
         let mut lines = Vec::with_capacity(estimate);
+        while let Some(line) = self.next_line() {
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// The next line of words, or `None` once the input has ended (lines
+    /// are produced as they are read, so that the grammar can read and
+    /// drop each block before the next is lexed).
+    pub(crate) fn next_line(&mut self) -> Option<Line> {
+        if self.finished {
+            return None;
+        }
         while let Some(produced) = self.read_line() {
-            if lines.len() as u64 >= self.file_lines.saturating_add(LINE_LIMIT) {
+            if self.produced_lines >= self.file_lines.saturating_add(LINE_LIMIT) {
                 // A definition that contains itself followed by a brace
                 // makes keepalived produce lines for ever (each piece split
                 // off the line is substituted again).
@@ -416,12 +465,25 @@ impl<'a> Lexer<'a> {
                 // its place).
                 self.set_include_check(&words[1..]);
             }
-            lines.push(Line { words, raw });
+            self.produced_lines += 1;
+            return Some(Line { words, raw });
         }
+        self.finished = true;
         if let Some(index) = self.defining.take() {
             self.end_definition(index);
         }
-        lines
+        None
+    }
+
+    /// Takes back a line the grammar is done with: its word vector holds
+    /// the words of a later line (an allocation saved per line).
+    pub(crate) fn recycle(&mut self, line: Line) {
+        // A block's worth: more would only hold memory.
+        if self.spare_words.len() < 256 {
+            let mut words = line.words;
+            words.clear();
+            self.spare_words.push(words);
+        }
     }
 
     /// keepalived's `read_line`: the next line, or `None` at the end.
@@ -695,7 +757,10 @@ impl<'a> Lexer<'a> {
                 quoted: false,
             });
         }
-        let mut exact = Vec::with_capacity(words.len());
+        let mut exact = self
+            .spare_words
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(words.len()));
         exact.append(&mut words);
         self.words = words;
         exact

@@ -783,6 +783,7 @@ fn plain_lines_lex_as_the_long_path_does() {
                 1,
                 true,
                 &mut Vec::new(),
+                &mut Vec::new(),
             )
             .is_none()
         {
