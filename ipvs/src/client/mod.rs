@@ -325,47 +325,41 @@ impl Client {
             .min(keys.len().div_ceil(SERVICES_PER_DUMP_THREAD))
             .max(1);
         let share = keys.len().div_ceil(workers).max(1);
-        let each = &each;
+        // One share: the keys from index `first` on, read with `client`.
+        let read = |client: &mut Client, first: usize, share: &[ServiceKey]| -> Vec<T> {
+            share
+                .iter()
+                .enumerate()
+                .map(|(index, key)| each(first + index, client.destinations(key)))
+                .collect()
+        };
         // The workers' own handle on the namespace, so that `self` stays
         // free for the calling thread's share.
         let namespace = match self.namespace.try_clone() {
             Ok(namespace) if workers > 1 => namespace,
-            _ => {
-                return keys
-                    .iter()
-                    .enumerate()
-                    .map(|(index, key)| each(index, self.destinations(key)))
-                    .collect();
-            }
+            _ => return read(self, 0, keys),
         };
         let namespace = &namespace;
+        let read = &read;
+        let shares: Vec<(usize, &[ServiceKey])> = keys
+            .chunks(share)
+            .enumerate()
+            .map(|(part, keys)| (part * share, keys))
+            .collect();
         let (mine, others) = std::thread::scope(|scope| {
-            let others: Vec<_> = keys
-                .chunks(share)
-                .enumerate()
-                .skip(1)
-                .map(|(part, chunk)| {
-                    let first = part * share;
+            let others: Vec<_> = shares[1..]
+                .iter()
+                .map(|&(first, keys)| {
                     scope.spawn(move || {
                         let mut client = Client {
                             transport: Some(connect_in(namespace)?),
                             namespace: namespace.try_clone()?,
                         };
-                        Ok::<_, Error>(
-                            chunk
-                                .iter()
-                                .enumerate()
-                                .map(|(index, key)| each(first + index, client.destinations(key)))
-                                .collect::<Vec<T>>(),
-                        )
+                        Ok::<_, Error>(read(&mut client, first, keys))
                     })
                 })
                 .collect();
-            let mine: Vec<T> = keys[..share.min(keys.len())]
-                .iter()
-                .enumerate()
-                .map(|(index, key)| each(index, self.destinations(key)))
-                .collect();
+            let mine = read(self, 0, shares[0].1);
             let others: Vec<_> = others
                 .into_iter()
                 .map(|handle| {
@@ -377,17 +371,10 @@ impl Client {
             (mine, others)
         });
         let mut results = mine;
-        for (part, outcome) in others.into_iter().enumerate() {
+        for (outcome, &(first, keys)) in others.into_iter().zip(&shares[1..]) {
             match outcome {
-                Ok(chunk) => results.extend(chunk),
-                Err(_) => {
-                    let first = (part + 1) * share;
-                    let end = (first + share).min(keys.len());
-                    for (index, key) in keys[first..end].iter().enumerate() {
-                        let destinations = self.destinations(key);
-                        results.push(each(first + index, destinations));
-                    }
-                }
+                Ok(share) => results.extend(share),
+                Err(_) => results.extend(read(self, first, keys)),
             }
         }
         results
