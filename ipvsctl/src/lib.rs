@@ -15,3 +15,5 @@ pub mod format;
 pub mod generate;
 pub mod json;
 pub mod run;
+#[cfg(test)]
+mod test_fixtures;

@@ -3,15 +3,17 @@
 //! fixture, plus edge cases.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipvs::{
     ConnectionCounters, Destination, Family, Forwarding, Info, Netmask, Protocol, Service,
-    ServiceFlags, ServiceKey, Statistics, SyncDaemon, SyncState, Timeouts, Tunnel, TunnelChecksum,
-    TunnelKind, Version,
+    ServiceFlags, ServiceKey, SyncDaemon, SyncState, Timeouts, TunnelChecksum, TunnelKind, Version,
 };
 
 use super::*;
+use crate::test_fixtures::{
+    address_key as key, destination as dest, persistent, statistics as stats, tunnel,
+};
 
 const SPEC: &str = include_str!("../../../docs/ipvsadm.md");
 
@@ -179,64 +181,13 @@ impl Resolver for PanickyResolver {
     }
 }
 
-fn stats(values: [u64; 10]) -> Statistics {
-    let [c, ip, op, ib, ob, cr, ipr, opr, ibr, obr] = values;
-    Statistics {
-        connections: c,
-        incoming_packets: ip,
-        outgoing_packets: op,
-        incoming_bytes: ib,
-        outgoing_bytes: ob,
-        connection_rate: cr,
-        incoming_packet_rate: ipr,
-        outgoing_packet_rate: opr,
-        incoming_byte_rate: ibr,
-        outgoing_byte_rate: obr,
-    }
-}
-
 fn tcp(address: &str, port: u16) -> ServiceKey {
     key(Protocol::Tcp, address, port)
 }
 
-fn key(protocol: Protocol, address: &str, port: u16) -> ServiceKey {
-    ServiceKey::Address {
-        protocol,
-        address: address.parse().unwrap(),
-        port,
-    }
-}
-
-/// A service as the kernel reports it: HASHED set, zero statistics.
+/// A service as the kernel reports it, its flags as ipvsadm's bits.
 fn service(key: ServiceKey, scheduler: &str, flags: u32) -> Service {
-    let mut service = Service::new(key, scheduler);
-    service.flags = ServiceFlags::from_bits(flags) | ServiceFlags::HASHED;
-    service.statistics = Some(Statistics::default());
-    service
-}
-
-fn persistent(mut service: Service, timeout: u32) -> Service {
-    service.flags |= ServiceFlags::PERSISTENT;
-    service.timeout = timeout;
-    service
-}
-
-/// A destination as the kernel reports it: zero counters and statistics.
-fn dest(address: &str, forwarding: Forwarding, weight: u32) -> Destination {
-    let address: SocketAddr = address.parse().unwrap();
-    let mut dest = Destination::new(address, forwarding);
-    dest.weight = weight;
-    dest.counters = Some(ConnectionCounters::default());
-    dest.statistics = Some(Statistics::default());
-    dest
-}
-
-fn tunnel(kind: TunnelKind, port: u16, checksum: TunnelChecksum) -> Forwarding {
-    Forwarding::Tunnel(Tunnel {
-        kind,
-        port,
-        checksum,
-    })
+    crate::test_fixtures::service(key, scheduler, ServiceFlags::from_bits(flags))
 }
 
 const SCHED1: u32 = 0x08;

@@ -3,12 +3,13 @@
 //! `docs/ipvsctl-json.md` documents exactly the fields the listings print.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 
-use ipvs::{ConnectionCounters, Tunnel, TunnelChecksum, Version};
+use ipvs::{ConnectionCounters, TunnelChecksum, Version};
 use serde_json::Value;
 
 use super::*;
+use crate::test_fixtures::{address_key, destination, persistent, service, statistics, tunnel};
 
 const SCHEMA_DOC: &str = include_str!("../../../docs/ipvsctl-json.md");
 
@@ -72,64 +73,8 @@ fn info() -> Info {
     }
 }
 
-fn statistics(values: [u64; 10]) -> Statistics {
-    let [c, ip, op, ib, ob, cr, ipr, opr, ibr, obr] = values;
-    Statistics {
-        connections: c,
-        incoming_packets: ip,
-        outgoing_packets: op,
-        incoming_bytes: ib,
-        outgoing_bytes: ob,
-        connection_rate: cr,
-        incoming_packet_rate: ipr,
-        outgoing_packet_rate: opr,
-        incoming_byte_rate: ibr,
-        outgoing_byte_rate: obr,
-    }
-}
-
-fn address_key(protocol: Protocol, address: &str, port: u16) -> ServiceKey {
-    ServiceKey::Address {
-        protocol,
-        address: address.parse().unwrap(),
-        port,
-    }
-}
-
 fn mark_key(family: Family, mark: u32) -> ServiceKey {
     ServiceKey::Fwmark { family, mark }
-}
-
-/// A service as the kernel reports it: HASHED set, zero statistics.
-fn service(key: ServiceKey, scheduler: &str, flags: ServiceFlags) -> Service {
-    let mut service = Service::new(key, scheduler);
-    service.flags = flags | ServiceFlags::HASHED;
-    service.statistics = Some(Statistics::default());
-    service
-}
-
-fn persistent(mut service: Service, timeout: u32) -> Service {
-    service.flags |= ServiceFlags::PERSISTENT;
-    service.timeout = timeout;
-    service
-}
-
-/// A destination as the kernel reports it: zero counters and statistics.
-fn destination(address: &str, forwarding: Forwarding, weight: u32) -> Destination {
-    let address: SocketAddr = address.parse().unwrap();
-    let mut destination = Destination::new(address, forwarding);
-    destination.weight = weight;
-    destination.counters = Some(ConnectionCounters::default());
-    destination.statistics = Some(Statistics::default());
-    destination
-}
-
-fn tunnel(kind: TunnelKind, port: u16, checksum: TunnelChecksum) -> Forwarding {
-    Forwarding::Tunnel(Tunnel {
-        kind,
-        port,
-        checksum,
-    })
 }
 
 /// Like `docs/ipvsadm.md` Appendix A, in a dump order that is not the
