@@ -8,6 +8,7 @@ pub mod cli;
 pub mod desired;
 pub mod reconcile;
 pub mod reconciler;
+pub mod vrrp;
 
 use std::io::Write;
 
