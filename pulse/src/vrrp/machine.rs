@@ -517,7 +517,11 @@ impl Machine {
         self.send_advert(self.effective_priority, actions);
         actions.push(Action::AddAddresses);
         self.announce(self.settings.garp.master_repeat, actions);
-        self.refresh_at = self.settings.garp.master_refresh.map(|refresh| now + refresh);
+        self.refresh_at = self
+            .settings
+            .garp
+            .master_refresh
+            .map(|refresh| now + refresh);
         if !self.settings.garp.master_delay.is_zero() {
             self.delayed_announce = Some(now + self.settings.garp.master_delay);
         }
@@ -589,8 +593,7 @@ impl Machine {
         }
         let preempt_delay_running = !self.settings.preempt_delay.is_zero()
             && self.preempt_until.is_none_or(|until| until > now);
-        if !self.settings.preempt || priority >= self.effective_priority || preempt_delay_running
-        {
+        if !self.settings.preempt || priority >= self.effective_priority || preempt_delay_running {
             if let Kind::Version3 {
                 max_advert_interval,
             } = received.advert.kind
@@ -625,17 +628,15 @@ impl Machine {
             .local_address
             .map(|local| compare_addresses(&received.source, &local))
             .unwrap_or(std::cmp::Ordering::Equal);
-        let higher = priority > ours
-            || (priority == ours && address_order == std::cmp::Ordering::Greater);
+        let higher =
+            priority > ours || (priority == ours && address_order == std::cmp::Ordering::Greater);
         if priority == PRIORITY_STOP || (self.settings.higher_priority_send_advert && higher) {
             self.send_advert(ours, actions);
             if priority == PRIORITY_STOP {
                 return;
             }
         }
-        if priority == ours
-            && address_order != std::cmp::Ordering::Equal
-            && ours == PRIORITY_OWNER
+        if priority == ours && address_order != std::cmp::Ordering::Equal && ours == PRIORITY_OWNER
         {
             // Two address owners: keepalived calls it a configuration error
             // and lowers its own priority.

@@ -22,7 +22,13 @@ fn adverts_from_the_configuration_are_keepalived_s() {
             SOURCE_V6,
             GROUP_V6,
         ),
-        (V3_IPV6_CONFIG, 0, &V3_IPV6_PRIORITY_0[..], SOURCE_V6, GROUP_V6),
+        (
+            V3_IPV6_CONFIG,
+            0,
+            &V3_IPV6_PRIORITY_0[..],
+            SOURCE_V6,
+            GROUP_V6,
+        ),
         (
             V3_UNICAST_CONFIG,
             100,
@@ -122,5 +128,8 @@ fn instance_values_override_global_ones_and_short_passwords_are_padded() {
         AuthenticationSettings::Password(*b"abc\0\0\0\0\0")
     );
     // The advert carries the instance family's addresses only.
-    assert_eq!(settings.virtual_addresses, ["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(
+        settings.virtual_addresses,
+        ["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+    );
 }
