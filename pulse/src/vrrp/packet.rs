@@ -439,7 +439,12 @@ impl Repr {
             Kind::Version2 { .. } => AUTHENTICATION_LEN,
             Kind::Version3 { .. } => 0,
         };
-        HEADER_LEN + self.addresses.len() * self.addresses.family().address_len() + authentication
+        HEADER_LEN + self.address_count() * self.addresses.family().address_len() + authentication
+    }
+
+    /// The count field holds one byte: more addresses are not sent.
+    fn address_count(&self) -> usize {
+        self.addresses.len().min(255)
     }
 
     /// Writes the advertisement into `packet` (exactly
@@ -453,7 +458,7 @@ impl Repr {
         source: &IpAddr,
         destination: &IpAddr,
     ) {
-        let count = self.addresses.len().min(255);
+        let count = self.address_count();
         packet.set_version_and_type(self.kind.version(), TYPE_ADVERTISEMENT);
         packet.set_virtual_router_id(self.virtual_router_id);
         packet.set_priority(self.priority);

@@ -247,3 +247,38 @@ fn no_addresses() {
     assert_eq!(bytes.len(), HEADER_LEN);
     assert_eq!(parse(&bytes, SOURCE_V6, GROUP_V6), Ok(repr));
 }
+
+#[test]
+fn more_than_255_addresses_are_cut_to_255() {
+    let repr = Repr {
+        virtual_router_id: 1,
+        priority: 100,
+        kind: Kind::Version3 {
+            max_advert_interval: 100,
+        },
+        addresses: Addresses::Ipv4((0..300u32).map(Ipv4Addr::from).collect()),
+    };
+    let bytes = repr.to_bytes(&SOURCE_V4, &GROUP_V4);
+    assert_eq!(bytes.len(), HEADER_LEN + 255 * 4);
+    let parsed = parse(&bytes, SOURCE_V4, GROUP_V4).unwrap();
+    assert_eq!(
+        parsed.addresses,
+        Addresses::Ipv4((0..255u32).map(Ipv4Addr::from).collect())
+    );
+}
+
+/// Found by the fuzzer: a checksum of 0xffff is the ones'-complement minus
+/// zero of 0x0000; it verifies (keepalived's in_csum accepts it too) and
+/// the packet is sent again with 0x0000, as keepalived computes it.
+#[test]
+fn fuzz_regression_checksum_minus_zero() {
+    let bytes = [
+        0x21, 0x33, 0x96, 0x03, 0x00, 0x01, 0xff, 0xff, 0xff, 0x80, 0xc0, 0xfe, 0x55, 0x00, 0x02,
+        0x64, 0xc0, 0x00, 0x02, 0x65, 0x65, 0x74, 0x72, 0x73, 0x65, 0x64, 0x31, 0x32,
+    ];
+    let repr = parse(&bytes, SOURCE_V4, GROUP_V4).unwrap();
+    let mut expected = bytes.to_vec();
+    expected[6..8].copy_from_slice(&[0, 0]);
+    assert_eq!(repr.to_bytes(&SOURCE_V4, &GROUP_V4), expected);
+    assert_eq!(parse(&expected, SOURCE_V4, GROUP_V4), Ok(repr));
+}
