@@ -23,8 +23,8 @@
 //! emitting take the IP source and destination. keepalived computes the
 //! IPv4 version 3 checksum with the destination the packet is sent to, the
 //! multicast group or the unicast peer; the checksum alone tells a receiver
-//! whether the sender used the one it received on. Versions of keepalived
-//! before 2.0 used the multicast group for unicast adverts too, and 2.2
+//! whether the sender used the one it received on. Older keepalived
+//! versions used the multicast group for unicast adverts too, and 2.2
 //! still accepts that on unicast (then sends that way itself,
 //! `unicast_checksum_compat`): a receiver wanting the same parses again
 //! with the group as destination after [`Error::BadChecksum`].
