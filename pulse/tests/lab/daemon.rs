@@ -238,7 +238,7 @@ fn daemon_notifies_reloads_and_stops_as_keepalived_users_expect() {
     );
     let status = daemon.wait().unwrap();
     assert!(status.success(), "{status}");
-    assert_eq!(table(&mut client), [foreign_line.clone()]);
+    assert_eq!(table(&mut client), std::slice::from_ref(&foreign_line));
     assert!(!pid_file.exists());
 
     // Forking (no -n): the command returns once the table is programmed,
