@@ -19,6 +19,8 @@ use tokio::sync::{mpsc, oneshot};
 
 #[path = "lab/daemon.rs"]
 mod daemon;
+#[path = "lab/sync_daemon.rs"]
+mod sync_daemon;
 
 const CONFIGURATION: &str = "
 global_defs {
