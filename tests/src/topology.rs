@@ -141,9 +141,13 @@ pub enum Reception {
     /// (`ip fou add port PORT gue`) strips UDP and GUE and hands the inner
     /// IP-in-IP packet to `tunl0`.
     Gue { port: u16 },
-    /// GRE (`lvs_method TUN type gre`): the `gre0` fallback device
-    /// decapsulates.
-    Gre,
+    /// GRE (`lvs_method TUN type gre [csum]`). Without checksums the
+    /// `gre0` fallback device decapsulates. The kernel drops GRE packets
+    /// whose checksum flag differs from the receiving device's setting
+    /// (counted as receive errors of gre0), so with checksums a GRE device
+    /// `vip0` bound to the real server's address with `icsum` receives
+    /// instead, and refuses packets without one.
+    Gre { checksum: bool },
 }
 
 /// A topology where replies bypass the director, as DR and TUN need: the
@@ -300,9 +304,13 @@ fn set_up_real_server(host: &Host, reception: Reception) -> Result<()> {
             setup.push_str("link add probe type ipip remote 192.0.2.1\nlink del probe\n");
             "tunl0"
         }
-        Reception::Gre => {
+        Reception::Gre { checksum: false } => {
             setup.push_str("link add probe type gre remote 192.0.2.1\nlink del probe\n");
             "gre0"
+        }
+        Reception::Gre { checksum: true } => {
+            writeln!(setup, "link add vip0 type gre local {} icsum", host.address)?;
+            "vip0"
         }
     };
     if let Reception::Gue { port } = reception {

@@ -415,7 +415,8 @@ fn forwards(prefix: &str, method: &str, reception: Option<Reception>, expected: 
 
     let tunnel_device = match reception {
         Some(Reception::Ipip | Reception::Gue { .. }) => Some("tunl0"),
-        Some(Reception::Gre) => Some("gre0"),
+        Some(Reception::Gre { checksum: false }) => Some("gre0"),
+        Some(Reception::Gre { checksum: true }) => Some("vip0"),
         _ => None,
     };
     let decapsulated_before: Vec<u64> = tunnel_device
@@ -509,8 +510,8 @@ fn gre_tunnel_answers_straight_from_every_real_server() {
     labkit::require_lab();
     forwards(
         "traffic-gre",
-        "TUN type gre nocsum",
-        Some(Reception::Gre),
+        "TUN type gre",
+        Some(Reception::Gre { checksum: false }),
         Forwarding::Tunnel(Tunnel {
             kind: TunnelKind::Gre,
             port: 0,
@@ -893,4 +894,20 @@ fn a_killed_pulse_restarts_without_touching_the_table_or_connections() {
     eprintln!("{prefix}: the connection opened before the kill answered by {answer}");
     assert!(answer == "rs1" || answer == "rs2", "{answer}");
     drop(restarted);
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn gre_tunnel_with_checksums_answers_straight_from_every_real_server() {
+    labkit::require_lab();
+    forwards(
+        "traffic-grecsum",
+        "TUN type gre csum",
+        Some(Reception::Gre { checksum: true }),
+        Forwarding::Tunnel(Tunnel {
+            kind: TunnelKind::Gre,
+            port: 0,
+            checksum: TunnelChecksum::Checksum,
+        }),
+    );
 }
