@@ -657,6 +657,9 @@ impl Traffic {
                         }
                         Err(error) => failures.push(format!("{error:#}")),
                     }
+                    // A steady stream, not a flood: the emulated machine
+                    // runs other tests at the same time.
+                    thread::sleep(Duration::from_millis(10));
                 }
                 failures
             })
@@ -695,11 +698,18 @@ impl Drop for Traffic {
 /// One `GET /` from the calling thread's namespace; the body.
 fn get_here(address: SocketAddr) -> anyhow::Result<String> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3))
+        .map_err(|error| anyhow::anyhow!("connect: {error}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(stream, "GET / HTTP/1.0\r\nHost: {}\r\n\r\n", address.ip())?;
     let mut response = String::new();
-    stream.read_to_string(&mut response)?;
+    // A timeout here reads as EAGAIN ("Resource temporarily unavailable").
+    stream.read_to_string(&mut response).map_err(|error| {
+        anyhow::anyhow!(
+            "no answer within 5 s: {error} (from {:?})",
+            stream.local_addr()
+        )
+    })?;
     let Some((head, body)) = response.split_once("\r\n\r\n") else {
         anyhow::bail!("a malformed answer: {response:?}");
     };
