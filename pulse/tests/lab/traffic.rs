@@ -921,3 +921,44 @@ fn gre_tunnel_with_checksums_answers_straight_from_every_real_server() {
         }),
     );
 }
+
+/// The direct-return topology proves the path of replies only if a reply
+/// through the director fails: here a real server is made to answer
+/// through the director, and the client gets nothing.
+#[test]
+#[ignore = "runs in the lab"]
+fn direct_return_replies_through_the_director_fail() {
+    use ipvs::{Operation, Service};
+    labkit::require_lab();
+    let topology = DirectReturnTopology::build("traffic-detour", 1, Reception::DirectRouting)
+        .expect("topology");
+    let _responders = topology.start_responders(80).expect("responders");
+    let virtual_address = DirectReturnTopology::virtual_address(80);
+    let key = tcp(virtual_address);
+    let server = &topology.real_servers[0];
+    connect(&topology.director)
+        .apply(&[
+            Operation::CreateService(Service::new(key, "rr")),
+            Operation::CreateDestination(
+                key,
+                Destination::new(SocketAddr::new(server.address, 80), Forwarding::Route),
+            ),
+        ])
+        .expect("a DR service by hand");
+    assert_eq!(
+        http::get(&topology.client, virtual_address).expect("the direct path works"),
+        "rs1"
+    );
+    server
+        .namespace
+        .ip(&format!(
+            "route replace default via {}",
+            DirectReturnTopology::DIRECTOR_ADDRESS
+        ))
+        .unwrap();
+    let detour = http::get(&topology.client, virtual_address);
+    assert!(
+        detour.is_err(),
+        "a reply through the director arrived: {detour:?}"
+    );
+}
