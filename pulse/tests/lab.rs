@@ -17,6 +17,11 @@ use pulse::reconcile::{Ownership, plan, read};
 use pulse::reconciler::{Channels, Reconciler, StopMode, run};
 use tokio::sync::{mpsc, oneshot};
 
+#[path = "lab/daemon.rs"]
+mod daemon;
+#[path = "lab/sync_daemon.rs"]
+mod sync_daemon;
+
 const CONFIGURATION: &str = "
 global_defs {
     lvs_timeouts tcp 800 udp 200
@@ -259,6 +264,7 @@ fn reconciler_follows_health_and_repairs_drift_within_a_second() {
         Channels {
             states,
             reloads,
+            started: None,
             stop,
             notifications: notifications_sender,
         },

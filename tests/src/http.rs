@@ -109,14 +109,15 @@ fn answer(mut stream: TcpStream, response: &str, served: &AtomicU64) {
     let _ = stream.shutdown(Shutdown::Write);
 }
 
-/// Reads up to the blank line that ends a request's head.
+/// Reads up to the blank line that ends a request's head. A connection
+/// closed before (a TCP health check's) is an error: it is not a request.
 fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
     let mut request = Vec::new();
     let mut buffer = [0u8; 1024];
     while !request.windows(4).any(|window| window == b"\r\n\r\n") {
         let count = stream.read(&mut buffer)?;
         if count == 0 {
-            break;
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         request.extend_from_slice(&buffer[..count]);
     }
