@@ -626,7 +626,7 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
 struct Traffic {
     stop: Arc<AtomicBool>,
     answered: Arc<AtomicU64>,
-    thread: Option<JoinHandle<Vec<String>>>,
+    thread: Option<JoinHandle<Vec<(Instant, String)>>>,
 }
 
 impl Traffic {
@@ -651,11 +651,12 @@ impl Traffic {
                 assert_eq!(entered, 0, "setns into {client_namespace}");
                 let mut failures = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
                     match get_here(address) {
                         Ok(_) => {
                             answered.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(error) => failures.push(format!("{error:#}")),
+                        Err(error) => failures.push((started, format!("{error:#}"))),
                     }
                     // A steady stream, not a flood: the emulated machine
                     // runs other tests at the same time.
@@ -675,8 +676,8 @@ impl Traffic {
         self.answered.load(Ordering::Relaxed)
     }
 
-    /// Stops it; the failures.
-    fn finish(mut self) -> Vec<String> {
+    /// Stops it; the failures, with when each request started.
+    fn finish(mut self) -> Vec<(Instant, String)> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread
             .take()
@@ -771,8 +772,11 @@ fn reloads_are_hitless() {
     let traffic = Traffic::start(&topology.client, virtual_address);
     let started = Instant::now();
     let mut reload_times = Vec::new();
+    // When each reload was signalled, for the diagnosis of failures.
+    let mut reloads = Vec::new();
     for round in 1..=RELOADS {
         let reload_started = Instant::now();
+        reloads.push(reload_started);
         let status = pulse.reload(&configuration(round));
         reload_times.push(reload_started.elapsed());
         // READY=1 came after the reloaded configuration's pass: the kernel
@@ -802,7 +806,48 @@ fn reloads_are_hitless() {
         reload_times[RELOADS - 1],
         failures.len()
     );
-    assert!(failures.is_empty(), "failed requests: {failures:#?}");
+    // Each failure with the reload before it and the servers that reload
+    // removed: a request in flight to a removed server stalls, as IPVS
+    // drops the packets of connections to a deleted destination
+    // (expire_nodest_conn=0) unless it comes back.
+    let removed_by = |round: usize| -> Vec<SocketAddr> {
+        let kept: BTreeSet<SocketAddr> = reload_round(round, &servers)
+            .iter()
+            .map(|(address, _)| *address)
+            .collect();
+        reload_round(round - 1, &servers)
+            .iter()
+            .map(|(address, _)| *address)
+            .filter(|address| !kept.contains(address))
+            .collect()
+    };
+    let diagnosis: Vec<String> = failures
+        .iter()
+        .map(|(request_started, error)| {
+            // The reloads just before and just after the request started.
+            let before = reloads.iter().rposition(|reload| reload <= request_started);
+            let after = before.map_or(0, |index| index + 1);
+            let mut text = String::new();
+            if let Some(index) = before {
+                text += &format!(
+                    "started {:?} after SIGHUP {} (which removed {:?})",
+                    request_started.duration_since(reloads[index]),
+                    index + 1,
+                    removed_by(index + 1)
+                );
+            }
+            if let Some(next) = reloads.get(after) {
+                text += &format!(
+                    ", {:?} before SIGHUP {} (which removed {:?})",
+                    next.duration_since(*request_started),
+                    after + 1,
+                    removed_by(after + 1)
+                );
+            }
+            format!("{text}: {error}")
+        })
+        .collect();
+    assert!(failures.is_empty(), "failed requests: {diagnosis:#?}");
     // Traffic flowed throughout, not only at the ends.
     assert!(
         answered >= 3 * RELOADS as u64,
