@@ -98,6 +98,9 @@ impl Pulse {
             .arg("-f")
             .arg(&configuration)
             .args(["-n", "-l"])
+            // Tests run at once: each pulse needs a pid file of its own.
+            .arg("-p")
+            .arg(scratch.file("pulse.pid"))
             .env("NOTIFY_SOCKET", &socket_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -153,6 +156,10 @@ impl Pulse {
                 Err(error) => panic!("{}: notify socket: {error}", self.name),
             }
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its whole log: the reader ends at the pipe's end.
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
                 panic!(
                     "{}: pulse exited ({status}) before {state}; its log:\n{}",
                     self.name,
