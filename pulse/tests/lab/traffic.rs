@@ -745,6 +745,8 @@ fn reload_round(round: usize, servers: &[SocketAddr]) -> Vec<(SocketAddr, u32)> 
 fn reloads_are_hitless() {
     labkit::require_lab();
     const RELOADS: usize = 20;
+    // Connections held open across each reload.
+    const HELD: usize = 6;
     let prefix = "traffic-reload";
     let scratch = Scratch::new(prefix);
     let topology = NatTopology::build(prefix, 3).expect("topology");
@@ -776,25 +778,68 @@ fn reloads_are_hitless() {
         reload_round(0, &servers)
     );
 
+    let removed_by = |round: usize| -> Vec<SocketAddr> {
+        let kept: BTreeSet<SocketAddr> = reload_round(round, &servers)
+            .iter()
+            .map(|(address, _)| *address)
+            .collect();
+        reload_round(round - 1, &servers)
+            .iter()
+            .map(|(address, _)| *address)
+            .filter(|address| !kept.contains(address))
+            .collect()
+    };
     let traffic = Traffic::start(&topology.client, virtual_address);
     let started = Instant::now();
     let mut reload_times = Vec::new();
     // When each reload was signalled, for the diagnosis of failures.
     let mut reloads = Vec::new();
+    // Connections opened before a reload, their requests sent after it:
+    // requests in flight across the reload, whichever server they went to.
+    // After the first failure no more are held (each costs a timeout).
+    let mut held_failures = Vec::new();
     for round in 1..=RELOADS {
+        let held: Vec<http::Connection> = if held_failures.is_empty() {
+            (0..HELD)
+                .map(|_| {
+                    http::Connection::open(&topology.client, virtual_address).expect("connection")
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let reload_started = Instant::now();
         reloads.push(reload_started);
         let status = pulse.reload(&configuration(round));
         reload_times.push(reload_started.elapsed());
         // READY=1 came after the reloaded configuration's pass: the kernel
-        // has it.
+        // has it. A removed server may stay a while with weight 0 (drained
+        // before it goes), never with another weight.
         let mut wanted = reload_round(round, &servers);
         wanted.sort();
-        assert_eq!(
-            members(&read(&mut ipvs).unwrap(), &key),
-            wanted,
-            "after reload {round} ({status})"
+        let (in_rotation, out): (Vec<_>, Vec<_>) = members(&read(&mut ipvs).unwrap(), &key)
+            .into_iter()
+            .partition(|(_, weight)| *weight > 0);
+        assert_eq!(in_rotation, wanted, "after reload {round} ({status})");
+        assert!(
+            out.iter()
+                .all(|(address, _)| !wanted.iter().any(|(kept, _)| kept == address)),
+            "after reload {round}: {out:?}"
         );
+        thread::scope(|scope| {
+            let answers: Vec<_> = held
+                .into_iter()
+                .map(|connection| scope.spawn(move || connection.get()))
+                .collect();
+            for answer in answers {
+                if let Err(error) = answer.join().unwrap() {
+                    held_failures.push(format!(
+                        "a connection opened before SIGHUP {round} (which removed {:?}): {error:#}",
+                        removed_by(round)
+                    ));
+                }
+            }
+        });
         // Let some requests through on each configuration.
         let seen = traffic.answered();
         let wait = Instant::now();
@@ -817,17 +862,6 @@ fn reloads_are_hitless() {
     // removed: a request in flight to a removed server stalls, as IPVS
     // drops the packets of connections to a deleted destination
     // (expire_nodest_conn=0) unless it comes back.
-    let removed_by = |round: usize| -> Vec<SocketAddr> {
-        let kept: BTreeSet<SocketAddr> = reload_round(round, &servers)
-            .iter()
-            .map(|(address, _)| *address)
-            .collect();
-        reload_round(round - 1, &servers)
-            .iter()
-            .map(|(address, _)| *address)
-            .filter(|address| !kept.contains(address))
-            .collect()
-    };
     let diagnosis: Vec<String> = failures
         .iter()
         .map(|(request_started, error)| {
@@ -854,7 +888,11 @@ fn reloads_are_hitless() {
             format!("{text}: {error}")
         })
         .collect();
-    assert!(failures.is_empty(), "failed requests: {diagnosis:#?}");
+    assert!(
+        failures.is_empty() && held_failures.is_empty(),
+        "failed requests: {diagnosis:#?}\nfailed requests on connections held across a reload: \
+         {held_failures:#?}"
+    );
     // Traffic flowed throughout, not only at the ends.
     assert!(
         answered >= 3 * RELOADS as u64,
