@@ -146,6 +146,14 @@ impl Connection {
         Ok(Connection { stream, address })
     }
 
+    /// Connects to `address` from the calling thread's namespace (a thread
+    /// that entered one with [`Namespace::enter`] or `setns`).
+    pub fn open_here(address: SocketAddr) -> Result<Connection> {
+        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))
+            .with_context(|| format!("cannot connect to {address}"))?;
+        Ok(Connection { stream, address })
+    }
+
     /// The local end: the client's address and port.
     pub fn local_address(&self) -> Result<SocketAddr> {
         Ok(self.stream.local_addr()?)

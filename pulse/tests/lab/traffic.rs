@@ -659,7 +659,7 @@ impl Traffic {
                 let mut failures = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     let started = Instant::now();
-                    match get_here(address) {
+                    match http::Connection::open_here(address).and_then(http::Connection::get) {
                         Ok(_) => {
                             answered.fetch_add(1, Ordering::Relaxed);
                         }
@@ -701,28 +701,6 @@ impl Drop for Traffic {
             let _ = thread.join();
         }
     }
-}
-
-/// One `GET /` from the calling thread's namespace; the body.
-fn get_here(address: SocketAddr) -> anyhow::Result<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3))
-        .map_err(|error| anyhow::anyhow!("connect: {error}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET / HTTP/1.0\r\nHost: {}\r\n\r\n", address.ip())?;
-    let mut response = String::new();
-    // A timeout here reads as EAGAIN ("Resource temporarily unavailable").
-    stream.read_to_string(&mut response).map_err(|error| {
-        anyhow::anyhow!(
-            "no answer within 5 s: {error} (from {:?})",
-            stream.local_addr()
-        )
-    })?;
-    let Some((head, body)) = response.split_once("\r\n\r\n") else {
-        anyhow::bail!("a malformed answer: {response:?}");
-    };
-    anyhow::ensure!(head.starts_with("HTTP/1.0 200"), "answered {head:?}");
-    Ok(body.trim_end().to_owned())
 }
 
 /// The members and weights of the reload test's `round`th configuration:
