@@ -99,6 +99,10 @@ pub struct Reconciler {
     health: Health,
     quorum: QuorumStates,
     ownership: Ownership,
+    /// The operations the kernel refused in the last pass, as text: the
+    /// next pass retries them without logging each retry as news (a
+    /// scheduler the kernel lacks would otherwise log an error a second).
+    failing: HashSet<String>,
 }
 
 impl Reconciler {
@@ -117,6 +121,7 @@ impl Reconciler {
             health: Health::default(),
             quorum: QuorumStates::new(),
             ownership,
+            failing: HashSet::new(),
         }
     }
 
@@ -190,10 +195,16 @@ impl Reconciler {
         let computed = desired(&self.configuration, &self.health, &self.quorum);
         let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
         let operations = plan(&kernel, &computed.table, &self.ownership);
+        let previously_failing = std::mem::take(&mut self.failing);
         for operation in &operations {
+            let text = operation.to_string();
+            if previously_failing.contains(&text) {
+                tracing::debug!("{reason}: retrying {text}");
+                continue;
+            }
             match reason {
-                Reason::DriftCheck => tracing::warn!("repairing a hand edit: {operation}"),
-                _ => tracing::info!("{reason}: {operation}"),
+                Reason::DriftCheck => tracing::warn!("repairing a hand edit: {text}"),
+                _ => tracing::info!("{reason}: {text}"),
             }
         }
         let applied = if operations.is_empty() {
@@ -206,12 +217,25 @@ impl Reconciler {
         let mut owned: HashSet<ServiceKey> = computed.table.keys();
         if let Err(error) = &applied {
             for (index, failure) in &error.failures {
-                tracing::error!("{reason}: {failure}");
+                let text = operations[*index].to_string();
+                // The failure names the operation.
+                if previously_failing.contains(&text) {
+                    tracing::debug!("{reason}: refused again: {failure}");
+                } else {
+                    tracing::error!("{reason}: refused: {failure}");
+                }
+                self.failing.insert(text);
                 if let Operation::DeleteService(key) = &operations[*index] {
                     owned.insert(*key);
                 }
             }
-            if let Some((index, _)) = error.interrupted {
+            if let Some((index, failure)) = &error.interrupted {
+                let index = *index;
+                tracing::error!(
+                    "{reason}: the exchange with the kernel failed at {} ({failure}); \
+                     the next pass reads the table again",
+                    operations[index]
+                );
                 owned.extend(
                     operations[index..]
                         .iter()
@@ -396,7 +420,11 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                     Ok(applied)
                 }
                 Err(error) => {
-                    tracing::error!("{why}: {error}");
+                    match &error {
+                        // Each refused operation is logged by the pass.
+                        ReconcileError::Apply(_) => tracing::debug!("{why}: {error}"),
+                        ReconcileError::Read(_) => tracing::error!("{why}: {error}"),
+                    }
                     Err(error.to_string())
                 }
             };

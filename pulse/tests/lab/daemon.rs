@@ -341,3 +341,58 @@ fn notify_scripts_run_when_a_real_server_goes_down() {
     assert!(daemon.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// The kernel refuses destinations in a namespace whose `lo` is down
+/// (EINVAL): pulse logs each refusal once, not at every retry, and the
+/// retries succeed as soon as the cause is gone.
+#[test]
+#[ignore = "runs in the lab"]
+fn refusals_are_logged_once_and_retried_until_they_succeed() {
+    labkit::require_lab();
+    let namespace = Namespace::create_with_lo_down("pulse-refused").unwrap();
+    let directory = directory("pulse-refused");
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(&configuration, CONFIGURATION).unwrap();
+    let notifications = Notifications::bind(&directory);
+    let log = directory.join("pulse.log");
+    let mut daemon = pulse(&namespace, &configuration, &directory.join("pulse.pid"))
+        .arg("-n")
+        .env("NOTIFY_SOCKET", &notifications.path)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let ready = notifications.until_ready();
+    assert!(
+        ready
+            .iter()
+            .any(|line| line.starts_with("STATUS=started: ") && line.contains("operations failed")),
+        "{ready:?}"
+    );
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    // Three drift passes retry the two destinations.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(table(&mut client), ["TCP 192.0.2.1:80: ".to_owned()]);
+    namespace.ip("link set lo up\n").unwrap();
+    wait_until("the retries to succeed", || {
+        table(&mut client) == ["TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w3".to_owned()]
+    });
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    let log = std::fs::read_to_string(&log).unwrap();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains(" refused: "))
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        2,
+        "one line per destination: {refusals:#?}\n{log}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .all(|line| line.contains("create destination 10.0.9.")),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}
