@@ -334,3 +334,6 @@ fn reconciler_follows_health_and_repairs_drift_within_a_second() {
     }
     assert_eq!(quorum_notifications, 3, "one per virtual server, at start");
 }
+
+#[path = "lab/traffic.rs"]
+mod traffic;
