@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 mod daemon;
 #[path = "lab/sync_daemon.rs"]
 mod sync_daemon;
+#[path = "lab/traffic.rs"]
+mod traffic;
 
 const CONFIGURATION: &str = "
 global_defs {
@@ -334,6 +336,3 @@ fn reconciler_follows_health_and_repairs_drift_within_a_second() {
     }
     assert_eq!(quorum_notifications, 3, "one per virtual server, at start");
 }
-
-#[path = "lab/traffic.rs"]
-mod traffic;
