@@ -12,7 +12,8 @@
 //! them; MISC_CHECK kills its process group on drop).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -78,6 +79,10 @@ pub struct Scheduler {
     reasons: Vec<String>,
     /// Each slot's dynamic weight.
     weights: Vec<Option<i32>>,
+    /// The addresses this host holds, once told ([`Command::LocalAddresses`]):
+    /// checks with `ha_suspend` whose virtual address is not among them are
+    /// suspended. Unknown (never told): nothing is suspended.
+    local_addresses: Option<HashSet<IpAddr>>,
     events: mpsc::Sender<StateChange>,
 }
 
@@ -126,6 +131,7 @@ impl Scheduler {
             reasons: vec![String::new(); machines.len()],
             reported: vec![false; plan.slots.len()],
             weights: vec![None; plan.slots.len()],
+            local_addresses: None,
             machines,
             health,
             plan,
@@ -169,6 +175,7 @@ impl Scheduler {
                             break;
                         }
                     }
+                    Command::LocalAddresses(addresses) => self.set_local_addresses(addresses),
                 },
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
                     let Ok((number, outcome)) = joined else { continue };
@@ -225,6 +232,12 @@ impl Scheduler {
                 }
                 continue;
             }
+            if self.suspended(index) {
+                // No timer while suspended: the address's return puts it
+                // back (set_local_addresses), and the check resumes where
+                // its schedule stood, its state unchanged.
+                continue;
+            }
             if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
                 let spec = self.specs[index].clone();
                 self.attempts_started += 1;
@@ -237,6 +250,51 @@ impl Scheduler {
                 .push(Reverse((self.machines[index].poll_at(), index)));
         }
         true
+    }
+
+    /// Whether check `index` waits for its virtual address (`ha_suspend`).
+    fn suspended(&self, index: usize) -> bool {
+        match (self.specs[index].ha_suspend, &self.local_addresses) {
+            (Some(address), Some(local)) => !local.contains(&address),
+            _ => false,
+        }
+    }
+
+    /// keepalived's `update_checker_activity`: checks of a virtual server
+    /// with `ha_suspend` run only while this host holds its address (a
+    /// backup director does not check, nor flap its table, for addresses
+    /// the master serves).
+    fn set_local_addresses(&mut self, addresses: HashSet<IpAddr>) {
+        let mut watched: Vec<IpAddr> = self
+            .specs
+            .iter()
+            .filter_map(|spec| spec.ha_suspend)
+            .collect();
+        watched.sort();
+        watched.dedup();
+        for address in watched {
+            let was = self
+                .local_addresses
+                .as_ref()
+                .is_none_or(|local| local.contains(&address));
+            let is = addresses.contains(&address);
+            if was != is {
+                if is {
+                    tracing::info!("{address} is here: resuming its checks (ha_suspend)");
+                } else {
+                    tracing::info!("{address} is not here: suspending its checks (ha_suspend)");
+                }
+            }
+        }
+        self.local_addresses = Some(addresses);
+        // Resumed checks get their timer back (a duplicate of one still
+        // queued is skipped as stale once the first fires).
+        for index in 0..self.machines.len() {
+            if self.specs[index].ha_suspend.is_some() && !self.suspended(index) {
+                self.timers
+                    .push(Reverse((self.machines[index].poll_at(), index)));
+            }
+        }
     }
 
     /// What the FILE_CHECKs of slot `slot_index` add to its weight.
@@ -540,6 +598,8 @@ async fn sleep_until_option(wake: Option<Instant>) {
 pub enum Command {
     /// Move to a new plan (a configuration reload).
     Reload(Plan),
+    /// The addresses this host holds now (for `ha_suspend`).
+    LocalAddresses(HashSet<IpAddr>),
 }
 
 /// A running scheduler: its events, and how to steer and stop it.
@@ -570,6 +630,11 @@ impl Handle {
     /// Moves the scheduler to `plan` (see [`Scheduler`]'s reload).
     pub async fn reload(&self, plan: Plan) {
         let _ = self.commands.send(Command::Reload(plan)).await;
+    }
+
+    /// Tells the scheduler which addresses this host holds (`ha_suspend`).
+    pub async fn local_addresses(&self, addresses: HashSet<IpAddr>) {
+        let _ = self.commands.send(Command::LocalAddresses(addresses)).await;
     }
 
     /// Stops the scheduler and waits until every attempt is cancelled.
@@ -619,6 +684,43 @@ mod tests {
             .await
             .expect("a state change in time")
             .expect("the scheduler runs")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ha_suspend_checks_run_only_while_the_virtual_address_is_here() {
+        let down = closed_port().await;
+        let suspended = service("192.0.2.1", down, "")
+            .replace("    delay_loop 1\n", "    delay_loop 1\n    ha_suspend\n");
+        let text = [suspended, service("192.0.2.2", down, "")].concat();
+        let plan = plan(&text);
+        // The same endpoint, but not the same check: one may be suspended.
+        assert_eq!(plan.checks.len(), 2);
+        // Warmup: the addresses arrive before the first attempt.
+        let mut handle = Handle::spawn(plan, Start::Warmup);
+        handle.local_addresses(HashSet::new()).await;
+        let change = next(&mut handle).await;
+        assert_eq!(
+            change.virtual_servers,
+            [VirtualServerName("192.0.2.2:80 TCP".into())]
+        );
+        assert!(!change.up && change.initial);
+        // 192.0.2.1 is not here: its check does not run, nothing is said.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(60), handle.events.recv())
+                .await
+                .is_err()
+        );
+        // It arrives (a VRRP takeover): the check runs and reports.
+        handle
+            .local_addresses(HashSet::from(["192.0.2.1".parse().unwrap()]))
+            .await;
+        let change = next(&mut handle).await;
+        assert_eq!(
+            change.virtual_servers,
+            [VirtualServerName("192.0.2.1:80 TCP".into())]
+        );
+        assert!(!change.up && change.initial);
+        handle.shutdown().await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -211,6 +211,11 @@ pub struct CheckSpec {
     pub timing: Timing,
     /// `log_all_failures`: log every failed attempt, not only changes.
     pub log_all_failures: bool,
+    /// `ha_suspend`: the virtual address whose absence from this host
+    /// suspends the check (keepalived: only for a virtual server given by
+    /// address; it clears the option for fwmarks). Part of the identity
+    /// of a check: a virtual server with it and one without do not share.
+    pub ha_suspend: Option<IpAddr>,
 }
 
 impl fmt::Display for CheckSpec {
@@ -320,6 +325,12 @@ impl CheckSpec {
     ) -> CheckSpec {
         let script_user = configuration.global.script_user.as_ref();
         let common = &checker.common;
+        let ha_suspend = match virtual_server.address {
+            config::VirtualServerAddress::Address { address, .. } if virtual_server.ha_suspend => {
+                Some(address)
+            }
+            _ => None,
+        };
         let endpoint = Endpoint {
             address: SocketAddr::new(
                 common.connect_ip.unwrap_or(real_server.address),
@@ -482,6 +493,7 @@ impl CheckSpec {
                 kind,
                 endpoint,
                 log_all_failures: false,
+                ha_suspend,
                 connect_timeout: common.connect_timeout,
                 timing: Timing {
                     delay_loop: FILE_POLL,
@@ -510,6 +522,7 @@ impl CheckSpec {
             kind,
             endpoint,
             log_all_failures: common.log_all_failures.unwrap_or(false),
+            ha_suspend,
             connect_timeout: common.connect_timeout,
             timing: Timing {
                 delay_loop: common.delay_loop,

@@ -22,6 +22,7 @@
 //! One `select!` loop owns the signals and the plumbing between nanny, the
 //! reconciler and the script runner; each of those runs as its own task.
 
+pub mod addresses;
 pub mod logging;
 pub mod process;
 
@@ -195,6 +196,17 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
     Some(Arc::new(loaded.config))
 }
 
+/// Whether a virtual server of the running configuration has
+/// `ha_suspend`, so that the checks need to know the host's addresses.
+fn wants_addresses(current: &Mutex<Arc<config::Config>>) -> bool {
+    current
+        .lock()
+        .expect("never poisoned")
+        .virtual_servers
+        .iter()
+        .any(|virtual_server| virtual_server.ha_suspend)
+}
+
 /// Sends systemd a notification if it asked for them (`NOTIFY_SOCKET`).
 fn tell_systemd(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some()
@@ -254,6 +266,11 @@ async fn serve(
             .expect("never poisoned")
             .clone()
     }));
+    // ha_suspend: the checks learn which addresses are here, now (before
+    // their first attempt, after the warmup) and whenever they change.
+    let mut address_poll = tokio::time::interval(std::time::Duration::from_secs(1));
+    address_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut known_addresses = None;
     let mut started_open = true;
     // The reload whose pass is awaited, if any; further SIGHUPs wait.
     let mut reload_applied: Option<oneshot::Receiver<PassOutcome>> = None;
@@ -329,6 +346,16 @@ async fn serve(
                 }
                 None => break settings.stop_mode,
             },
+            _ = address_poll.tick(), if wants_addresses(&current) => {
+                match addresses::local_addresses() {
+                    Ok(addresses) if known_addresses.as_ref() != Some(&addresses) => {
+                        known_addresses = Some(addresses.clone());
+                        checkers.local_addresses(addresses).await;
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!("cannot list this host's addresses: {error}"),
+                }
+            }
             _ = hangup.recv() => reload_pending = true,
             _ = terminate.recv() => {
                 tracing::info!("SIGTERM: stopping");

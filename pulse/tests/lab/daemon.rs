@@ -396,3 +396,53 @@ fn refusals_are_logged_once_and_retried_until_they_succeed() {
     );
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// `ha_suspend`: the checks of a virtual server run only while the
+/// director holds its address; without them its real servers keep the
+/// state they had (up at start).
+#[test]
+#[ignore = "runs in the lab"]
+fn ha_suspend_runs_checks_only_while_the_virtual_address_is_here() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-suspend").unwrap();
+    namespace
+        .ip("link add vip0 type dummy\nlink set vip0 up\n")
+        .unwrap();
+    let directory = directory("pulse-suspend");
+    let configuration = directory.join("keepalived.conf");
+    // Nothing listens on 127.0.0.1:9: once checked, the server is down.
+    std::fs::write(
+        &configuration,
+        "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    delay_loop 1
+    ha_suspend
+    real_server 127.0.0.1 9 {
+        TCP_CHECK { connect_timeout 1\n retry 0 }
+    }
+}
+",
+    )
+    .unwrap();
+    let notifications = Notifications::bind(&directory);
+    let mut daemon = pulse(&namespace, &configuration, &directory.join("pulse.pid"))
+        .arg("-n")
+        .env("NOTIFY_SOCKET", &notifications.path)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    notifications.until_ready();
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    let programmed = ["TCP 192.0.2.1:80: 127.0.0.1:9 w1".to_owned()];
+    // Well past warmup + delay_loop + connect_timeout: no check ran.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(table(&mut client), programmed, "checked while suspended");
+    // The address arrives (as a VRRP takeover would add it).
+    namespace.ip("addr add 192.0.2.1/32 dev vip0\n").unwrap();
+    wait_until("the check to run and take the server out", || {
+        table(&mut client) == ["TCP 192.0.2.1:80: ".to_owned()]
+    });
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&directory);
+}
