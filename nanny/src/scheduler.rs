@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::driver;
 use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
 use crate::outcome::Outcome;
-use crate::spec::{CheckSpec, Plan, RealServerName, VirtualServerName};
+use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerName};
 
 /// A real server's state was decided or changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,6 +89,9 @@ impl Scheduler {
             .checks
             .iter()
             .map(|check| match start {
+                _ if matches!(check.spec.kind, CheckKind::Bfd(_)) => {
+                    Machine::external(check.spec.timing.clone())
+                }
                 Start::Warmup => {
                     Machine::new(check.spec.timing.clone(), Timestamp::ZERO, fastrand::f64())
                 }
@@ -139,8 +142,36 @@ impl Scheduler {
         Timestamp(Instant::now() - self.epoch)
     }
 
-    fn instant(&self, timestamp: Timestamp) -> Instant {
-        self.epoch + timestamp.0
+    /// `None` for [`Timestamp::NEVER`] (BFD checks have no timers here).
+    fn instant(&self, timestamp: Timestamp) -> Option<Instant> {
+        self.epoch.checked_add(timestamp.0)
+    }
+
+    /// The BFD sessions the plan's checks need, each once.
+    fn bfd_sessions(&self) -> Vec<BfdSpec> {
+        let mut sessions: Vec<BfdSpec> = Vec::new();
+        for spec in &self.specs {
+            if let CheckKind::Bfd(bfd) = &spec.kind
+                && !sessions.contains(bfd)
+            {
+                sessions.push(bfd.clone());
+            }
+        }
+        sessions
+    }
+
+    /// A BFD session's state decides every checker that follows it.
+    async fn bfd_report(&mut self, report: driver::bfd::Report) -> bool {
+        for index in 0..self.specs.len() {
+            if !matches!(&self.specs[index].kind, CheckKind::Bfd(bfd) if *bfd == report.spec) {
+                continue;
+            }
+            let transition = self.machines[index].decide(report.failure.clone());
+            if !self.publish(index, transition).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Runs until `shutdown` fires (or its sender is dropped), or nobody
@@ -159,8 +190,15 @@ impl Scheduler {
         if !self.send_initial(&empty).await {
             return;
         }
+        // BFD sessions run in their own task, which stops when
+        // `bfd_sessions` is dropped, as this function returns.
+        let (bfd_sessions, mut bfd_reports) = driver::bfd::spawn();
+        bfd_sessions.send_replace(self.bfd_sessions());
         loop {
-            let wake = self.timers.peek().map(|Reverse((at, _))| self.instant(*at));
+            let wake = self
+                .timers
+                .peek()
+                .and_then(|Reverse((at, _))| self.instant(*at));
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(command) = commands.recv() => match command {
@@ -168,8 +206,14 @@ impl Scheduler {
                         if !self.reload(plan).await {
                             break;
                         }
+                        bfd_sessions.send_replace(self.bfd_sessions());
                     }
                 },
+                Some(report) = bfd_reports.recv() => {
+                    if !self.bfd_report(report).await {
+                        break;
+                    }
+                }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
                     let Ok((number, outcome)) = joined else { continue };
                     // An attempt abandoned at its deadline (or whose check
@@ -280,11 +324,11 @@ impl Scheduler {
                 }
                 None => {
                     specs.push(Arc::new(check.spec.clone()));
-                    machines.push(Machine::new(
-                        check.spec.timing.clone(),
-                        now,
-                        fastrand::f64(),
-                    ));
+                    machines.push(if let CheckKind::Bfd(_) = check.spec.kind {
+                        Machine::external(check.spec.timing.clone())
+                    } else {
+                        Machine::new(check.spec.timing.clone(), now, fastrand::f64())
+                    });
                     running.push(None);
                     reasons.push(String::new());
                 }
@@ -408,7 +452,10 @@ impl Scheduler {
                 reason: Some(failure),
                 ..
             }) => format!("{spec}: {failure}"),
-            Some(_) => format!("{spec}: success"),
+            Some(_) => match &spec.kind {
+                CheckKind::Bfd(bfd) => format!("{spec}: session to {} up", bfd.neighbor),
+                _ => format!("{spec}: success"),
+            },
             None => match (weight, offset) {
                 (Some(weight), _) => format!("{spec}: weight {weight}"),
                 (None, offset) => format!("{spec}: weight offset {}", offset.unwrap_or_default()),

@@ -538,6 +538,78 @@ mod tests {
         assert_eq!(repr.to_bytes(), KEEPALIVED_DOWN);
     }
 
+    /// Bytes from a text of hexadecimal words, as tcpdump prints them.
+    fn hex(text: &str) -> Vec<u8> {
+        let digits: String = text.split_whitespace().collect();
+        (0..digits.len())
+            .step_by(2)
+            .map(|index| u8::from_str_radix(&digits[index..index + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// More of keepalived's packets, from the same configuration, with
+    /// nanny as the peer (nanny/tests/bfd.rs's set-up; `nanny -f` with a
+    /// `bfd_instance` back to keepalived): the three-way handshake, its
+    /// poll sequence to 100 ms, and the Down after nanny stopped.
+    #[test]
+    fn keepalived_session_packets_read_and_write_back() {
+        let cases = [
+            // Init: it heard nanny's Down.
+            (
+                "2080 0318 1c7a f530 0f54 2c24 000f 4240 0001 86a0 0000 0000",
+                State::Init,
+                Diagnostic::None,
+                (false, false),
+                Duration::from_secs(1),
+            ),
+            // Up, with P: its desired min TX went down to 100 ms.
+            (
+                "20e0 0318 858e 95c7 8022 33ed 0001 86a0 0001 86a0 0000 0000",
+                State::Up,
+                Diagnostic::None,
+                (true, false),
+                Duration::from_millis(100),
+            ),
+            // Up, with F: the answer to nanny's own poll.
+            (
+                "20d0 0318 858e 95c7 8022 33ed 0001 86a0 0001 86a0 0000 0000",
+                State::Up,
+                Diagnostic::None,
+                (false, true),
+                Duration::from_millis(100),
+            ),
+            (
+                "20c0 0318 858e 95c7 8022 33ed 0001 86a0 0001 86a0 0000 0000",
+                State::Up,
+                Diagnostic::None,
+                (false, false),
+                Duration::from_millis(100),
+            ),
+            // Down after nanny went silent (keepalived took a new
+            // discriminator and forgot nanny's).
+            (
+                "2140 0318 ef80 f7ad 0000 0000 000f 4240 0001 86a0 0000 0000",
+                State::Down,
+                Diagnostic::ControlDetectionTimeExpired,
+                (false, false),
+                Duration::from_secs(1),
+            ),
+        ];
+        for (text, state, diagnostic, (poll, final_), desired_min_tx) in cases {
+            let bytes = hex(text);
+            let repr = parse(&bytes).unwrap();
+            assert_eq!(
+                (repr.state, repr.diagnostic, repr.poll, repr.final_),
+                (state, diagnostic, poll, final_),
+                "{text}"
+            );
+            assert_eq!(repr.desired_min_tx, desired_min_tx);
+            assert_eq!(repr.required_min_rx, Duration::from_millis(100));
+            assert_eq!(repr.detect_multiplier, 3);
+            assert_eq!(repr.to_bytes()[..], bytes[..], "{text}");
+        }
+    }
+
     fn with(change: impl FnOnce(&mut [u8])) -> Vec<u8> {
         let mut bytes = KEEPALIVED_DOWN.to_vec();
         change(&mut bytes);
