@@ -342,16 +342,26 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         );
     }
 
-    /// The state and the flags byte, with the C, A, D and M bits clear
-    /// (nanny has no control plane independence, authentication, demand
-    /// mode nor multipoint).
-    pub fn set_state_and_flags(&mut self, state: State, poll: bool, final_: bool) {
+    /// The state and the flags byte, with the A and M bits clear (nanny
+    /// has no authentication and no multipoint).
+    pub fn set_state_and_flags(
+        &mut self,
+        state: State,
+        poll: bool,
+        final_: bool,
+        control_plane_independent: bool,
+        demand: bool,
+    ) {
         let mut byte = state.bits() << 6;
-        if poll {
-            byte |= FLAG_POLL;
-        }
-        if final_ {
-            byte |= FLAG_FINAL;
+        for (set, flag) in [
+            (poll, FLAG_POLL),
+            (final_, FLAG_FINAL),
+            (control_plane_independent, FLAG_CONTROL_PLANE_INDEPENDENT),
+            (demand, FLAG_DEMAND),
+        ] {
+            if set {
+                byte |= flag;
+            }
         }
         self.set_byte(field::STATE_FLAGS, byte);
     }
@@ -468,15 +478,17 @@ impl Repr {
     }
 
     /// Writes the packet into the first [`Repr::buffer_len`] bytes of
-    /// `packet`. The C bit is written as given; D is never set (nanny does
-    /// not run demand mode).
+    /// `packet` (a session never sets C or D: nanny has no control plane
+    /// independence and does not run demand mode).
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
         packet.set_version_and_diagnostic(VERSION, self.diagnostic);
-        packet.set_state_and_flags(self.state, self.poll, self.final_);
-        if self.control_plane_independent {
-            let byte = packet.byte(field::STATE_FLAGS) | FLAG_CONTROL_PLANE_INDEPENDENT;
-            packet.set_byte(field::STATE_FLAGS, byte);
-        }
+        packet.set_state_and_flags(
+            self.state,
+            self.poll,
+            self.final_,
+            self.control_plane_independent,
+            self.demand,
+        );
         packet.set_detect_multiplier(self.detect_multiplier);
         packet.set_length(HEADER_LENGTH as u8);
         packet.set_my_discriminator(self.my_discriminator);
@@ -706,7 +718,7 @@ mod tests {
             poll: true,
             final_: false,
             control_plane_independent: true,
-            demand: false,
+            demand: true,
             detect_multiplier: 255,
             my_discriminator: 0xdead_beef,
             your_discriminator: 1,
@@ -716,7 +728,10 @@ mod tests {
         };
         let bytes = repr.to_bytes();
         assert_eq!(bytes[0], 0x21);
-        assert_eq!(bytes[1], 0xc0 | FLAG_POLL | FLAG_CONTROL_PLANE_INDEPENDENT);
+        assert_eq!(
+            bytes[1],
+            0xc0 | FLAG_POLL | FLAG_CONTROL_PLANE_INDEPENDENT | FLAG_DEMAND
+        );
         assert_eq!(parse(&bytes), Ok(repr));
         let finished = Repr {
             poll: false,
