@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::driver;
 use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
-use crate::outcome::Outcome;
+use crate::outcome::{Failure, Outcome};
 use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerName};
 
 /// A real server's state was decided or changed.
@@ -76,6 +76,9 @@ pub struct Scheduler {
     attempts_started: u64,
     /// Each check's last reported reason.
     reasons: Vec<String>,
+    /// Each BFD session's last reported state (`None`: Up), so that a
+    /// checker new in a reload starts from the truth.
+    bfd_states: HashMap<BfdSpec, Option<Failure>>,
     /// Each slot's dynamic weight.
     weights: Vec<Option<i32>>,
     events: mpsc::Sender<StateChange>,
@@ -127,6 +130,7 @@ impl Scheduler {
             owners: HashMap::new(),
             attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
+            bfd_states: HashMap::new(),
             reported: vec![false; plan.slots.len()],
             weights: vec![None; plan.slots.len()],
             machines,
@@ -162,6 +166,8 @@ impl Scheduler {
 
     /// A BFD session's state decides every checker that follows it.
     async fn bfd_report(&mut self, report: driver::bfd::Report) -> bool {
+        self.bfd_states
+            .insert(report.spec.clone(), report.failure.clone());
         for index in 0..self.specs.len() {
             if !matches!(&self.specs[index].kind, CheckKind::Bfd(bfd) if *bfd == report.spec) {
                 continue;
@@ -324,13 +330,33 @@ impl Scheduler {
                 }
                 None => {
                     specs.push(Arc::new(check.spec.clone()));
-                    machines.push(if let CheckKind::Bfd(_) = check.spec.kind {
-                        Machine::external(check.spec.timing.clone())
-                    } else {
-                        Machine::new(check.spec.timing.clone(), now, fastrand::f64())
-                    });
                     running.push(None);
-                    reasons.push(String::new());
+                    if let CheckKind::Bfd(bfd) = &check.spec.kind {
+                        // Its session's state, known or (a new session)
+                        // Down, at once: a real server already reported
+                        // must not seem up (a new checker's default) until
+                        // the session's report arrives.
+                        let failure = self.bfd_states.get(bfd).cloned().unwrap_or_else(|| {
+                            Some(Failure::Other(format!(
+                                "session to {} is Down, not Up",
+                                bfd.neighbor
+                            )))
+                        });
+                        let mut machine = Machine::external(check.spec.timing.clone());
+                        machine.decide(failure.clone());
+                        machines.push(machine);
+                        reasons.push(match failure {
+                            Some(failure) => format!("{}: {failure}", check.spec),
+                            None => format!("{}: session to {} up", check.spec, bfd.neighbor),
+                        });
+                    } else {
+                        machines.push(Machine::new(
+                            check.spec.timing.clone(),
+                            now,
+                            fastrand::f64(),
+                        ));
+                        reasons.push(String::new());
+                    }
                 }
             }
         }
@@ -394,6 +420,9 @@ impl Scheduler {
             .collect();
         self.plan = plan;
         self.specs = specs;
+        // A session dropped now starts anew (Down) if configured again.
+        let sessions = self.bfd_sessions();
+        self.bfd_states.retain(|spec, _| sessions.contains(spec));
         self.machines = machines;
         self.running = running;
         self.reasons = reasons;

@@ -94,15 +94,31 @@ impl Drop for Link {
 /// A configuration with a BFD session from `local` to `neighbor`, and a
 /// real server (the neighbor, port 80) whose only checker is that session.
 fn configuration(local: &str, neighbor: &str) -> String {
-    format!(
+    configuration_with(local, neighbor, "", &["192.0.2.1"])
+}
+
+/// The same, with more lines in the `bfd_instance` and the real server
+/// under each of `virtual_servers`.
+fn configuration_with(
+    local: &str,
+    neighbor: &str,
+    bfd_lines: &str,
+    virtual_servers: &[&str],
+) -> String {
+    let mut text = format!(
         "bfd_instance peer {{
     neighbor_ip {neighbor}
     source_ip {local}
     min_rx 100
     min_tx 100
     multiplier 3
+    {bfd_lines}
 }}
-virtual_server 192.0.2.1 80 {{
+"
+    );
+    for virtual_server in virtual_servers {
+        text.push_str(&format!(
+            "virtual_server {virtual_server} 80 {{
     protocol TCP
     real_server {neighbor} 80 {{
         BFD_CHECK {{
@@ -111,7 +127,9 @@ virtual_server 192.0.2.1 80 {{
     }}
 }}
 "
-    )
+        ));
+    }
+    text
 }
 
 /// nanny running in a namespace, its JSON lines read on a thread.
@@ -150,6 +168,12 @@ impl Nanny {
         self.lines
             .recv_timeout(PATIENCE)
             .expect("a state change from nanny")
+    }
+
+    /// nanny's reload signal.
+    fn reload(&self) {
+        // SAFETY: kill takes plain integers.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGHUP) };
     }
 
     fn kill(&mut self) {
@@ -380,4 +404,85 @@ fn against_nanny_up_down_within_detection_time_and_up_again() {
         "peer restarted -> nanny reports up: {:.3} s",
         (up_at - restarted).as_secs_f64()
     );
+}
+
+#[test]
+fn gtsm_drops_a_peer_sending_ttl_254_and_reloads_keep_sessions() {
+    let Some(link) = Link::new("g") else {
+        eprintln!("skipped: cannot make network namespaces here (root and ip needed)");
+        return;
+    };
+    let nanny_configuration = link.write("nanny.conf", &configuration(NANNY_ADDRESS, PEER_ADDRESS));
+    // The peer's packets leave with TTL 254, as if they had crossed a
+    // router: nanny (max_hops 0) must not take them.
+    let peer_configuration = link.write(
+        "peer.conf",
+        &configuration_with(PEER_ADDRESS, NANNY_ADDRESS, "ttl 254", &["192.0.2.1"]),
+    );
+    let nanny = Nanny::start(&link.nanny, &nanny_configuration);
+    let (_, initial) = nanny.next();
+    assert_eq!(initial["up"], false, "{initial}");
+    let peer = Nanny::start(&link.peer, &peer_configuration);
+    // Long enough for several handshakes at the idle 1 s rate; only a
+    // wrong "up" can fail here.
+    let silence = Duration::from_secs(3);
+    if let Ok((_, change)) = nanny.lines.recv_timeout(silence) {
+        panic!("nanny took packets with TTL 254: {change}");
+    }
+    // The peer hears nanny (TTL 255) and goes Init, never Up.
+    let (_, peer_initial) = peer.next();
+    assert_eq!(peer_initial["up"], false, "{peer_initial}");
+    if let Ok((_, change)) = peer.lines.recv_timeout(Duration::from_millis(100)) {
+        panic!("the peer came up without nanny: {change}");
+    }
+
+    // One hop allowed: a new session, which comes up. The real server was
+    // reported down and stays so until then (no "configuration reloaded"
+    // up in between).
+    std::fs::write(
+        &nanny_configuration,
+        configuration_with(NANNY_ADDRESS, PEER_ADDRESS, "max_hops 1", &["192.0.2.1"]),
+    )
+    .unwrap();
+    let reloaded = Instant::now();
+    nanny.reload();
+    let (up_at, up) = nanny.next();
+    assert_change(
+        &up,
+        true,
+        &format!("BFD_CHECK peer: session to {PEER_ADDRESS} up"),
+    );
+    assert_eq!(up["initial"], false, "{up}");
+    println!(
+        "reloaded with max_hops 1 -> nanny reports up: {:.3} s",
+        (up_at - reloaded).as_secs_f64()
+    );
+
+    // The same session under a second virtual server: reported up at
+    // once, from the running session, which nothing disturbs.
+    std::fs::write(
+        &nanny_configuration,
+        configuration_with(
+            NANNY_ADDRESS,
+            PEER_ADDRESS,
+            "max_hops 1",
+            &["192.0.2.1", "192.0.2.2"],
+        ),
+    )
+    .unwrap();
+    nanny.reload();
+    let (_, added) = nanny.next();
+    assert_change(
+        &added,
+        true,
+        &format!("BFD_CHECK peer: session to {PEER_ADDRESS} up"),
+    );
+    assert_eq!(added["initial"], true, "{added}");
+    assert_eq!(
+        added["virtual_servers"],
+        serde_json::json!(["192.0.2.2:80 TCP"])
+    );
+    if let Ok((_, change)) = nanny.lines.recv_timeout(Duration::from_secs(1)) {
+        panic!("the reload disturbed the session: {change}");
+    }
 }

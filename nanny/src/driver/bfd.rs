@@ -287,16 +287,12 @@ impl Service {
             return true;
         };
         let spec = &self.entries[index].spec;
-        // keepalived's bfd_check_packet_ttl: a packet without TTL
-        // information is let through.
-        if spec.max_hops != u8::MAX
-            && let Some(ttl) = datagram.ttl
-            && u16::from(ttl) + u16::from(spec.max_hops) < u16::from(spec.ttl)
-        {
+        if !accepts_ttl(spec, datagram.ttl) {
             tracing::debug!(
-                "BFD_CHECK {}: discarding a packet from {source} with TTL {ttl} (below {})",
+                "BFD_CHECK {}: discarding a packet from {source} with TTL {:?} (below {})",
                 spec.name,
-                spec.ttl - spec.max_hops
+                datagram.ttl,
+                spec.ttl.saturating_sub(spec.max_hops)
             );
             return true;
         }
@@ -358,6 +354,15 @@ impl Service {
         }
         true
     }
+}
+
+/// GTSM (RFC 5082, RFC 5881 section 5): whether a packet that arrived
+/// with `ttl` may be the neighbor's, as keepalived's
+/// `bfd_check_packet_ttl`: at least `ttl - max_hops`; `max_hops` 255
+/// accepts anything, and so does a packet the kernel gave no TTL for.
+fn accepts_ttl(spec: &BfdSpec, ttl: Option<u8>) -> bool {
+    spec.max_hops == u8::MAX
+        || ttl.is_none_or(|ttl| u16::from(ttl) + u16::from(spec.max_hops) >= u16::from(spec.ttl))
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it is.
@@ -622,5 +627,64 @@ unsafe fn socket_address(storage: *const libc::sockaddr_storage) -> Option<Socke
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfd::session::Config;
+
+    fn spec(ttl: u8, max_hops: u8) -> BfdSpec {
+        BfdSpec {
+            name: "peer".to_owned(),
+            neighbor: "10.0.0.2".parse().unwrap(),
+            source: None,
+            session: Config::keepalived_default(),
+            ttl,
+            max_hops,
+        }
+    }
+
+    #[test]
+    fn gtsm_takes_only_packets_that_crossed_at_most_max_hops() {
+        let single_hop = spec(255, 0);
+        assert!(accepts_ttl(&single_hop, Some(255)));
+        assert!(!accepts_ttl(&single_hop, Some(254)));
+        assert!(!accepts_ttl(&single_hop, Some(1)));
+        assert!(accepts_ttl(&single_hop, None));
+        let two_hops = spec(255, 2);
+        assert!(accepts_ttl(&two_hops, Some(253)));
+        assert!(!accepts_ttl(&two_hops, Some(252)));
+        let unchecked = spec(255, 255);
+        assert!(accepts_ttl(&unchecked, Some(0)));
+        // A lower TTL configured lowers the bar too (keepalived's
+        // arithmetic: received + max_hops >= ttl).
+        assert!(accepts_ttl(&spec(64, 0), Some(64)));
+        assert!(!accepts_ttl(&spec(64, 0), Some(63)));
+    }
+
+    #[test]
+    fn reports_say_why() {
+        let peer = spec(255, 0);
+        assert_eq!(
+            Report::new(&peer, State::Up, Diagnostic::None).failure,
+            None
+        );
+        assert_eq!(
+            Report::new(&peer, State::Down, Diagnostic::None)
+                .failure
+                .unwrap()
+                .to_string(),
+            "session to 10.0.0.2 is Down, not Up"
+        );
+        assert_eq!(
+            Report::new(&peer, State::Down, Diagnostic::NeighborSignaledSessionDown)
+                .failure
+                .unwrap()
+                .to_string(),
+            "session to 10.0.0.2 down: neighbor signaled session down"
+        );
+        assert_eq!(canonical("::ffff:10.0.0.2".parse().unwrap()), peer.neighbor);
     }
 }
