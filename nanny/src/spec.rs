@@ -177,7 +177,8 @@ pub struct BfdSpec {
     /// neighbor's packets must reach.
     pub source: Option<IpAddr>,
     pub session: crate::bfd::session::Config,
-    /// `ttl`/`hoplimit`: sent on every packet (RFC 5881: 255).
+    /// `ttl`/`hoplimit`: sent on every packet (RFC 5881: 255; keepalived's
+    /// default: 255 over IPv4, 64 over IPv6).
     pub ttl: u8,
     /// `max_hops`: received packets must have a TTL of at least `ttl -
     /// max_hops` (RFC 5082's GTSM, as keepalived's
@@ -186,13 +187,21 @@ pub struct BfdSpec {
 }
 
 impl BfdSpec {
-    /// keepalived's defaults: TTL 255, max_hops 0 (only packets that
-    /// crossed no router), the session's (bfd.h).
+    /// keepalived's defaults (bfd.h, bfd_parser.c `bfd_end_handler`): TTL
+    /// 255 over IPv4 but hop limit 64 over IPv6 (`BFD_CONTROL_HOPLIMIT`,
+    /// not RFC 5881's 255: a keepalived peer sends 64 and expects at least
+    /// 64), max_hops 0 (only packets that crossed no router), no more
+    /// than the TTL; the session's.
     fn from_config(instance: &config::BfdInstance) -> Option<BfdSpec> {
         let defaults = crate::bfd::session::Config::keepalived_default();
+        let neighbor = instance.neighbor_ip?;
+        let ttl = instance.ttl.unwrap_or(match neighbor {
+            IpAddr::V4(_) => 255,
+            IpAddr::V6(_) => 64,
+        });
         Some(BfdSpec {
             name: instance.name.clone(),
-            neighbor: instance.neighbor_ip?,
+            neighbor,
             source: instance.source_ip,
             session: crate::bfd::session::Config {
                 desired_min_tx: instance.min_tx.unwrap_or(defaults.desired_min_tx),
@@ -201,8 +210,8 @@ impl BfdSpec {
                 detect_multiplier: instance.multiplier.unwrap_or(defaults.detect_multiplier),
                 passive: instance.passive,
             },
-            ttl: instance.ttl.unwrap_or(255),
-            max_hops: instance.max_hops.unwrap_or(0),
+            ttl,
+            max_hops: instance.max_hops.unwrap_or(0).min(ttl),
         })
     }
 }
@@ -889,7 +898,8 @@ virtual_server 192.0.2.1 80 {
             defaults.session,
             crate::bfd::session::Config::keepalived_default()
         );
-        assert_eq!((defaults.ttl, defaults.max_hops), (255, 0));
+        // IPv6: keepalived's hop limit 64.
+        assert_eq!((defaults.ttl, defaults.max_hops), (64, 0));
         assert!(!plan.checks[1].spec.timing.alpha);
         assert!(
             matches!(&plan.checks[2].spec.kind,

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 const NANNY_ADDRESS: &str = "10.78.0.1";
 const PEER_ADDRESS: &str = "10.78.0.2";
+const NANNY_ADDRESS_V6: &str = "fd78::1";
+const PEER_ADDRESS_V6: &str = "fd78::2";
 /// Far more than any step needs (a handshake at the idle 1 s rate takes
 /// 1-2 s): only a hang fails on it.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -61,6 +63,15 @@ impl Link {
                 link.nanny
             ),
             format!("ip -n {} addr add {PEER_ADDRESS}/24 dev {veth}b", link.peer),
+            // No duplicate address detection: usable at once.
+            format!(
+                "ip -n {} addr add {NANNY_ADDRESS_V6}/64 dev {veth}a nodad",
+                link.nanny
+            ),
+            format!(
+                "ip -n {} addr add {PEER_ADDRESS_V6}/64 dev {veth}b nodad",
+                link.peer
+            ),
             format!("ip -n {} link set {veth}a up", link.nanny),
             format!("ip -n {} link set {veth}b up", link.peer),
         ];
@@ -195,6 +206,10 @@ fn assert_change(change: &serde_json::Value, up: bool, reason: &str) {
         format!("{PEER_ADDRESS}:80"),
         "{change}"
     );
+    assert_change_of(change, up, reason);
+}
+
+fn assert_change_of(change: &serde_json::Value, up: bool, reason: &str) {
     assert_eq!(change["up"], up, "{change}");
     assert_eq!(change["reason"], reason, "{change}");
 }
@@ -485,4 +500,55 @@ fn gtsm_drops_a_peer_sending_ttl_254_and_reloads_keep_sessions() {
     if let Ok((_, change)) = nanny.lines.recv_timeout(Duration::from_secs(1)) {
         panic!("the reload disturbed the session: {change}");
     }
+}
+
+#[test]
+fn against_keepalived_over_ipv6() {
+    if !have_keepalived() {
+        eprintln!("skipped: keepalived is not installed");
+        return;
+    }
+    let Some(link) = Link::new("6") else {
+        eprintln!("skipped: cannot make network namespaces here (root and ip needed)");
+        return;
+    };
+    let nanny_configuration = link.write(
+        "nanny.conf",
+        // keepalived (and the configuration model) keep real servers of
+        // the virtual server's family only.
+        &configuration_with(NANNY_ADDRESS_V6, PEER_ADDRESS_V6, "", &["2001:db8::1"]),
+    );
+    let peer_configuration = link.write(
+        "keepalived.conf",
+        configuration(PEER_ADDRESS_V6, NANNY_ADDRESS_V6)
+            .split("virtual_server")
+            .next()
+            .unwrap(),
+    );
+    let nanny = Nanny::start(&link.nanny, &nanny_configuration);
+    let (_, initial) = nanny.next();
+    assert_eq!(initial["up"], false, "{initial}");
+    let mut keepalived = Keepalived::start(&link, &peer_configuration, 1);
+    let (_, up) = nanny.next();
+    assert_eq!(up["real_server"], format!("[{PEER_ADDRESS_V6}]:80"), "{up}");
+    assert_change_of(
+        &up,
+        true,
+        &format!("BFD_CHECK peer: session to {PEER_ADDRESS_V6} up"),
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    let killed = Instant::now();
+    keepalived.kill();
+    let (down_at, down) = nanny.next();
+    assert_change_of(
+        &down,
+        false,
+        &format!(
+            "BFD_CHECK peer: session to {PEER_ADDRESS_V6} down: control detection time expired"
+        ),
+    );
+    println!(
+        "IPv6: keepalived killed -> nanny reports down: {:.3} s (detection time 0.300 s)",
+        (down_at - killed).as_secs_f64()
+    );
 }
