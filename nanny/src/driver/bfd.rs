@@ -73,9 +73,15 @@ impl Report {
 
 /// Starts the task; it runs the sessions last sent on the returned
 /// `watch` and stops when that sender is dropped.
-pub fn spawn() -> (watch::Sender<Vec<BfdSpec>>, mpsc::Receiver<Report>) {
+///
+/// Reports go through an unbounded channel: the task must never wait for
+/// the scheduler (which may itself wait for a slow consumer of its
+/// events), or its sessions would miss their transmission times and the
+/// peers would declare them down. Reports come only with changes of state,
+/// a handful per session and detection time at most.
+pub fn spawn() -> (watch::Sender<Vec<BfdSpec>>, mpsc::UnboundedReceiver<Report>) {
     let (configuration, configuration_receiver) = watch::channel(Vec::new());
-    let (reports_sender, reports) = mpsc::channel(256);
+    let (reports_sender, reports) = mpsc::unbounded_channel();
     tokio::spawn(run(configuration_receiver, reports_sender));
     (configuration, reports)
 }
@@ -94,10 +100,13 @@ struct Service {
     listener: Option<Listener>,
     /// Why the listener could not be opened, for the reports.
     listener_error: Option<String>,
-    reports: mpsc::Sender<Report>,
+    reports: mpsc::UnboundedSender<Report>,
 }
 
-async fn run(mut configuration: watch::Receiver<Vec<BfdSpec>>, reports: mpsc::Sender<Report>) {
+async fn run(
+    mut configuration: watch::Receiver<Vec<BfdSpec>>,
+    reports: mpsc::UnboundedSender<Report>,
+) {
     let mut service = Service {
         epoch: Instant::now(),
         entries: Vec::new(),
@@ -119,7 +128,7 @@ async fn run(mut configuration: watch::Receiver<Vec<BfdSpec>>, reports: mpsc::Se
                     return;
                 }
                 let specs = configuration.borrow_and_update().clone();
-                if !service.configure(specs).await {
+                if !service.configure(specs) {
                     return;
                 }
             }
@@ -127,15 +136,17 @@ async fn run(mut configuration: watch::Receiver<Vec<BfdSpec>>, reports: mpsc::Se
                 match received {
                     Ok(datagram) => {
                         let length = datagram.length;
-                        if !service.handle_datagram(&buffer[..length], datagram).await {
+                        if !service.handle_datagram(&buffer[..length], datagram) {
                             return;
                         }
                     }
-                    Err(error) => tracing::warn!("BFD: receiving: {error}"),
+                    // Anyone may send to port 3784 (oversized datagrams
+                    // end here): not worth more than a debug line.
+                    Err(error) => tracing::debug!("BFD: receiving: {error}"),
                 }
             }
             _ = sleep_until_option(wake) => {
-                if !service.fire_timers().await {
+                if !service.fire_timers() {
                     return;
                 }
             }
@@ -165,7 +176,7 @@ impl Service {
     /// Runs `specs`: unchanged sessions go on, new ones start Down,
     /// removed ones stop. Every session's state is reported again, so that
     /// checkers new in a reload learn it. False when nobody listens.
-    async fn configure(&mut self, specs: Vec<BfdSpec>) -> bool {
+    fn configure(&mut self, specs: Vec<BfdSpec>) -> bool {
         let now = self.now();
         let mut previous: HashMap<BfdSpec, Entry> = self
             .entries
@@ -223,7 +234,7 @@ impl Service {
             }
         }
         for index in 0..self.entries.len() {
-            if !self.report_current(index).await {
+            if !self.report_current(index) {
                 return false;
             }
         }
@@ -231,7 +242,7 @@ impl Service {
     }
 
     /// Reports a session's state as it is.
-    async fn report_current(&self, index: usize) -> bool {
+    fn report_current(&self, index: usize) -> bool {
         let entry = &self.entries[index];
         let mut report = Report::new(
             &entry.spec,
@@ -252,10 +263,10 @@ impl Service {
                 )));
             }
         }
-        self.reports.send(report).await.is_ok()
+        self.reports.send(report).is_ok()
     }
 
-    async fn handle_datagram(&mut self, bytes: &[u8], datagram: Datagram) -> bool {
+    fn handle_datagram(&mut self, bytes: &[u8], datagram: Datagram) -> bool {
         let repr = match Packet::new_checked(bytes).and_then(|packet| Repr::parse(&packet)) {
             Ok(repr) => repr,
             Err(error) => {
@@ -300,10 +311,10 @@ impl Service {
         let actions = self.entries[index]
             .session
             .handle(now, Event::Received(&repr));
-        self.apply(index, actions).await
+        self.apply(index, actions)
     }
 
-    async fn fire_timers(&mut self) -> bool {
+    fn fire_timers(&mut self) -> bool {
         let now = self.now();
         for index in 0..self.entries.len() {
             if self.entries[index]
@@ -312,7 +323,7 @@ impl Service {
                 .is_some_and(|at| at <= now)
             {
                 let actions = self.entries[index].session.handle(now, Event::Timer);
-                if !self.apply(index, actions).await {
+                if !self.apply(index, actions) {
                     return false;
                 }
             }
@@ -321,7 +332,7 @@ impl Service {
     }
 
     /// Sends what the session asked for and reports its change.
-    async fn apply(&mut self, index: usize, actions: Actions) -> bool {
+    fn apply(&mut self, index: usize, actions: Actions) -> bool {
         let entry = &self.entries[index];
         if let Some(repr) = actions.send
             && let Some(socket) = &entry.socket
@@ -350,7 +361,7 @@ impl Service {
                 }
             }
             let report = Report::new(&entry.spec, change.to, change.diagnostic);
-            return self.reports.send(report).await.is_ok();
+            return self.reports.send(report).is_ok();
         }
         true
     }
