@@ -685,6 +685,34 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_asking_for_no_packets_gets_none() {
+        let mut session = Session::new(config(), 9, Timestamp::ZERO, 1);
+        let template = session.handle(Timestamp::ZERO, Event::Timer).send.unwrap();
+        // RFC 5880 6.8.7: no periodic packets while the remote's required
+        // min RX is 0; detection goes on.
+        let quiet = Repr {
+            my_discriminator: 5,
+            required_min_rx: Duration::ZERO,
+            ..template
+        };
+        session.handle(millis(10), Event::Received(&quiet));
+        assert_eq!(session.state(), State::Init);
+        assert_eq!(session.poll_at(), Some(millis(10) + Duration::from_secs(3)));
+        for probe in [millis(500), millis(1500), millis(3009)] {
+            assert_eq!(session.handle(probe, Event::Timer), Actions::default());
+        }
+        // Expired: the remote is forgotten, its 0 with it, and packets go
+        // out again at the idle rate, saying why.
+        let actions = session.handle(millis(3010), Event::Timer);
+        assert_eq!(actions.change.unwrap().to, State::Down);
+        let next = session.poll_at().unwrap();
+        assert!(next > millis(3010) && next <= millis(4010), "{next:?}");
+        let sent = session.handle(next, Event::Timer).send.unwrap();
+        assert_eq!(sent.diagnostic, Diagnostic::ControlDetectionTimeExpired);
+        assert_eq!(sent.your_discriminator, 0);
+    }
+
+    #[test]
     fn a_passive_session_waits_to_hear_the_remote() {
         let mut session = Session::new(
             Config {
