@@ -514,8 +514,35 @@ impl CheckSpec {
                         .iter()
                         .find(|instance| &instance.name == name)
                 });
+                // keepalived ignores an instance whose neighbor (and source,
+                // where both have one) an earlier instance has already
+                // (bfd_parser.c `bfd_end_handler`, "duplicate neighbor
+                // address"): without discriminators yet, their packets
+                // could not be told apart.
+                let earlier = instance.and_then(|instance| {
+                    configuration
+                        .bfd_instances
+                        .iter()
+                        .take_while(|other| other.name != instance.name)
+                        .find(|other| {
+                            other.neighbor_ip == instance.neighbor_ip
+                                && (other.source_ip.is_none()
+                                    || instance.source_ip.is_none()
+                                    || other.source_ip == instance.source_ip)
+                        })
+                });
                 match instance.and_then(BfdSpec::from_config) {
-                    Some(bfd) => CheckKind::Bfd(bfd),
+                    Some(bfd) if earlier.is_none() => CheckKind::Bfd(bfd),
+                    Some(bfd) => CheckKind::Unsupported {
+                        checker: "BFD_CHECK",
+                        why: format!(
+                            "bfd_instance {} has the neighbor {} of bfd_instance {} \
+                             (keepalived ignores it)",
+                            bfd.name,
+                            bfd.neighbor,
+                            earlier.map_or("", |other| other.name.as_str())
+                        ),
+                    },
                     None => CheckKind::Unsupported {
                         checker: "BFD_CHECK",
                         why: match &check.name {
@@ -862,6 +889,9 @@ bfd_instance peer {
 bfd_instance defaults {
     neighbor_ip fe80::2
 }
+bfd_instance again {
+    neighbor_ip 10.0.0.2
+}
 virtual_server 192.0.2.1 80 {
     protocol TCP
     real_server 10.0.0.2 80 {
@@ -874,6 +904,9 @@ virtual_server 192.0.2.1 80 {
         }
         BFD_CHECK {
             name nowhere
+        }
+        BFD_CHECK {
+            name again
         }
     }
 }
@@ -906,6 +939,14 @@ virtual_server 192.0.2.1 80 {
                 CheckKind::Unsupported { checker: "BFD_CHECK", why } if why.contains("nowhere")),
             "{:?}",
             plan.checks[2].spec.kind
+        );
+        assert!(
+            matches!(&plan.checks[3].spec.kind,
+                CheckKind::Unsupported { checker: "BFD_CHECK", why }
+                    if why == "bfd_instance again has the neighbor 10.0.0.2 of bfd_instance peer \
+                               (keepalived ignores it)"),
+            "{:?}",
+            plan.checks[3].spec.kind
         );
     }
 
