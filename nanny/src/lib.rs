@@ -1,11 +1,13 @@
 //! Health checkers for real servers, with keepalived's semantics.
 //!
+//! - [`bfd`]: BFD control packets and sessions, without I/O (BFD_CHECK).
 //! - [`machine`]: one checker's schedule and up/down state, without I/O.
 //! - [`driver`]: the I/O of one attempt, per kind of check, on tokio.
 //! - [`outcome`]: what an attempt found.
 //! - [`scheduler`]: runs a plan's checks, streams state changes.
 //! - [`spec`]: checks in nanny's terms, deduplicated into a [`spec::Plan`].
 
+pub mod bfd;
 pub mod driver;
 pub mod machine;
 pub mod outcome;

@@ -47,6 +47,8 @@ pub struct Timestamp(pub Duration);
 
 impl Timestamp {
     pub const ZERO: Timestamp = Timestamp(Duration::ZERO);
+    /// Later than any time a caller will reach.
+    pub const NEVER: Timestamp = Timestamp(Duration::MAX);
 
     pub fn from_secs(seconds: u64) -> Timestamp {
         Timestamp(Duration::from_secs(seconds))
@@ -157,6 +159,9 @@ enum Phase {
         started: Timestamp,
         deadline: Timestamp,
     },
+    /// The state is decided elsewhere (BFD_CHECK: by its session), through
+    /// [`Machine::decide`]; no attempts.
+    External,
 }
 
 /// One checker's state machine.
@@ -220,6 +225,33 @@ impl Machine {
         machine
     }
 
+    /// A checker whose state something else decides (a BFD session),
+    /// through [`Machine::decide`]: it never asks for an attempt. Starts up,
+    /// or down with `alpha`, like the others.
+    pub fn external(timing: Timing) -> Machine {
+        let mut machine = Machine::new(timing, Timestamp::ZERO, 0.0);
+        machine.phase = Phase::External;
+        machine
+    }
+
+    /// The state decided elsewhere: up with `None`, down with the reason.
+    /// Reported the first time, then only when it changes.
+    pub fn decide(&mut self, failure: Option<Failure>) -> Option<Transition> {
+        let up = failure.is_none();
+        let initial = !self.reported;
+        if up == self.up && !initial {
+            return None;
+        }
+        self.up = up;
+        self.reported = true;
+        Some(Transition {
+            up,
+            initial,
+            failures: u32::from(!up),
+            reason: failure,
+        })
+    }
+
     pub fn timing(&self) -> &Timing {
         &self.timing
     }
@@ -269,6 +301,7 @@ impl Machine {
         match self.phase {
             Phase::Waiting { until } => until,
             Phase::Running { deadline, .. } => deadline,
+            Phase::External => Timestamp::NEVER,
         }
     }
 

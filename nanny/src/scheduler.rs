@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use crate::driver;
 use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
-use crate::outcome::Outcome;
-use crate::spec::{CheckSpec, Plan, RealServerName, VirtualServerName};
+use crate::outcome::{Failure, Outcome};
+use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerName};
 
 /// A real server's state was decided or changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -77,6 +77,9 @@ pub struct Scheduler {
     attempts_started: u64,
     /// Each check's last reported reason.
     reasons: Vec<String>,
+    /// Each BFD session's last reported state (`None`: Up), so that a
+    /// checker new in a reload starts from the truth.
+    bfd_states: HashMap<BfdSpec, Option<Failure>>,
     /// Each slot's dynamic weight.
     weights: Vec<Option<i32>>,
     /// The addresses this host holds, once told ([`Command::LocalAddresses`]):
@@ -94,6 +97,9 @@ impl Scheduler {
             .checks
             .iter()
             .map(|check| match start {
+                _ if matches!(check.spec.kind, CheckKind::Bfd(_)) => {
+                    Machine::external(check.spec.timing.clone())
+                }
                 Start::Warmup => {
                     Machine::new(check.spec.timing.clone(), Timestamp::ZERO, fastrand::f64())
                 }
@@ -129,6 +135,7 @@ impl Scheduler {
             owners: HashMap::new(),
             attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
+            bfd_states: HashMap::new(),
             reported: vec![false; plan.slots.len()],
             weights: vec![None; plan.slots.len()],
             local_addresses: None,
@@ -145,8 +152,38 @@ impl Scheduler {
         Timestamp(Instant::now() - self.epoch)
     }
 
-    fn instant(&self, timestamp: Timestamp) -> Instant {
-        self.epoch + timestamp.0
+    /// `None` for [`Timestamp::NEVER`] (BFD checks have no timers here).
+    fn instant(&self, timestamp: Timestamp) -> Option<Instant> {
+        self.epoch.checked_add(timestamp.0)
+    }
+
+    /// The BFD sessions the plan's checks need, each once.
+    fn bfd_sessions(&self) -> Vec<BfdSpec> {
+        let mut sessions: Vec<BfdSpec> = Vec::new();
+        for spec in &self.specs {
+            if let CheckKind::Bfd(bfd) = &spec.kind
+                && !sessions.contains(bfd)
+            {
+                sessions.push(bfd.clone());
+            }
+        }
+        sessions
+    }
+
+    /// A BFD session's state decides every checker that follows it.
+    async fn bfd_report(&mut self, report: driver::bfd::Report) -> bool {
+        self.bfd_states
+            .insert(report.spec.clone(), report.failure.clone());
+        for index in 0..self.specs.len() {
+            if !matches!(&self.specs[index].kind, CheckKind::Bfd(bfd) if *bfd == report.spec) {
+                continue;
+            }
+            let transition = self.machines[index].decide(report.failure.clone());
+            if !self.publish(index, transition).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Runs until `shutdown` fires (or its sender is dropped), or nobody
@@ -165,8 +202,15 @@ impl Scheduler {
         if !self.send_initial(&empty).await {
             return;
         }
+        // BFD sessions run in their own task, which stops when
+        // `bfd_sessions` is dropped, as this function returns.
+        let (bfd_sessions, mut bfd_reports) = driver::bfd::spawn();
+        bfd_sessions.send_replace(self.bfd_sessions());
         loop {
-            let wake = self.timers.peek().map(|Reverse((at, _))| self.instant(*at));
+            let wake = self
+                .timers
+                .peek()
+                .and_then(|Reverse((at, _))| self.instant(*at));
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(command) = commands.recv() => match command {
@@ -174,9 +218,15 @@ impl Scheduler {
                         if !self.reload(plan).await {
                             break;
                         }
+                        bfd_sessions.send_replace(self.bfd_sessions());
                     }
                     Command::LocalAddresses(addresses) => self.set_local_addresses(addresses),
                 },
+                Some(report) = bfd_reports.recv() => {
+                    if !self.bfd_report(report).await {
+                        break;
+                    }
+                }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
                     let Ok((number, outcome)) = joined else { continue };
                     // An attempt abandoned at its deadline (or whose check
@@ -338,13 +388,33 @@ impl Scheduler {
                 }
                 None => {
                     specs.push(Arc::new(check.spec.clone()));
-                    machines.push(Machine::new(
-                        check.spec.timing.clone(),
-                        now,
-                        fastrand::f64(),
-                    ));
                     running.push(None);
-                    reasons.push(String::new());
+                    if let CheckKind::Bfd(bfd) = &check.spec.kind {
+                        // Its session's state, known or (a new session)
+                        // Down, at once: a real server already reported
+                        // must not seem up (a new checker's default) until
+                        // the session's report arrives.
+                        let failure = self.bfd_states.get(bfd).cloned().unwrap_or_else(|| {
+                            Some(Failure::Other(format!(
+                                "session to {} is Down, not Up",
+                                bfd.neighbor
+                            )))
+                        });
+                        let mut machine = Machine::external(check.spec.timing.clone());
+                        machine.decide(failure.clone());
+                        machines.push(machine);
+                        reasons.push(match failure {
+                            Some(failure) => format!("{}: {failure}", check.spec),
+                            None => format!("{}: session to {} up", check.spec, bfd.neighbor),
+                        });
+                    } else {
+                        machines.push(Machine::new(
+                            check.spec.timing.clone(),
+                            now,
+                            fastrand::f64(),
+                        ));
+                        reasons.push(String::new());
+                    }
                 }
             }
         }
@@ -408,6 +478,9 @@ impl Scheduler {
             .collect();
         self.plan = plan;
         self.specs = specs;
+        // A session dropped now starts anew (Down) if configured again.
+        let sessions = self.bfd_sessions();
+        self.bfd_states.retain(|spec, _| sessions.contains(spec));
         self.machines = machines;
         self.running = running;
         self.reasons = reasons;
@@ -466,7 +539,10 @@ impl Scheduler {
                 reason: Some(failure),
                 ..
             }) => format!("{spec}: {failure}"),
-            Some(_) => format!("{spec}: success"),
+            Some(_) => match &spec.kind {
+                CheckKind::Bfd(bfd) => format!("{spec}: session to {} up", bfd.neighbor),
+                _ => format!("{spec}: success"),
+            },
             None => match (weight, offset) {
                 (Some(weight), _) => format!("{spec}: weight {weight}"),
                 (None, offset) => format!("{spec}: weight offset {}", offset.unwrap_or_default()),

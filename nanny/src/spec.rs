@@ -166,6 +166,56 @@ pub struct FileSpec {
     pub reverse: bool,
 }
 
+/// BFD_CHECK: the state of a BFD session with `neighbor` decides
+/// (keepalived's `bfd_instance`, which the check names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BfdSpec {
+    /// The `bfd_instance`'s name.
+    pub name: String,
+    pub neighbor: IpAddr,
+    /// `source_ip`: where packets go from, and which local address the
+    /// neighbor's packets must reach.
+    pub source: Option<IpAddr>,
+    pub session: crate::bfd::session::Config,
+    /// `ttl`/`hoplimit`: sent on every packet (RFC 5881: 255; keepalived's
+    /// default: 255 over IPv4, 64 over IPv6).
+    pub ttl: u8,
+    /// `max_hops`: received packets must have a TTL of at least `ttl -
+    /// max_hops` (RFC 5082's GTSM, as keepalived's
+    /// `bfd_check_packet_ttl`); 255 disables the check.
+    pub max_hops: u8,
+}
+
+impl BfdSpec {
+    /// keepalived's defaults (bfd.h, bfd_parser.c `bfd_end_handler`): TTL
+    /// 255 over IPv4 but hop limit 64 over IPv6 (`BFD_CONTROL_HOPLIMIT`,
+    /// not RFC 5881's 255: a keepalived peer sends 64 and expects at least
+    /// 64), max_hops 0 (only packets that crossed no router), no more
+    /// than the TTL; the session's.
+    fn from_config(instance: &config::BfdInstance) -> Option<BfdSpec> {
+        let defaults = crate::bfd::session::Config::keepalived_default();
+        let neighbor = instance.neighbor_ip?;
+        let ttl = instance.ttl.unwrap_or(match neighbor {
+            IpAddr::V4(_) => 255,
+            IpAddr::V6(_) => 64,
+        });
+        Some(BfdSpec {
+            name: instance.name.clone(),
+            neighbor,
+            source: instance.source_ip,
+            session: crate::bfd::session::Config {
+                desired_min_tx: instance.min_tx.unwrap_or(defaults.desired_min_tx),
+                required_min_rx: instance.min_rx.unwrap_or(defaults.required_min_rx),
+                idle_tx: instance.idle_tx.unwrap_or(defaults.idle_tx),
+                detect_multiplier: instance.multiplier.unwrap_or(defaults.detect_multiplier),
+                passive: instance.passive,
+            },
+            ttl,
+            max_hops: instance.max_hops.unwrap_or(0).min(ttl),
+        })
+    }
+}
+
 /// The kinds of check, with their own parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckKind {
@@ -177,6 +227,7 @@ pub enum CheckKind {
     Dns(DnsSpec),
     File(FileSpec),
     Ping,
+    Bfd(BfdSpec),
     /// A checker nanny cannot run as configured: it reports down with why,
     /// rather than pretend.
     Unsupported {
@@ -197,6 +248,7 @@ impl CheckKind {
             CheckKind::Dns(_) => "DNS_CHECK",
             CheckKind::File(_) => "FILE_CHECK",
             CheckKind::Ping => "PING_CHECK",
+            CheckKind::Bfd(_) => "BFD_CHECK",
             CheckKind::Unsupported { checker, .. } => checker,
         }
     }
@@ -224,6 +276,7 @@ impl fmt::Display for CheckSpec {
             CheckKind::Misc(misc) => write!(formatter, "MISC_CHECK {}", misc.command),
             CheckKind::File(file) => write!(formatter, "FILE_CHECK {}", file.path),
             CheckKind::Ping => write!(formatter, "PING_CHECK {}", self.endpoint.address.ip()),
+            CheckKind::Bfd(bfd) => write!(formatter, "BFD_CHECK {}", bfd.name),
             kind => write!(formatter, "{} {}", kind.name(), self.endpoint.address),
         }
     }
@@ -465,10 +518,51 @@ impl CheckSpec {
                     },
                 }
             }
-            config::CheckerKind::Bfd(_) => CheckKind::Unsupported {
-                checker: "BFD_CHECK",
-                why: "not implemented in nanny yet".to_owned(),
-            },
+            config::CheckerKind::Bfd(check) => {
+                let instance = check.name.as_ref().and_then(|name| {
+                    configuration
+                        .bfd_instances
+                        .iter()
+                        .find(|instance| &instance.name == name)
+                });
+                // keepalived ignores an instance whose neighbor (and source,
+                // where both have one) an earlier instance has already
+                // (bfd_parser.c `bfd_end_handler`, "duplicate neighbor
+                // address"): without discriminators yet, their packets
+                // could not be told apart.
+                let earlier = instance.and_then(|instance| {
+                    configuration
+                        .bfd_instances
+                        .iter()
+                        .take_while(|other| other.name != instance.name)
+                        .find(|other| {
+                            other.neighbor_ip == instance.neighbor_ip
+                                && (other.source_ip.is_none()
+                                    || instance.source_ip.is_none()
+                                    || other.source_ip == instance.source_ip)
+                        })
+                });
+                match instance.and_then(BfdSpec::from_config) {
+                    Some(bfd) if earlier.is_none() => CheckKind::Bfd(bfd),
+                    Some(bfd) => CheckKind::Unsupported {
+                        checker: "BFD_CHECK",
+                        why: format!(
+                            "bfd_instance {} has the neighbor {} of bfd_instance {} \
+                             (keepalived ignores it)",
+                            bfd.name,
+                            bfd.neighbor,
+                            earlier.map_or("", |other| other.name.as_str())
+                        ),
+                    },
+                    None => CheckKind::Unsupported {
+                        checker: "BFD_CHECK",
+                        why: match &check.name {
+                            Some(name) => format!("no bfd_instance {name} with a neighbor_ip"),
+                            None => "no name".to_owned(),
+                        },
+                    },
+                }
+            }
         };
         let attempt_timeout = match &kind {
             // Each URL is fetched over its own connection, each under the
@@ -488,6 +582,32 @@ impl CheckSpec {
         // keepalived watches the file with inotify and has no timers for
         // FILE_CHECK; nanny reads it every second, and a change counts at
         // once (no retries, no warmup, never alpha: keepalived clears it).
+        // A BFD session decides by itself, from its own timers (the driver
+        // reports its changes): no attempts, no retries, no warmup; `alpha`
+        // is BFD_CHECK's only option (check_bfd.c).
+        if let CheckKind::Bfd(bfd) = &kind {
+            return CheckSpec {
+                endpoint: Endpoint {
+                    address: SocketAddr::new(bfd.neighbor, crate::bfd::packet::CONTROL_PORT),
+                    bind_address: bfd.source,
+                    bind_port: None,
+                    bind_interface: None,
+                    fwmark: None,
+                },
+                kind,
+                log_all_failures: false,
+                // The session runs whatever the addresses: it has no
+                // attempts to suspend.
+                ha_suspend: None,
+                connect_timeout: common.connect_timeout,
+                timing: Timing {
+                    retry: 0,
+                    warmup: Duration::ZERO,
+                    alpha: common.alpha,
+                    ..Timing::keepalived_default()
+                },
+            };
+        }
         if let CheckKind::File(_) = kind {
             return CheckSpec {
                 kind,
@@ -769,6 +889,81 @@ virtual_server 192.0.2.1 80 {
         let regex = http.urls[0].regex.as_ref().unwrap();
         assert_eq!(regex.pattern, "ok");
         assert_eq!(regex.options, ["caseless"]);
+    }
+
+    #[test]
+    fn bfd_check_follows_its_bfd_instance() {
+        let text = "
+bfd_instance peer {
+    neighbor_ip 10.0.0.2
+    source_ip 10.0.0.1
+    min_rx 100
+    min_tx 50
+    multiplier 3
+    max_hops 1
+}
+bfd_instance defaults {
+    neighbor_ip fe80::2
+}
+bfd_instance again {
+    neighbor_ip 10.0.0.2
+}
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 10.0.0.2 80 {
+        BFD_CHECK {
+            name peer
+            alpha
+        }
+        BFD_CHECK {
+            name defaults
+        }
+        BFD_CHECK {
+            name nowhere
+        }
+        BFD_CHECK {
+            name again
+        }
+    }
+}
+";
+        let plan = Plan::from_config(&load(text));
+        let CheckKind::Bfd(peer) = &plan.checks[0].spec.kind else {
+            panic!("{:?}", plan.checks[0].spec.kind);
+        };
+        assert_eq!(peer.name, "peer");
+        assert_eq!(peer.neighbor, "10.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!(peer.source, Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(peer.session.required_min_rx, Duration::from_millis(100));
+        assert_eq!(peer.session.desired_min_tx, Duration::from_millis(50));
+        assert_eq!(peer.session.detect_multiplier, 3);
+        assert_eq!((peer.ttl, peer.max_hops), (255, 1));
+        assert!(plan.checks[0].spec.timing.alpha);
+        assert_eq!(plan.checks[0].spec.to_string(), "BFD_CHECK peer");
+        let CheckKind::Bfd(defaults) = &plan.checks[1].spec.kind else {
+            panic!("{:?}", plan.checks[1].spec.kind);
+        };
+        assert_eq!(
+            defaults.session,
+            crate::bfd::session::Config::keepalived_default()
+        );
+        // IPv6: keepalived's hop limit 64.
+        assert_eq!((defaults.ttl, defaults.max_hops), (64, 0));
+        assert!(!plan.checks[1].spec.timing.alpha);
+        assert!(
+            matches!(&plan.checks[2].spec.kind,
+                CheckKind::Unsupported { checker: "BFD_CHECK", why } if why.contains("nowhere")),
+            "{:?}",
+            plan.checks[2].spec.kind
+        );
+        assert!(
+            matches!(&plan.checks[3].spec.kind,
+                CheckKind::Unsupported { checker: "BFD_CHECK", why }
+                    if why == "bfd_instance again has the neighbor 10.0.0.2 of bfd_instance peer \
+                               (keepalived ignores it)"),
+            "{:?}",
+            plan.checks[3].spec.kind
+        );
     }
 
     #[test]

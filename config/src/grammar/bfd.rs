@@ -1,5 +1,6 @@
-//! `bfd_instance` (keepalived's bfd_parser.c): stored for BFD_CHECK and
-//! track_bfd; Fulcrum does not run BFD yet.
+//! `bfd_instance` (keepalived's bfd_parser.c): nanny runs the session for
+//! the BFD_CHECKs that name it; VRRP's track_bfd (its `weight`) is not
+//! acted on yet.
 
 use std::time::Duration;
 
@@ -19,7 +20,8 @@ pub static INSTANCE: &[Keyword] = &[
     Keyword::leaf("ttl", 1, Some(1)),
     Keyword::leaf("hoplimit", 1, Some(1)),
     Keyword::leaf("max_hops", 1, Some(1)),
-    Keyword::leaf("weight", 1, Some(2)),
+    // For track_bfd, in VRRP.
+    Keyword::leaf("weight", 1, Some(2)).not_acted_on(),
     // Which processes use the instance (keepalived's BFD process tells the
     // VRRP and checker processes about it).
     Keyword::leaf("vrrp", 0, None).not_acted_on(),
@@ -28,7 +30,6 @@ pub static INSTANCE: &[Keyword] = &[
 
 /// `bfd_instance NAME { ... }`; intervals are in milliseconds.
 pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
-    context.not_acted_on(node);
     let mut instance = BfdInstance {
         name: common::first(node),
         neighbor_ip: None,

@@ -114,7 +114,7 @@ pub static REAL_SERVER: &[Keyword] = &{
         Keyword::block("UDP_CHECK", 0, Some(0), checkers::UDP),
         Keyword::block("PING_CHECK", 0, Some(0), checkers::PING),
         Keyword::block("FILE_CHECK", 0, Some(0), checkers::FILE),
-        Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD).not_acted_on(),
+        Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD),
     ];
     let mut table = [Keyword::leaf("", 0, None); 26];
     let mut index = 0;

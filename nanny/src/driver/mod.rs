@@ -5,6 +5,7 @@
 //! that never exits costs its own attempt a timeout and nothing else: each
 //! attempt is its own task, holding no lock and sharing no buffer.
 
+pub mod bfd;
 pub mod dns;
 pub mod file;
 pub mod http;
@@ -36,6 +37,11 @@ pub async fn run(spec: &CheckSpec) -> Outcome {
             CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
             CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
             CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
+            // Sessions run all the time in their own task (`bfd::spawn`),
+            // never as attempts.
+            CheckKind::Bfd(_) => Err(Failure::Other(
+                "BFD_CHECK runs as a session, not as attempts".to_owned(),
+            )),
             CheckKind::Unsupported { checker, why } => {
                 Err(Failure::Other(format!("{checker} cannot run: {why}")))
             }
