@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::cli::Arguments;
 use crate::exit;
 use crate::reconciler::{self, Channels, PassOutcome, Reconciler, Reload, StopMode};
+use crate::vrrp::Vrrp;
 use process::{Detached, PidFile};
 
 /// What the daemon needs from the command line.
@@ -52,6 +53,10 @@ pub struct Settings {
     pub stop_mode: StopMode,
     /// The logs reach standard error already.
     pub logs_on_stderr: bool,
+    /// The checkers and IPVS run (not `-P` alone).
+    pub checkers: bool,
+    /// VRRP runs (not `-C` alone).
+    pub vrrp: bool,
 }
 
 /// Runs the daemon; returns the process's exit status.
@@ -63,12 +68,6 @@ pub fn run(arguments: &Arguments) -> i32 {
     });
     for option in &arguments.not_yet_supported {
         tracing::warn!("option {option} is accepted but not acted on yet");
-    }
-    if arguments.vrrp_only {
-        tracing::error!(
-            "-P/--vrrp: pulse does not run VRRP yet; it runs the checkers and IPVS part (-C)"
-        );
-        return exit::USAGE;
     }
     let settings = Settings {
         config_file: arguments.config_file.clone(),
@@ -87,6 +86,10 @@ pub fn run(arguments: &Arguments) -> i32 {
             StopMode::Clear
         },
         logs_on_stderr,
+        // As keepalived: `-P` and `-C` each select their part, both
+        // together or neither run everything.
+        checkers: arguments.check_only || !arguments.vrrp_only,
+        vrrp: arguments.vrrp_only || !arguments.check_only,
     };
     tracing::info!(
         "starting pulse {} with {}",
@@ -101,19 +104,24 @@ pub fn run(arguments: &Arguments) -> i32 {
     if let Err(error) = nanny::raise_open_file_limit() {
         tracing::warn!("cannot raise the open file limit: {error}");
     }
-    let client = match Client::connect() {
-        Ok(client) => client,
-        Err(ipvs::Error::Unavailable) => {
-            tracing::error!(
-                "IPVS is not available: this kernel has no ip_vs module loaded and did not \
-                 load it (is the ip_vs module installed? `modprobe ip_vs` says why not)"
-            );
-            return exit::FATAL;
+    let client = if settings.checkers {
+        match Client::connect() {
+            Ok(client) => Some(client),
+            Err(ipvs::Error::Unavailable) => {
+                tracing::error!(
+                    "IPVS is not available: this kernel has no ip_vs module loaded and did not \
+                     load it (is the ip_vs module installed? `modprobe ip_vs` says why not; \
+                     -P runs VRRP alone)"
+                );
+                return exit::FATAL;
+            }
+            Err(error) => {
+                tracing::error!("cannot reach the kernel's IPVS: {error}");
+                return exit::FATAL;
+            }
         }
-        Err(error) => {
-            tracing::error!("cannot reach the kernel's IPVS: {error}");
-            return exit::FATAL;
-        }
+    } else {
+        None
     };
     let mut detached = if arguments.dont_fork {
         Detached::foreground()
@@ -145,7 +153,20 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
-    let status = runtime.block_on(serve(settings, configuration, client, &mut detached));
+    let status = runtime.block_on(async {
+        let vrrp = if settings.vrrp {
+            match start_vrrp(&configuration).await {
+                Ok(vrrp) => vrrp,
+                Err(status) => return status,
+            }
+        } else {
+            None
+        };
+        match client {
+            Some(client) => serve(settings, configuration, client, vrrp, &mut detached).await,
+            None => serve_vrrp_only(vrrp, &mut detached).await,
+        }
+    });
     detached.started(status as u8);
     // Scripts still running are the system's now, as keepalived leaves
     // its notify scripts.
@@ -195,6 +216,85 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
     Some(Arc::new(loaded.config))
 }
 
+/// The running VRRP task and the way to stop it.
+struct RunningVrrp {
+    task: tokio::task::JoinHandle<()>,
+    stop: oneshot::Sender<()>,
+}
+
+impl RunningVrrp {
+    /// Stops every instance (priority 0 adverts, addresses removed) and
+    /// waits until done.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        if let Err(error) = self.task.await {
+            tracing::error!("VRRP failed: {error}");
+        }
+    }
+}
+
+/// Starts VRRP for the configuration's `vrrp_instance` blocks, if any; the
+/// exit status if it cannot.
+async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<RunningVrrp>, i32> {
+    if configuration.vrrp_instances.is_empty() {
+        return Ok(None);
+    }
+    match Vrrp::prepare(configuration.clone()).await {
+        Ok(vrrp) => {
+            tracing::info!("VRRP: {} instance(s)", vrrp.len());
+            let (stop, stopped) = oneshot::channel();
+            Ok(Some(RunningVrrp {
+                task: tokio::spawn(vrrp.run(stopped)),
+                stop,
+            }))
+        }
+        Err(error) => {
+            tracing::error!("VRRP cannot start: {error}");
+            Err(exit::FATAL)
+        }
+    }
+}
+
+/// `-P`: VRRP alone, until SIGTERM or SIGINT. A reload keeps the running
+/// instances: VRRP does not reload yet.
+async fn serve_vrrp_only(vrrp: Option<RunningVrrp>, detached: &mut Detached) -> i32 {
+    let (mut hangup, mut terminate, mut interrupt) = match (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(hangup), Ok(terminate), Ok(interrupt)) => (hangup, terminate, interrupt),
+        _ => {
+            tracing::error!("cannot listen for signals");
+            return exit::FATAL;
+        }
+    };
+    tell_systemd(&[NotifyState::Ready, NotifyState::Status("VRRP running")]);
+    detached.started(exit::CLEAN as u8);
+    loop {
+        tokio::select! {
+            _ = hangup.recv() => {
+                tracing::warn!("SIGHUP: VRRP does not reload yet; the running instances stay");
+                tell_systemd(&[NotifyState::Ready]);
+            }
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM: stopping");
+                break;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("SIGINT: stopping");
+                break;
+            }
+        }
+    }
+    tell_systemd(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+    if let Some(vrrp) = vrrp {
+        vrrp.stop().await;
+    }
+    tracing::info!("stopped");
+    exit::CLEAN
+}
+
 /// Sends systemd a notification if it asked for them (`NOTIFY_SOCKET`).
 fn tell_systemd(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some()
@@ -217,6 +317,7 @@ async fn serve(
     settings: Settings,
     configuration: Arc<config::Config>,
     client: Client,
+    vrrp: Option<RunningVrrp>,
     detached: &mut Detached,
 ) -> i32 {
     let (mut hangup, mut terminate, mut interrupt) = match (
@@ -340,8 +441,14 @@ async fn serve(
         }
     };
     tell_systemd(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
-    // The checks stop first, so that no health change reaches a table
-    // being withdrawn.
+    // VRRP first, as keepalived stops its VRRP process before the
+    // checkers: the backup takes the addresses while the services are
+    // still here.
+    if let Some(vrrp) = vrrp {
+        vrrp.stop().await;
+    }
+    // Then the checks, so that no health change reaches a table being
+    // withdrawn.
     checkers.shutdown().await;
     if stop_mode == StopMode::Keep {
         tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");

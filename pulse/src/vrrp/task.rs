@@ -1,0 +1,537 @@
+//! The VRRP task: one [`Machine`] per `vrrp_instance`, driven by one
+//! `select!` loop over the adverts received, the machines' deadlines and
+//! shutdown, carrying out their actions on the sockets and through
+//! rtnetlink.
+//!
+//! Adverts are demultiplexed by interface, family and VRID, as keepalived
+//! does; each receive socket has a reader task feeding the loop, so the
+//! loop itself never waits on one socket.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fulcrum_config::model as config;
+use netlink_packet_route::address::AddressMessage;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::addresses::{self, AddressError};
+use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
+use super::packet::{self, Family, Packet, Repr};
+use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
+
+/// Why VRRP cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum VrrpError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("({0}) no interface given")]
+    NoInterface(String),
+    #[error("({instance}) interface {interface}: {error}")]
+    Interface {
+        instance: String,
+        interface: String,
+        error: AddressError,
+    },
+    #[error("({instance}) {interface} has no {family} address to send adverts from")]
+    NoSourceAddress {
+        instance: String,
+        interface: String,
+        family: &'static str,
+    },
+    #[error("({instance}) virtual address {address}: interface {interface} does not exist")]
+    NoSuchDevice {
+        instance: String,
+        address: String,
+        interface: String,
+    },
+    #[error("({0}) cannot open its sockets: {1}")]
+    Socket(String, std::io::Error),
+    #[error("cannot open rtnetlink: {0}")]
+    Netlink(std::io::Error),
+}
+
+/// One running instance and what it sends with.
+struct Instance {
+    machine: Machine,
+    interface: Interface,
+    sender: SendSocket,
+    announcer: Arc<Announcer>,
+    /// The multicast group, or the unicast peers.
+    destinations: Vec<IpAddr>,
+    /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
+    /// messages.
+    addresses: Vec<AddressMessage>,
+    /// The addresses announced on the instance's interface.
+    announced: Vec<IpAddr>,
+    garp_interval: Duration,
+    gna_interval: Duration,
+    notify: config::Notify,
+    /// Whether the next backup state is the first one (keepalived says
+    /// "(init)").
+    starting: bool,
+    announcing: Option<JoinHandle<()>>,
+}
+
+/// The VRRP part of pulse, ready to run.
+pub struct Vrrp {
+    handle: rtnetlink::Handle,
+    instances: Vec<Instance>,
+    receivers: Vec<(u32, ReceiveSocket)>,
+    configuration: Arc<config::Config>,
+}
+
+impl Vrrp {
+    /// Resolves the configuration's instances, reads their interfaces and
+    /// opens their sockets. Must run inside the tokio runtime.
+    pub async fn prepare(configuration: Arc<config::Config>) -> Result<Vrrp, VrrpError> {
+        let (connection, handle, _) = rtnetlink::new_connection().map_err(VrrpError::Netlink)?;
+        tokio::spawn(connection);
+        let defaults = &configuration.global.vrrp;
+        let mut instances = Vec::new();
+        let mut interfaces: HashMap<String, Interface> = HashMap::new();
+        let mut receivers: Vec<(u32, ReceiveSocket)> = Vec::new();
+        for model in &configuration.vrrp_instances {
+            let mut settings = InstanceSettings::from_model(model, defaults)?;
+            let name = settings.name.clone();
+            let interface_name = model
+                .interface
+                .clone()
+                .ok_or_else(|| VrrpError::NoInterface(name.clone()))?;
+            let interface = match interfaces.get(&interface_name) {
+                Some(interface) => interface.clone(),
+                None => {
+                    let interface = addresses::interface(&handle, &interface_name)
+                        .await
+                        .map_err(|error| VrrpError::Interface {
+                            instance: name.clone(),
+                            interface: interface_name.clone(),
+                            error,
+                        })?;
+                    interfaces.insert(interface_name.clone(), interface.clone());
+                    interface
+                }
+            };
+            let source = match settings.local_address {
+                Some(address) => address,
+                None => match settings.family {
+                    Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
+                    Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
+                }
+                .ok_or_else(|| VrrpError::NoSourceAddress {
+                    instance: name.clone(),
+                    interface: interface_name.clone(),
+                    family: match settings.family {
+                        Family::Ipv4 => "IPv4",
+                        Family::Ipv6 => "link-local IPv6",
+                    },
+                })?,
+            };
+            // The machine compares its address with a master's of equal
+            // priority.
+            settings.local_address = Some(source);
+            let destinations = if settings.unicast_peers.is_empty() {
+                let group = model
+                    .multicast_destination
+                    .or(match settings.family {
+                        Family::Ipv4 => defaults.mcast_group4,
+                        Family::Ipv6 => defaults.mcast_group6,
+                    })
+                    .unwrap_or_else(|| io::group(settings.family));
+                vec![group]
+            } else {
+                settings
+                    .unicast_peers
+                    .iter()
+                    .map(|peer| peer.address)
+                    .collect()
+            };
+            let sender = SendSocket::open(&interface, source, model.unicast_ttl)
+                .map_err(|error| VrrpError::Socket(name.clone(), error))?;
+            let announcer = Arc::new(
+                Announcer::open(&interface)
+                    .map_err(|error| VrrpError::Socket(name.clone(), error))?,
+            );
+            if !receivers.iter().any(|(index, socket)| {
+                *index == interface.index && socket.family() == settings.family
+            }) {
+                let socket = ReceiveSocket::open(&interface, settings.family)
+                    .map_err(|error| VrrpError::Socket(name.clone(), error))?;
+                receivers.push((interface.index, socket));
+            }
+            let mut messages = Vec::new();
+            let mut announced = Vec::new();
+            for address in model
+                .virtual_addresses
+                .iter()
+                .chain(&model.excluded_addresses)
+            {
+                let index = match &address.device {
+                    None => interface.index,
+                    Some(device) => {
+                        addresses::index_of(device).ok_or_else(|| VrrpError::NoSuchDevice {
+                            instance: name.clone(),
+                            address: address.address.to_string(),
+                            interface: device.clone(),
+                        })?
+                    }
+                };
+                messages.push(addresses::message(address, index));
+                if index == interface.index {
+                    announced.push(address.address.address);
+                }
+            }
+            instances.push(Instance {
+                machine: Machine::new(settings),
+                interface: interface.clone(),
+                sender,
+                announcer,
+                destinations,
+                addresses: messages,
+                announced,
+                garp_interval: defaults.garp_interval.unwrap_or_default(),
+                gna_interval: defaults.gna_interval.unwrap_or_default(),
+                notify: model.notify.clone(),
+                starting: true,
+                announcing: None,
+            });
+        }
+        Ok(Vrrp {
+            handle,
+            instances,
+            receivers,
+            configuration,
+        })
+    }
+
+    /// How many instances run.
+    pub fn len(&self) -> usize {
+        self.instances.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty()
+    }
+
+    /// Runs until `shutdown` fires (or its sender goes), then stops every
+    /// instance: a master sends a priority 0 advert and removes its
+    /// addresses.
+    pub async fn run(mut self, mut shutdown: oneshot::Receiver<()>) {
+        let (datagrams_sender, mut datagrams) = mpsc::channel::<(u32, Datagram)>(256);
+        let mut readers = Vec::new();
+        for (index, socket) in std::mem::take(&mut self.receivers) {
+            let sender = datagrams_sender.clone();
+            readers.push(tokio::spawn(async move {
+                loop {
+                    match socket.receive().await {
+                        Ok(Some(datagram)) => {
+                            if sender.send((index, datagram)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            tracing::warn!("VRRP receive: {error}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        drop(datagrams_sender);
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.handle_event(position, now, Event::Start).await;
+        }
+        loop {
+            let next = self
+                .instances
+                .iter()
+                .filter_map(|instance| instance.machine.poll_at())
+                .min();
+            tokio::select! {
+                _ = &mut shutdown => break,
+                received = datagrams.recv() => match received {
+                    Some((index, datagram)) => self.dispatch(index, datagram).await,
+                    None => break,
+                },
+                _ = sleep_until(next) => {
+                    let now = Instant::now();
+                    for position in 0..self.instances.len() {
+                        if self.instances[position]
+                            .machine
+                            .poll_at()
+                            .is_some_and(|at| at <= now)
+                        {
+                            self.handle_event(position, now, Event::Timer).await;
+                        }
+                    }
+                }
+            }
+        }
+        for reader in readers {
+            reader.abort();
+        }
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.handle_event(position, now, Event::Stop).await;
+            if let Some(announcing) = self.instances[position].announcing.take() {
+                announcing.abort();
+            }
+        }
+    }
+
+    /// Gives an advert to the instances of its interface, family and VRID.
+    async fn dispatch(&mut self, index: u32, datagram: Datagram) {
+        let Some(&virtual_router_id) = datagram.payload.get(1) else {
+            return;
+        };
+        let family = Family::of(&datagram.source);
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            let instance = &self.instances[position];
+            let settings = instance.machine.settings();
+            if instance.interface.index != index
+                || settings.family != family
+                || settings.virtual_router_id != virtual_router_id
+            {
+                continue;
+            }
+            let event = match parse(&datagram) {
+                Ok(advert) => Event::Advert(Received {
+                    source: datagram.source,
+                    destination: datagram.destination,
+                    hop_limit: datagram.hop_limit,
+                    advert,
+                }),
+                Err(error) => {
+                    tracing::debug!(
+                        "({}) dropped a packet from {}: {error:?}",
+                        settings.name,
+                        datagram.source
+                    );
+                    Event::Malformed(error)
+                }
+            };
+            self.handle_event(position, now, event).await;
+        }
+    }
+
+    async fn handle_event(&mut self, position: usize, now: Instant, event: Event) {
+        let instance = &mut self.instances[position];
+        if let Event::Advert(received) = &event {
+            let settings = instance.machine.settings();
+            if instance.machine.state() == State::Backup && received.advert.priority == 0 {
+                tracing::info!(
+                    "({}) Backup received priority 0 advertisement",
+                    settings.name
+                );
+            } else if instance.machine.state() == State::Master
+                && received.advert.priority > instance.machine.effective_priority()
+            {
+                tracing::info!(
+                    "({}) Master received advert from {} with higher priority {}, ours {}",
+                    settings.name,
+                    received.source,
+                    received.advert.priority,
+                    instance.machine.effective_priority()
+                );
+            }
+        }
+        let drops_before = instance.machine.statistics().total_drops();
+        let actions = instance.machine.handle(now, event);
+        if instance.machine.statistics().total_drops() != drops_before {
+            tracing::debug!(
+                "({}) advert dropped ({} so far)",
+                instance.machine.settings().name,
+                instance.machine.statistics().total_drops()
+            );
+        }
+        for action in actions {
+            self.apply(position, action).await;
+        }
+    }
+
+    async fn apply(&mut self, position: usize, action: Action) {
+        let instance = &mut self.instances[position];
+        let name = instance.machine.settings().name.clone();
+        match action {
+            Action::SendAdvert { priority } => {
+                let advert = instance.machine.advert(priority);
+                let source = instance.sender.source();
+                for destination in &instance.destinations {
+                    let bytes = advert.to_bytes(&source, destination);
+                    if let Err(error) = instance.sender.send(&bytes, *destination) {
+                        tracing::warn!("({name}) cannot send an advert to {destination}: {error}");
+                    }
+                }
+            }
+            Action::AddAddresses => {
+                tracing::info!("({name}) setting the virtual addresses");
+                for message in &instance.addresses {
+                    if let Err(error) = addresses::add(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual address: {error}");
+                    }
+                }
+            }
+            Action::RemoveAddresses => {
+                tracing::info!("({name}) removing the virtual addresses");
+                for message in &instance.addresses {
+                    if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual address: {error}");
+                    }
+                }
+            }
+            Action::Announce { repeat } => {
+                if let Some(previous) = instance.announcing.take() {
+                    previous.abort();
+                }
+                instance.announcing = Some(tokio::spawn(announce(
+                    instance.announcer.clone(),
+                    instance.announced.clone(),
+                    repeat,
+                    instance.garp_interval,
+                    instance.gna_interval,
+                    name.clone(),
+                    instance.interface.name.clone(),
+                )));
+            }
+            Action::EnterState(state) => {
+                let starting = std::mem::replace(&mut instance.starting, false);
+                match state {
+                    State::Master => tracing::info!("({name}) Entering MASTER STATE"),
+                    State::Backup if starting => {
+                        tracing::info!("({name}) Entering BACKUP STATE (init)")
+                    }
+                    State::Backup => tracing::info!("({name}) Entering BACKUP STATE"),
+                    State::Fault => tracing::info!("({name}) Entering FAULT STATE"),
+                    State::Initialize => tracing::info!("({name}) Stopped"),
+                }
+                notify(
+                    &self.configuration,
+                    &instance.notify,
+                    &name,
+                    state,
+                    instance.machine.effective_priority(),
+                );
+            }
+            Action::MasterReceivedLowerPriority { source } => {
+                tracing::info!(
+                    "({name}) Master received an advert with a lower priority from {source}"
+                );
+                if let Some(script) = &instance.notify.master_rx_lower_priority {
+                    spawn_script(&self.configuration, script, &[]);
+                }
+            }
+        }
+    }
+}
+
+/// Parses an advert; a unicast one whose checksum fails is tried again
+/// with the multicast group as destination, which keepalived before 2.2
+/// (and 2.2 with `unicast_checksum_compat`) put in the pseudo header.
+fn parse(datagram: &Datagram) -> Result<Repr, packet::Error> {
+    let packet = Packet::new_unchecked(&datagram.payload[..]);
+    match Repr::parse(&packet, &datagram.source, &datagram.destination) {
+        Err(packet::Error::BadChecksum) if !datagram.destination.is_multicast() => {
+            let group = io::group(Family::of(&datagram.source));
+            Repr::parse(&packet, &datagram.source, &group)
+        }
+        result => result,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `repeat` rounds of one message per address, `garp_interval` (IPv4) or
+/// `gna_interval` (IPv6) apart, as keepalived spaces them.
+async fn announce(
+    announcer: Arc<Announcer>,
+    addresses: Vec<IpAddr>,
+    repeat: u32,
+    garp_interval: Duration,
+    gna_interval: Duration,
+    name: String,
+    interface: String,
+) {
+    tracing::info!(
+        "({name}) Sending/queueing gratuitous ARPs on {interface} for {}",
+        addresses
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for _ in 0..repeat {
+        for address in &addresses {
+            if let Err(error) = announcer.announce(*address) {
+                tracing::warn!("({name}) cannot announce {address} on {interface}: {error}");
+            }
+            let interval = match address {
+                IpAddr::V4(_) => garp_interval,
+                IpAddr::V6(_) => gna_interval,
+            };
+            if !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+        }
+    }
+}
+
+/// Runs the instance's notify scripts for `state`: the state's own
+/// (`notify_master`...) as written, and `notify` with keepalived's four
+/// arguments: `INSTANCE`, the name, the state and the priority.
+fn notify(
+    configuration: &config::Config,
+    scripts: &config::Notify,
+    name: &str,
+    state: State,
+    priority: u8,
+) {
+    let (own, word) = match state {
+        State::Master => (&scripts.master, "MASTER"),
+        State::Backup => (&scripts.backup, "BACKUP"),
+        State::Fault => (&scripts.fault, "FAULT"),
+        State::Initialize => (&scripts.stop, "STOP"),
+    };
+    if let Some(script) = own {
+        spawn_script(configuration, script, &[]);
+    }
+    if let Some(script) = &scripts.any {
+        spawn_script(
+            configuration,
+            script,
+            &["INSTANCE", name, word, &priority.to_string()],
+        );
+    }
+}
+
+/// Starts a script and logs how it ended, never waiting for it here.
+fn spawn_script(configuration: &config::Config, script: &config::Script, arguments: &[&str]) {
+    match crate::scripts::command(script, &configuration.global) {
+        Ok(mut command) => {
+            command.args(arguments);
+            match command.spawn() {
+                Ok(mut child) => {
+                    let what = script.command.clone();
+                    tokio::spawn(async move {
+                        match child.wait().await {
+                            Ok(status) if status.success() => tracing::debug!("{what}: {status}"),
+                            Ok(status) => tracing::warn!("{what}: {status}"),
+                            Err(error) => tracing::warn!("{what}: {error}"),
+                        }
+                    });
+                }
+                Err(error) => tracing::error!("cannot run {}: {error}", script.command),
+            }
+        }
+        Err(why) => tracing::error!("cannot run {}: {why}", script.command),
+    }
+}
