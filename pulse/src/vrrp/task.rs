@@ -377,6 +377,10 @@ impl Vrrp {
                 }
             }
             Action::RemoveAddresses => {
+                // No announcement of addresses this router no longer has.
+                if let Some(announcing) = instance.announcing.take() {
+                    announcing.abort();
+                }
                 tracing::info!("({name}) removing the virtual addresses");
                 for message in &instance.addresses {
                     if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
@@ -462,7 +466,8 @@ async fn announce(
     interface: String,
 ) {
     tracing::info!(
-        "({name}) Sending/queueing gratuitous ARPs on {interface} for {}",
+        "({name}) announcing {} on {interface} {repeat} time(s) (gratuitous ARP, unsolicited \
+         neighbour advertisement)",
         addresses
             .iter()
             .map(ToString::to_string)

@@ -1,0 +1,747 @@
+//! VRRP interop with keepalived 2.2, in network namespaces on this host
+//! (VRRP needs no IPVS): each scenario gets a segment of its own, a bridge
+//! in a namespace with three hosts on it, pulse in `a`, keepalived in `b`
+//! and a client in `c`. The scenarios run in parallel threads.
+//!
+//! Times are measured and printed, never asserted: membership is checked
+//! with generous bounds only (the machine is shared). Needs root and
+//! keepalived; without them the test says so and passes.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::net::{IpAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use labkit::Namespace;
+
+const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+
+/// How one end of the pair is configured.
+#[derive(Debug, Clone)]
+struct Instance {
+    version: u8,
+    /// Seconds, as the configuration writes it.
+    interval: f64,
+    priority: u8,
+    nopreempt: bool,
+    password: Option<&'static str>,
+    /// `(unicast_src_ip, unicast_peer)`.
+    unicast: Option<(IpAddr, IpAddr)>,
+    virtual_address: String,
+}
+
+impl Instance {
+    fn configuration(&self) -> String {
+        let mut text = String::from("vrrp_instance VI_1 {\n    interface eth0\n");
+        let _ = writeln!(text, "    virtual_router_id 51");
+        let _ = writeln!(text, "    version {}", self.version);
+        let _ = writeln!(text, "    priority {}", self.priority);
+        let _ = writeln!(text, "    advert_int {}", self.interval);
+        if self.nopreempt {
+            text.push_str("    state BACKUP\n    nopreempt\n");
+        }
+        if let Some(password) = self.password {
+            let _ = writeln!(
+                text,
+                "    authentication {{\n        auth_type PASS\n        auth_pass {password}\n    }}"
+            );
+        }
+        if let Some((source, peer)) = self.unicast {
+            let _ = writeln!(
+                text,
+                "    unicast_src_ip {source}\n    unicast_peer {{\n        {peer}\n    }}"
+            );
+        }
+        let _ = writeln!(
+            text,
+            "    virtual_ipaddress {{\n        {}\n    }}\n}}",
+            self.virtual_address
+        );
+        text
+    }
+
+    /// RFC 3768 / 5798 as keepalived computes it: three intervals plus the
+    /// skew time.
+    fn master_down_interval(&self) -> Duration {
+        let interval = Duration::from_secs_f64(self.interval);
+        let weight = f64::from(256 - u32::from(self.priority)) / 256.0;
+        let skew = match self.version {
+            2 => Duration::from_secs_f64(weight),
+            _ => interval.mul_f64(weight),
+        };
+        interval * 3 + skew
+    }
+
+    fn skew_time(&self) -> Duration {
+        self.master_down_interval() - Duration::from_secs_f64(self.interval) * 3
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Pulse,
+    Keepalived,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            Kind::Pulse => "pulse",
+            Kind::Keepalived => "keepalived",
+        })
+    }
+}
+
+/// A running pulse or keepalived.
+struct Daemon {
+    kind: Kind,
+    child: Child,
+    /// keepalived's VRRP child writes its pid here (`-r`).
+    vrrp_pid_file: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(
+        kind: Kind,
+        namespace: &Namespace,
+        directory: &Path,
+        name: &str,
+        instance: &Instance,
+    ) -> Result<Daemon> {
+        let configuration = directory.join(format!("{name}.conf"));
+        fs::write(&configuration, instance.configuration())?;
+        let pid_file = directory.join(format!("{name}.pid"));
+        let vrrp_pid_file = directory.join(format!("{name}-vrrp.pid"));
+        let log = directory.join(format!("{name}.log"));
+        let _ = fs::remove_file(&vrrp_pid_file);
+        let mut command = namespace.command(match kind {
+            Kind::Pulse => PULSE,
+            Kind::Keepalived => "keepalived",
+        });
+        command.args(["-n", "-l", "-P", "-f"]).arg(&configuration);
+        command.arg("-p").arg(&pid_file);
+        if kind == Kind::Keepalived {
+            // Without --dont-respawn the parent would restart a VRRP child
+            // killed with -9, which is the crash under test.
+            command.arg("-r").arg(&vrrp_pid_file).arg("--dont-respawn");
+        }
+        let output = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(output.try_clone()?)
+            .stderr(output)
+            .spawn()
+            .with_context(|| format!("cannot start {kind}"))?;
+        Ok(Daemon {
+            kind,
+            child,
+            vrrp_pid_file,
+            log,
+        })
+    }
+
+    /// The process that speaks VRRP: keepalived's VRRP child.
+    fn vrrp_pid(&self) -> Result<i32> {
+        match self.kind {
+            Kind::Pulse => Ok(self.child.id() as i32),
+            Kind::Keepalived => {
+                let started = Instant::now();
+                loop {
+                    if let Ok(text) = fs::read_to_string(&self.vrrp_pid_file)
+                        && let Ok(pid) = text.trim().parse()
+                    {
+                        return Ok(pid);
+                    }
+                    ensure!(
+                        started.elapsed() < Duration::from_secs(10),
+                        "keepalived wrote no VRRP pid file"
+                    );
+                    thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+
+    /// kill -9 of the VRRP process: a crash, no priority 0 advert.
+    fn crash(&mut self) -> Result<()> {
+        let pid = self.vrrp_pid()?;
+        signal(pid, libc::SIGKILL);
+        if self.kind == Kind::Keepalived {
+            // The parent exits once its child is gone (--dont-respawn).
+            let _ = self.child.wait();
+        } else {
+            self.child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM: a graceful stop.
+    fn terminate(&mut self) -> Result<()> {
+        signal(self.child.id() as i32, libc::SIGTERM);
+        let status = self.child.wait()?;
+        ensure!(status.success(), "{} stopped with {status}", self.kind);
+        Ok(())
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            if self.kind == Kind::Keepalived
+                && let Ok(text) = fs::read_to_string(&self.vrrp_pid_file)
+                && let Ok(pid) = text.trim().parse()
+            {
+                signal(pid, libc::SIGKILL);
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn signal(pid: i32, signal: i32) {
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// A bridge with hosts `a`, `b` and `c` on it (each with `eth0`), IPv4
+/// 10.`subnet`.0.1-3/24 and IPv6 fd00:`subnet`::1-3/64 (`subnet` in
+/// hexadecimal there).
+struct Segment {
+    a: Namespace,
+    b: Namespace,
+    c: Namespace,
+    _bridge: Namespace,
+    subnet: u8,
+    directory: PathBuf,
+}
+
+impl Segment {
+    fn build(prefix: &str, subnet: u8) -> Result<Segment> {
+        let bridge = Namespace::create(&format!("{prefix}br"))?;
+        bridge.ip("link add br0 type bridge mcast_snooping 0\nlink set br0 up\n")?;
+        let mut hosts = Vec::new();
+        for (number, host) in ["a", "b", "c"].into_iter().enumerate() {
+            let namespace = Namespace::create(&format!("{prefix}{host}"))?;
+            // Duplicate address detection would hold the link-local
+            // addresses (the IPv6 adverts' source) for a second or two.
+            namespace.sysctl("net/ipv6/conf/default/accept_dad", "0")?;
+            namespace.sysctl("net/ipv6/conf/all/accept_dad", "0")?;
+            bridge.ip(&format!(
+                "link add name v{host} type veth peer name eth0 netns {}\n\
+                 link set v{host} master br0 up\n",
+                namespace.name()
+            ))?;
+            namespace.ip(&format!(
+                "addr add 10.{subnet}.0.{}/24 dev eth0\n\
+                 addr add fd00:{subnet:x}::{}/64 dev eth0 nodad\n\
+                 link set eth0 up\n",
+                number + 1,
+                number + 1
+            ))?;
+            hosts.push(namespace);
+        }
+        let c = hosts.pop().expect("three hosts");
+        let b = hosts.pop().expect("three hosts");
+        let a = hosts.pop().expect("three hosts");
+        let directory = std::env::temp_dir().join(format!("pulse-vrrp-{prefix}"));
+        let _ = fs::remove_dir_all(&directory);
+        fs::create_dir_all(&directory)?;
+        Ok(Segment {
+            a,
+            b,
+            c,
+            _bridge: bridge,
+            subnet,
+            directory,
+        })
+    }
+
+    fn ipv4(&self, host: u8) -> IpAddr {
+        IpAddr::from([10, self.subnet, 0, host])
+    }
+
+    fn ipv6(&self, host: u16) -> IpAddr {
+        IpAddr::from([0xfd00, u16::from(self.subnet), 0, 0, 0, 0, 0, host])
+    }
+}
+
+/// Whether `namespace`'s eth0 holds `address`.
+fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
+    let output = Command::new("ip")
+        .args(["-n", namespace.name(), "-o", "addr", "show", "dev", "eth0"])
+        .output()?;
+    ensure!(output.status.success(), "ip addr show failed");
+    let needle = format!(" {address}/");
+    Ok(String::from_utf8_lossy(&output.stdout).contains(&needle))
+}
+
+fn hardware_address(namespace: &Namespace) -> Result<String> {
+    let output = Command::new("ip")
+        .args(["-n", namespace.name(), "-o", "link", "show", "dev", "eth0"])
+        .output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut words = text.split_whitespace();
+    words
+        .find(|word| *word == "link/ether")
+        .and_then(|_| words.next())
+        .map(str::to_owned)
+        .context("eth0 has no Ethernet address")
+}
+
+/// The link-layer address `namespace` has for `address`, if any.
+fn neighbour(namespace: &Namespace, address: IpAddr) -> Result<Option<String>> {
+    let output = Command::new("ip")
+        .args([
+            "-n",
+            namespace.name(),
+            "neigh",
+            "show",
+            &address.to_string(),
+        ])
+        .output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut words = text.split_whitespace();
+    Ok(words
+        .find(|word| *word == "lladdr")
+        .and_then(|_| words.next())
+        .map(str::to_owned))
+}
+
+/// Polls `condition` every 10 ms until it holds; the time it took, or an
+/// error after `bound`.
+fn wait_for(
+    what: &str,
+    bound: Duration,
+    mut condition: impl FnMut() -> Result<bool>,
+) -> Result<Duration> {
+    let started = Instant::now();
+    loop {
+        if condition()? {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > bound {
+            bail!("{what}: not within {bound:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until exactly `master` of the two holds `address`.
+fn wait_master(
+    what: &str,
+    bound: Duration,
+    master: &Namespace,
+    backup: &Namespace,
+    address: IpAddr,
+) -> Result<Duration> {
+    wait_for(what, bound, || {
+        Ok(holds(master, address)? && !holds(backup, address)?)
+    })
+}
+
+/// The client sends to `address` until its neighbour cache has it, and
+/// returns the link-layer address.
+fn resolve(client: &Namespace, address: IpAddr) -> Result<String> {
+    let mut found = None;
+    wait_for(
+        "the client resolves the virtual address",
+        Duration::from_secs(10),
+        || {
+            client.run(|| -> Result<()> {
+                let socket = match address {
+                    IpAddr::V4(_) => UdpSocket::bind("0.0.0.0:0")?,
+                    IpAddr::V6(_) => UdpSocket::bind("[::]:0")?,
+                };
+                socket.send_to(b"ping", (address, 9))?;
+                Ok(())
+            })??;
+            thread::sleep(Duration::from_millis(20));
+            found = neighbour(client, address)?;
+            Ok(found.is_some())
+        },
+    )?;
+    Ok(found.expect("found"))
+}
+
+/// Prints a measured takeover next to what the RFC allows.
+fn report(scenario: &str, what: &str, took: Duration, expected: Duration) {
+    println!(
+        "{scenario}: {what} in {:.0} ms (expected {:.0} ms + detection)",
+        took.as_secs_f64() * 1000.0,
+        expected.as_secs_f64() * 1000.0
+    );
+}
+
+/// Generous: the machine is shared with builds.
+fn bound(interval: Duration) -> Duration {
+    interval * 4 + Duration::from_secs(3)
+}
+
+/// The higher priority becomes master and holds the address; kill -9
+/// moves it to the other (and the client's neighbour entry with it, by
+/// gratuitous ARP or neighbour advertisement); the higher one coming back
+/// preempts; its graceful stop moves the address within the skew time.
+fn failover(
+    segment: &Segment,
+    scenario: &str,
+    higher_kind: Kind,
+    higher: Instance,
+    lower: Instance,
+) -> Result<()> {
+    let lower_kind = match higher_kind {
+        Kind::Pulse => Kind::Keepalived,
+        Kind::Keepalived => Kind::Pulse,
+    };
+    // pulse always runs in a, keepalived in b.
+    let (higher_host, lower_host) = match higher_kind {
+        Kind::Pulse => (&segment.a, &segment.b),
+        Kind::Keepalived => (&segment.b, &segment.a),
+    };
+    let address: IpAddr = higher
+        .virtual_address
+        .split('/')
+        .next()
+        .expect("an address")
+        .parse()?;
+    let directory = &segment.directory;
+    let mut lower_daemon = Daemon::start(lower_kind, lower_host, directory, "lower", &lower)?;
+    let mut higher_daemon = Daemon::start(higher_kind, higher_host, directory, "higher", &higher)?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "the higher priority becomes master",
+            bound(lower.master_down_interval()),
+            higher_host,
+            lower_host,
+            address,
+        )?;
+        let higher_mac = hardware_address(higher_host)?;
+        let lower_mac = hardware_address(lower_host)?;
+        let resolved = resolve(&segment.c, address)?;
+        ensure!(
+            resolved == higher_mac,
+            "the client resolved {address} to {resolved}, not the master's {higher_mac}"
+        );
+
+        // Crash of the master.
+        let killed = Instant::now();
+        higher_daemon.crash()?;
+        wait_for(
+            "kill -9: the backup takes over",
+            bound(lower.master_down_interval()),
+            || holds(lower_host, address),
+        )?;
+        report(
+            scenario,
+            &format!("kill -9 of {higher_kind}: {lower_kind} took over"),
+            killed.elapsed(),
+            lower.master_down_interval(),
+        );
+        let announced = wait_for(
+            "the client's neighbour entry follows the new master",
+            Duration::from_secs(5),
+            || Ok(neighbour(&segment.c, address)?.as_deref() == Some(lower_mac.as_str())),
+        )?;
+        println!(
+            "{scenario}: the client's entry for {address} moved to the new master's {lower_mac} \
+             {:.0} ms after the takeover",
+            announced.as_secs_f64() * 1000.0
+        );
+        // The crashed one left its address behind, as a crashed keepalived
+        // does; a rebooted machine would have none.
+        higher_host.ip(&format!("addr del {} dev eth0\n", higher.virtual_address))?;
+
+        // It comes back and preempts.
+        higher_daemon = Daemon::start(higher_kind, higher_host, directory, "higher", &higher)?;
+        let took = wait_master(
+            "the higher priority preempts on return",
+            bound(higher.master_down_interval()),
+            higher_host,
+            lower_host,
+            address,
+        )?;
+        report(
+            scenario,
+            &format!("{higher_kind} back: preempted"),
+            took,
+            higher.master_down_interval(),
+        );
+
+        // A graceful stop: priority 0, the backup takes over after its
+        // skew time.
+        let stopped = Instant::now();
+        higher_daemon.terminate()?;
+        ensure!(
+            !holds(higher_host, address)?,
+            "{higher_kind} stopped but left {address}"
+        );
+        wait_for(
+            "graceful stop: the backup takes over",
+            bound(Duration::from_secs_f64(lower.interval)),
+            || holds(lower_host, address),
+        )?;
+        report(
+            scenario,
+            &format!("SIGTERM of {higher_kind}: {lower_kind} took over"),
+            stopped.elapsed(),
+            lower.skew_time(),
+        );
+        lower_daemon.terminate()?;
+        ensure!(
+            !holds(lower_host, address)?,
+            "{lower_kind} stopped but left {address}"
+        );
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "higher ({higher_kind}) log:\n{}\nlower ({lower_kind}) log:\n{}",
+            higher_daemon.log(),
+            lower_daemon.log()
+        ))
+    })
+}
+
+/// nopreempt on both: whichever is master keeps the address when a higher
+/// priority starts; the higher one takes over only when the master goes.
+fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<()> {
+    let second_kind = match first_kind {
+        Kind::Pulse => Kind::Keepalived,
+        Kind::Keepalived => Kind::Pulse,
+    };
+    let (first_host, second_host) = match first_kind {
+        Kind::Pulse => (&segment.a, &segment.b),
+        Kind::Keepalived => (&segment.b, &segment.a),
+    };
+    let address = segment.ipv4(100);
+    let instance = |priority| Instance {
+        version: 3,
+        interval: 0.1,
+        priority,
+        nopreempt: true,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+    };
+    let first = instance(100);
+    let second = instance(200);
+    let directory = &segment.directory;
+    let mut first_daemon = Daemon::start(first_kind, first_host, directory, "first", &first)?;
+    let result = (|| -> Result<()> {
+        wait_for(
+            "the only router becomes master",
+            bound(first.master_down_interval()),
+            || holds(first_host, address),
+        )?;
+        let mut second_daemon =
+            Daemon::start(second_kind, second_host, directory, "second", &second)?;
+        let result = (|| -> Result<()> {
+            // Ten master down intervals of the newcomer: it would have
+            // preempted three times over.
+            let watch = second.master_down_interval() * 10;
+            let started = Instant::now();
+            while started.elapsed() < watch {
+                ensure!(
+                    holds(first_host, address)? && !holds(second_host, address)?,
+                    "{second_kind} with a higher priority and nopreempt took {address} from \
+                     {first_kind}"
+                );
+                thread::sleep(Duration::from_millis(50));
+            }
+            let stopped = Instant::now();
+            first_daemon.terminate()?;
+            wait_for(
+                "the higher priority takes over when the master stops",
+                bound(Duration::from_secs_f64(second.interval)),
+                || holds(second_host, address),
+            )?;
+            report(
+                scenario,
+                &format!("nopreempt, SIGTERM of {first_kind}: {second_kind} took over"),
+                stopped.elapsed(),
+                second.skew_time(),
+            );
+            second_daemon.terminate()?;
+            Ok(())
+        })();
+        result
+            .map_err(|error| error.context(format!("{second_kind} log:\n{}", second_daemon.log())))
+    })();
+    result.map_err(|error| error.context(format!("{first_kind} log:\n{}", first_daemon.log())))
+}
+
+type Scenario = fn(&Segment, &str) -> Result<()>;
+
+fn scenarios() -> Vec<(&'static str, Scenario)> {
+    fn multicast(segment: &Segment, version: u8, interval: f64, priority: u8) -> Instance {
+        Instance {
+            version,
+            interval,
+            priority,
+            nopreempt: false,
+            password: None,
+            unicast: None,
+            virtual_address: format!("{}/24", segment.ipv4(100)),
+        }
+    }
+    fn unicast(
+        segment: &Segment,
+        version: u8,
+        interval: f64,
+        priority: u8,
+        pulse: bool,
+    ) -> Instance {
+        let (source, peer) = if pulse { (1, 2) } else { (2, 1) };
+        Instance {
+            unicast: Some((segment.ipv4(source), segment.ipv4(peer))),
+            ..multicast(segment, version, interval, priority)
+        }
+    }
+    vec![
+        ("v3 multicast, pulse master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Pulse,
+                multicast(segment, 3, 0.1, 150),
+                multicast(segment, 3, 0.1, 100),
+            )
+        }),
+        ("v3 multicast, keepalived master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Keepalived,
+                multicast(segment, 3, 0.1, 150),
+                multicast(segment, 3, 0.1, 100),
+            )
+        }),
+        ("v2 multicast with PASS, pulse master", |segment, name| {
+            let password = |instance: Instance| Instance {
+                password: Some("secret12"),
+                ..instance
+            };
+            failover(
+                segment,
+                name,
+                Kind::Pulse,
+                password(multicast(segment, 2, 1.0, 150)),
+                password(multicast(segment, 2, 1.0, 100)),
+            )
+        }),
+        ("v2 multicast, keepalived master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Keepalived,
+                multicast(segment, 2, 1.0, 150),
+                multicast(segment, 2, 1.0, 100),
+            )
+        }),
+        ("v3 unicast, pulse master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Pulse,
+                unicast(segment, 3, 0.1, 150, true),
+                unicast(segment, 3, 0.1, 100, false),
+            )
+        }),
+        ("v2 unicast, keepalived master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Keepalived,
+                unicast(segment, 2, 1.0, 150, false),
+                unicast(segment, 2, 1.0, 100, true),
+            )
+        }),
+        ("v3 IPv6 multicast, pulse master", |segment, name| {
+            let ipv6 = |priority| Instance {
+                virtual_address: format!("{}/64", segment.ipv6(0x100)),
+                ..multicast(segment, 3, 0.1, priority)
+            };
+            failover(segment, name, Kind::Pulse, ipv6(150), ipv6(100))
+        }),
+        ("v3 IPv6 multicast, keepalived master", |segment, name| {
+            let ipv6 = |priority| Instance {
+                virtual_address: format!("{}/64", segment.ipv6(0x100)),
+                ..multicast(segment, 3, 0.1, priority)
+            };
+            failover(segment, name, Kind::Keepalived, ipv6(150), ipv6(100))
+        }),
+        ("nopreempt, pulse first", |segment, name| {
+            no_preemption(segment, name, Kind::Pulse)
+        }),
+        ("nopreempt, keepalived first", |segment, name| {
+            no_preemption(segment, name, Kind::Keepalived)
+        }),
+    ]
+}
+
+/// Why the test cannot run here, if it cannot.
+fn missing_prerequisite() -> Option<&'static str> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (network namespaces and raw sockets need it)");
+    }
+    let keepalived = Command::new("keepalived")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !keepalived.is_ok_and(|status| status.success()) {
+        return Some("keepalived is not installed");
+    }
+    None
+}
+
+#[test]
+fn interoperates_with_keepalived() {
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipping the VRRP interop test: {why}");
+        return;
+    }
+    let started = Instant::now();
+    let process = std::process::id();
+    let handles: Vec<_> = scenarios()
+        .into_iter()
+        .enumerate()
+        .map(|(index, (name, scenario))| {
+            let prefix = format!("vr{process}-{index}");
+            let subnet = 10 + index as u8;
+            let handle = thread::spawn(move || -> Result<()> {
+                let segment = Segment::build(&prefix, subnet)?;
+                scenario(&segment, name)?;
+                let _ = fs::remove_dir_all(&segment.directory);
+                Ok(())
+            });
+            (name, handle)
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for (name, handle) in handles {
+        match handle.join() {
+            Ok(Ok(())) => println!("{name}: ok"),
+            Ok(Err(error)) => failures.push(format!("{name}: {error:?}")),
+            Err(_) => failures.push(format!("{name}: panicked")),
+        }
+    }
+    println!(
+        "the VRRP interop scenarios took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
