@@ -183,12 +183,22 @@ impl Daemon {
         Ok(())
     }
 
-    /// SIGTERM: a graceful stop.
-    fn terminate(&mut self) -> Result<()> {
+    /// SIGTERM: a graceful stop, without waiting for the exit.
+    fn request_stop(&self) {
         signal(self.child.id() as i32, libc::SIGTERM);
+    }
+
+    /// Waits for the exit after [`Daemon::request_stop`].
+    fn wait_stopped(&mut self) -> Result<()> {
         let status = self.child.wait()?;
         ensure!(status.success(), "{} stopped with {status}", self.kind);
         Ok(())
+    }
+
+    /// SIGTERM and the exit.
+    fn terminate(&mut self) -> Result<()> {
+        self.request_stop();
+        self.wait_stopped()
     }
 
     fn log(&self) -> String {
@@ -482,12 +492,10 @@ fn failover(
 
         // A graceful stop: priority 0, the backup takes over after its
         // skew time.
+        // keepalived takes about a second to exit after its priority 0
+        // advert: the takeover is timed from the signal, not the exit.
         let stopped = Instant::now();
-        higher_daemon.terminate()?;
-        ensure!(
-            !holds(higher_host, address)?,
-            "{higher_kind} stopped but left {address}"
-        );
+        higher_daemon.request_stop();
         wait_for(
             "graceful stop: the backup takes over",
             bound(Duration::from_secs_f64(lower.interval)),
@@ -498,6 +506,11 @@ fn failover(
             &format!("SIGTERM of {higher_kind}: {lower_kind} took over"),
             stopped.elapsed(),
             lower.skew_time(),
+        );
+        higher_daemon.wait_stopped()?;
+        ensure!(
+            !holds(higher_host, address)?,
+            "{higher_kind} stopped but left {address}"
         );
         lower_daemon.terminate()?;
         ensure!(
@@ -562,7 +575,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
                 thread::sleep(Duration::from_millis(50));
             }
             let stopped = Instant::now();
-            first_daemon.terminate()?;
+            first_daemon.request_stop();
             wait_for(
                 "the higher priority takes over when the master stops",
                 bound(Duration::from_secs_f64(second.interval)),
@@ -574,6 +587,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
                 stopped.elapsed(),
                 second.skew_time(),
             );
+            first_daemon.wait_stopped()?;
             second_daemon.terminate()?;
             Ok(())
         })();
