@@ -597,6 +597,78 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
     result.map_err(|error| error.context(format!("{first_kind} log:\n{}", first_daemon.log())))
 }
 
+/// pulse's interface loses its link: pulse enters FAULT and gives the
+/// address up, keepalived takes over; the link back, pulse preempts again.
+fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let instance = |priority| Instance {
+        version: 3,
+        interval: 0.1,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+    };
+    let (higher, lower) = (instance(150), instance(100));
+    let directory = &segment.directory;
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "pulse becomes master",
+            bound(lower.master_down_interval()),
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        let down = Instant::now();
+        segment.a.ip("link set eth0 down\n")?;
+        wait_for("pulse gives the address up", Duration::from_secs(5), || {
+            Ok(!holds(&segment.a, address)?)
+        })?;
+        let took = wait_for(
+            "keepalived takes over",
+            bound(lower.master_down_interval()),
+            || holds(&segment.b, address),
+        )?;
+        report(
+            scenario,
+            "pulse's link down: keepalived took over",
+            down.elapsed().max(took),
+            lower.master_down_interval(),
+        );
+        ensure!(
+            pulse.log().contains("(VI_1) Entering FAULT STATE"),
+            "pulse did not log its FAULT state"
+        );
+        segment.a.ip("link set eth0 up\n")?;
+        let took = wait_master(
+            "pulse preempts once its link is back",
+            bound(higher.master_down_interval()) + Duration::from_secs(2),
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "pulse's link back: preempted",
+            took,
+            higher.master_down_interval(),
+        );
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -703,6 +775,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("nopreempt, keepalived first", |segment, name| {
             no_preemption(segment, name, Kind::Keepalived)
         }),
+        ("link down, pulse master", link_failure),
     ]
 }
 

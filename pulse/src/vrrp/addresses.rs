@@ -10,7 +10,7 @@ use netlink_packet_route::AddressFamily;
 use netlink_packet_route::address::{
     AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
 };
-use netlink_packet_route::link::LinkAttribute;
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::Handle;
 
 use super::io::Interface;
@@ -27,17 +27,30 @@ pub enum AddressError {
     Io(#[from] io::Error),
 }
 
-/// Reads what VRRP needs of interface `name`.
-pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
+/// keepalived's test: a link is up when it is administratively up and
+/// has carrier (`IFF_UP` and `IFF_RUNNING`).
+pub fn is_up(link: &LinkMessage) -> bool {
+    link.header
+        .flags
+        .contains(LinkFlags::Up | LinkFlags::Running)
+}
+
+/// The link called `name`.
+pub async fn link(handle: &Handle, name: &str) -> Result<LinkMessage, AddressError> {
     let mut links = handle.link().get().match_name(name.to_owned()).execute();
-    let link = match links.try_next().await {
-        Ok(Some(link)) => link,
+    match links.try_next().await {
+        Ok(Some(link)) => Ok(link),
         // The kernel says ENODEV for a name it does not know.
         Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
-            return Err(AddressError::NoSuchInterface(name.to_owned()));
+            Err(AddressError::NoSuchInterface(name.to_owned()))
         }
-        Err(error) => return Err(error.into()),
-    };
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Reads what VRRP needs of interface `name`.
+pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
+    let link = link(handle, name).await?;
     let hardware_address = link
         .attributes
         .iter()
@@ -75,6 +88,7 @@ pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, Address
     Ok(Interface {
         name: name.to_owned(),
         index,
+        up: is_up(&link),
         hardware_address,
         ipv4,
         ipv6_link_local,

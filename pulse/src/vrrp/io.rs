@@ -52,6 +52,8 @@ const DROP_ALL: [SockFilter; 1] = [SockFilter::new(0x06, 0, 0, 0)];
 pub struct Interface {
     pub name: String,
     pub index: u32,
+    /// Up with carrier when read.
+    pub up: bool,
     pub hardware_address: [u8; ETHERNET_ADDRESS_LEN],
     /// The primary IPv4 address, the default source of IPv4 adverts.
     pub ipv4: Option<Ipv4Addr>,

@@ -53,6 +53,15 @@ pub enum VrrpError {
     Netlink(std::io::Error),
 }
 
+/// A `track_interface` entry.
+struct TrackedLink {
+    index: u32,
+    /// 0: down means FAULT; positive: added while up; negative: added
+    /// while down (`reverse` swaps up and down).
+    weight: i32,
+    reverse: bool,
+}
+
 /// One running instance and what it sends with.
 struct Instance {
     machine: Machine,
@@ -69,6 +78,14 @@ struct Instance {
     garp_interval: Duration,
     gna_interval: Duration,
     notify: config::Notify,
+    /// Whether its own interface going down means FAULT (not
+    /// `dont_track_primary`).
+    track_own_interface: bool,
+    tracked_links: Vec<TrackedLink>,
+    /// What the machine was last told: FAULT for the links, and the
+    /// priority after the tracking weights.
+    faulted: bool,
+    tracked_priority: u8,
     /// Whether the next backup state is the first one (keepalived says
     /// "(init)").
     starting: bool,
@@ -81,7 +98,20 @@ pub struct Vrrp {
     instances: Vec<Instance>,
     receivers: Vec<(u32, ReceiveSocket)>,
     configuration: Arc<config::Config>,
+    /// Up (with carrier) or not, by interface index, for the instances'
+    /// interfaces and tracked ones.
+    links: HashMap<u32, bool>,
+    link_events: Option<LinkEvents>,
 }
+
+/// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
+type LinkEvents = futures_util::stream::BoxStream<
+    'static,
+    (
+        rtnetlink::packet_core::NetlinkMessage<rtnetlink::packet_route::RouteNetlinkMessage>,
+        rtnetlink::sys::SocketAddr,
+    ),
+>;
 
 impl Vrrp {
     /// Resolves the configuration's instances, reads their interfaces and
@@ -89,6 +119,13 @@ impl Vrrp {
     pub async fn prepare(configuration: Arc<config::Config>) -> Result<Vrrp, VrrpError> {
         let (connection, handle, _) = rtnetlink::new_connection().map_err(VrrpError::Netlink)?;
         tokio::spawn(connection);
+        // Subscribed before the links are read, so that no change between
+        // the read and the loop is missed.
+        let (monitor, _, link_events) =
+            rtnetlink::new_multicast_connection(&[rtnetlink::MulticastGroup::Link])
+                .map_err(VrrpError::Netlink)?;
+        tokio::spawn(monitor);
+        let mut links = HashMap::new();
         let defaults = &configuration.global.vrrp;
         let mut instances = Vec::new();
         let mut interfaces: HashMap<String, Interface> = HashMap::new();
@@ -114,6 +151,23 @@ impl Vrrp {
                     interface
                 }
             };
+            links.insert(interface.index, interface.up);
+            let mut tracked_links = Vec::new();
+            for tracked in &model.tracking.interfaces {
+                let link = addresses::link(&handle, &tracked.name)
+                    .await
+                    .map_err(|error| VrrpError::Interface {
+                        instance: name.clone(),
+                        interface: tracked.name.clone(),
+                        error,
+                    })?;
+                links.insert(link.header.index, addresses::is_up(&link));
+                tracked_links.push(TrackedLink {
+                    index: link.header.index,
+                    weight: tracked.weight.unwrap_or(0),
+                    reverse: tracked.reverse,
+                });
+            }
             let source = match settings.local_address {
                 Some(address) => address,
                 None => match settings.family {
@@ -183,7 +237,12 @@ impl Vrrp {
                     announced.push(address.address.address);
                 }
             }
+            let priority = settings.priority;
             instances.push(Instance {
+                track_own_interface: !model.dont_track_primary,
+                tracked_links,
+                faulted: false,
+                tracked_priority: priority,
                 machine: Machine::new(settings),
                 interface: interface.clone(),
                 sender,
@@ -203,6 +262,8 @@ impl Vrrp {
             instances,
             receivers,
             configuration,
+            links,
+            link_events: Some(Box::pin(link_events)),
         })
     }
 
@@ -241,8 +302,15 @@ impl Vrrp {
             }));
         }
         drop(datagrams_sender);
+        let mut link_events = self
+            .link_events
+            .take()
+            .unwrap_or_else(|| Box::pin(futures_util::stream::pending()));
         let now = Instant::now();
         for position in 0..self.instances.len() {
+            // A link already down or a tracking weight applies before the
+            // start, so the instance starts in FAULT or with its priority.
+            self.track(position, now).await;
             self.handle_event(position, now, Event::Start).await;
         }
         loop {
@@ -253,6 +321,10 @@ impl Vrrp {
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
+                event = futures_util::StreamExt::next(&mut link_events) => match event {
+                    Some((message, _)) => self.link_changed(message).await,
+                    None => link_events = Box::pin(futures_util::stream::pending()),
+                },
                 received = datagrams.recv() => match received {
                     Some((index, datagram)) => self.dispatch(index, datagram).await,
                     None => break,
@@ -280,6 +352,84 @@ impl Vrrp {
             if let Some(announcing) = self.instances[position].announcing.take() {
                 announcing.abort();
             }
+        }
+    }
+
+    /// A link appeared, changed or went: the instances tracking it are
+    /// told if that changes their FAULT state or priority.
+    async fn link_changed(
+        &mut self,
+        message: rtnetlink::packet_core::NetlinkMessage<
+            rtnetlink::packet_route::RouteNetlinkMessage,
+        >,
+    ) {
+        use rtnetlink::packet_core::NetlinkPayload;
+        use rtnetlink::packet_route::RouteNetlinkMessage;
+        let (index, up) = match message.payload {
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => {
+                (link.header.index, addresses::is_up(&link))
+            }
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link)) => {
+                (link.header.index, false)
+            }
+            _ => return,
+        };
+        match self.links.get_mut(&index) {
+            Some(known) if *known != up => *known = up,
+            // Not tracked, or no change (the kernel reports other flags
+            // and statistics too).
+            _ => return,
+        }
+        let name = self
+            .instances
+            .iter()
+            .find(|instance| instance.interface.index == index)
+            .map_or_else(
+                || format!("interface {index}"),
+                |instance| instance.interface.name.clone(),
+            );
+        tracing::info!("Netlink reports {name} {}", if up { "up" } else { "down" });
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.track(position, now).await;
+        }
+    }
+
+    /// Applies the links' state to an instance: FAULT when its interface
+    /// (unless `dont_track_primary`) or a tracked one of weight 0 is down,
+    /// the weights of the others added to its priority.
+    async fn track(&mut self, position: usize, now: Instant) {
+        let instance = &self.instances[position];
+        let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
+        let mut fault = instance.track_own_interface && !up(instance.interface.index);
+        let mut priority = i32::from(instance.machine.settings().priority);
+        for tracked in &instance.tracked_links {
+            let up = up(tracked.index) != tracked.reverse;
+            match tracked.weight {
+                0 if !up => fault = true,
+                weight if weight > 0 && up => priority += weight,
+                weight if weight < 0 && !up => priority += weight,
+                _ => {}
+            }
+        }
+        let priority = priority.clamp(1, 255) as u8;
+        let was_faulted = instance.faulted;
+        let old_priority = instance.tracked_priority;
+        self.instances[position].faulted = fault;
+        self.instances[position].tracked_priority = priority;
+        if priority != old_priority {
+            let name = &self.instances[position].machine.settings().name;
+            tracing::info!("({name}) tracking: priority {old_priority} -> {priority}");
+            self.handle_event(position, now, Event::PriorityChange(priority))
+                .await;
+        }
+        if fault != was_faulted {
+            let event = if fault {
+                Event::InterfaceDown
+            } else {
+                Event::InterfaceUp
+            };
+            self.handle_event(position, now, event).await;
         }
     }
 
