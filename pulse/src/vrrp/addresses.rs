@@ -202,3 +202,81 @@ fn first_local(message: &AddressMessage) -> IpAddr {
         })
         .expect("message() always sets IFA_LOCAL")
 }
+
+#[cfg(test)]
+mod tests {
+    use fulcrum_config::lexer::Options;
+
+    use super::*;
+
+    fn addresses_of(text: &str) -> Vec<VirtualAddress> {
+        let options = Options {
+            config_id: None,
+            all_config: false,
+            random_seed: Some(1),
+        };
+        let loaded = fulcrum_config::load_str("test.conf", text, &options);
+        let [instance] = loaded.config.vrrp_instances.as_slice() else {
+            panic!("one instance expected");
+        };
+        instance
+            .virtual_addresses
+            .iter()
+            .chain(&instance.excluded_addresses)
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn the_sub_syntax_becomes_attributes_and_flags() {
+        let addresses = addresses_of(
+            "vrrp_instance VI_1 {
+                interface eth0
+                virtual_router_id 1
+                virtual_ipaddress {
+                    192.0.2.10/24 brd 192.0.2.255 scope link label eth0:vip
+                    192.0.2.11
+                }
+                virtual_ipaddress_excluded {
+                    2001:db8::10/64 -nodad noprefixroute
+                }
+            }",
+        );
+        let first = message(&addresses[0], 7);
+        assert_eq!(first.header.index, 7);
+        assert_eq!(first.header.prefix_len, 24);
+        assert_eq!(first.header.family, AddressFamily::Inet);
+        assert_eq!(first.header.scope, AddressScope::Link);
+        let ten: IpAddr = "192.0.2.10".parse().unwrap();
+        assert!(first.attributes.contains(&AddressAttribute::Local(ten)));
+        assert!(first.attributes.contains(&AddressAttribute::Address(ten)));
+        assert!(
+            first
+                .attributes
+                .contains(&AddressAttribute::Broadcast("192.0.2.255".parse().unwrap()))
+        );
+        assert!(
+            first
+                .attributes
+                .contains(&AddressAttribute::Label("eth0:vip".into()))
+        );
+
+        let second = message(&addresses[2], 7);
+        assert_eq!(second.header.family, AddressFamily::Inet6);
+        assert_eq!(second.header.prefix_len, 64);
+        assert_eq!(second.header.scope, AddressScope::Universe);
+        assert!(second.attributes.contains(&AddressAttribute::Flags(
+            AddressFlags::Nodad | AddressFlags::Noprefixroute
+        )));
+
+        // keepalived computes no broadcast address and defaults to /32.
+        let third = message(&addresses[1], 7);
+        assert_eq!(third.header.prefix_len, 32);
+        assert!(
+            !third
+                .attributes
+                .iter()
+                .any(|attribute| matches!(attribute, AddressAttribute::Broadcast(_)))
+        );
+    }
+}
