@@ -15,9 +15,13 @@
 //!   they are all logged and the running configuration stays, the kernel
 //!   untouched; otherwise the reconciler applies only the difference and
 //!   nanny keeps the state of the checks that did not change.
-//! - SIGTERM and SIGINT stop: pulse's services are withdrawn as keepalived
-//!   withdraws its own, unless `--dont-release-ipvs`, which leaves the
-//!   table for the next pulse to adopt.
+//! - SIGTERM and SIGINT stop: VRRP first (priority 0 adverts, addresses
+//!   removed), then pulse's services are withdrawn as keepalived withdraws
+//!   its own, unless `--dont-release-ipvs`, which leaves the table for the
+//!   next pulse to adopt.
+//! - The `vrrp_instance` blocks run in the [VRRP task](crate::vrrp::task)
+//!   unless `-C`; `-P` runs VRRP alone, without IPVS. VRRP does not reload
+//!   yet: a SIGHUP leaves the running instances as they are.
 //!
 //! One `select!` loop owns the signals and the plumbing between nanny, the
 //! reconciler and the script runner; each of those runs as its own task.
