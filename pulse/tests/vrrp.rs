@@ -32,6 +32,8 @@ struct Instance {
     /// `(unicast_src_ip, unicast_peer)`.
     unicast: Option<(IpAddr, IpAddr)>,
     virtual_address: String,
+    /// More lines for the instance block.
+    extra: String,
 }
 
 impl Instance {
@@ -56,6 +58,7 @@ impl Instance {
                 "    unicast_src_ip {source}\n    unicast_peer {{\n        {peer}\n    }}"
             );
         }
+        text.push_str(&self.extra);
         let _ = writeln!(
             text,
             "    virtual_ipaddress {{\n        {}\n    }}\n}}",
@@ -548,6 +551,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
         password: None,
         unicast: None,
         virtual_address: format!("{address}/24"),
+        extra: String::new(),
     };
     let first = instance(100);
     let second = instance(200);
@@ -609,9 +613,22 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         password: None,
         unicast: None,
         virtual_address: format!("{address}/24"),
+        extra: String::new(),
     };
-    let (higher, lower) = (instance(150), instance(100));
     let directory = &segment.directory;
+    // keepalived's `notify`: INSTANCE, the name, the state, the priority.
+    let notified = directory.join("notified");
+    let script = directory.join("notify.sh");
+    fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", notified.display()),
+    )?;
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let higher = Instance {
+        extra: format!("    notify {}\n", script.display()),
+        ..instance(150)
+    };
+    let lower = instance(100);
     let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
     let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
     let result = (|| -> Result<()> {
@@ -658,6 +675,28 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         );
         pulse.terminate()?;
         keepalived.terminate()?;
+        // The scripts run in the background: the last one may still be
+        // on its way.
+        let expected = [
+            "INSTANCE VI_1 BACKUP 150",
+            "INSTANCE VI_1 MASTER 150",
+            "INSTANCE VI_1 FAULT 150",
+            "INSTANCE VI_1 BACKUP 150",
+            "INSTANCE VI_1 MASTER 150",
+            "INSTANCE VI_1 STOP 150",
+        ];
+        wait_for("the notify script ran", Duration::from_secs(5), || {
+            Ok(fs::read_to_string(&notified)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                >= expected.len())
+        })?;
+        let lines = fs::read_to_string(&notified)?;
+        ensure!(
+            lines.lines().collect::<Vec<_>>() == expected,
+            "notify was called with:\n{lines}"
+        );
         Ok(())
     })();
     result.map_err(|error| {
@@ -667,6 +706,134 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
             keepalived.log()
         ))
     })
+}
+
+/// The client sends adverts that would take the master's place were they
+/// trusted (a higher priority): with a TTL of 254, a bad checksum, version
+/// 2 to a version 3 instance, another address list, and another VRID. pulse
+/// keeps the address. Then the same advert done right: pulse steps down,
+/// which shows the sender works.
+fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
+    use pulse::vrrp::{Addresses, Kind as AdvertKind, Repr};
+    use socket2::{Domain, Protocol, Socket, Type};
+
+    let address = segment.ipv4(100);
+    let IpAddr::V4(address_v4) = address else {
+        unreachable!()
+    };
+    let instance = Instance {
+        version: 3,
+        interval: 0.1,
+        priority: 100,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra: String::new(),
+    };
+    let mut pulse = Daemon::start(
+        Kind::Pulse,
+        &segment.a,
+        &segment.directory,
+        "pulse",
+        &instance,
+    )?;
+    let result = (|| -> Result<()> {
+        wait_for(
+            "pulse becomes master",
+            bound(instance.master_down_interval()),
+            || holds(&segment.a, address),
+        )?;
+        let source = segment.ipv4(3);
+        let group: IpAddr = "224.0.0.18".parse()?;
+        let advert = |virtual_router_id, kind, addresses| Repr {
+            virtual_router_id,
+            priority: 200,
+            kind,
+            addresses,
+        };
+        let ours = || Addresses::Ipv4(vec![address_v4]);
+        let version3 = AdvertKind::Version3 {
+            max_advert_interval: 10,
+        };
+        let valid = advert(51, version3, ours()).to_bytes(&source, &group);
+        let mut bad_checksum = valid.clone();
+        bad_checksum[6] ^= 0xff;
+        let hostile: Vec<(&str, Vec<u8>, u32)> = vec![
+            ("TTL 254", valid.clone(), 254),
+            ("bad checksum", bad_checksum, 255),
+            (
+                "version 2",
+                advert(
+                    51,
+                    AdvertKind::Version2 {
+                        advert_interval: 1,
+                        authentication_type: 0,
+                        authentication_data: [0; 8],
+                    },
+                    ours(),
+                )
+                .to_bytes(&source, &group),
+                255,
+            ),
+            (
+                "another address",
+                advert(51, version3, Addresses::Ipv4(vec!["192.0.2.1".parse()?]))
+                    .to_bytes(&source, &group),
+                255,
+            ),
+            (
+                "another VRID",
+                advert(52, version3, ours()).to_bytes(&source, &group),
+                255,
+            ),
+        ];
+        let send = |bytes: &[u8], ttl: u32| -> Result<()> {
+            segment.c.run(|| -> Result<()> {
+                let socket = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(112)))?;
+                // No multicast route in the namespace: the interface is
+                // named.
+                socket.bind_device(Some(b"eth0"))?;
+                socket.set_multicast_ttl_v4(ttl)?;
+                socket.send_to(bytes, &std::net::SocketAddr::new(group, 0).into())?;
+                Ok(())
+            })?
+        };
+        // Ten master down intervals of hostile adverts, five of each per
+        // interval.
+        let started = Instant::now();
+        while started.elapsed() < instance.master_down_interval() * 10 {
+            for (_, bytes, ttl) in &hostile {
+                send(bytes, *ttl)?;
+            }
+            ensure!(
+                holds(&segment.a, address)?,
+                "pulse gave up its address to one of: {}",
+                hostile
+                    .iter()
+                    .map(|(what, _, _)| *what)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        let took = wait_for(
+            "pulse steps down for a valid higher priority",
+            Duration::from_secs(5),
+            || {
+                send(&valid, 255)?;
+                Ok(!holds(&segment.a, address)?)
+            },
+        )?;
+        println!(
+            "{scenario}: hostile adverts ignored; a valid higher priority made pulse step down \
+             in {:.0} ms",
+            took.as_secs_f64() * 1000.0
+        );
+        pulse.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
 type Scenario = fn(&Segment, &str) -> Result<()>;
@@ -681,6 +848,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             password: None,
             unicast: None,
             virtual_address: format!("{}/24", segment.ipv4(100)),
+            extra: String::new(),
         }
     }
     fn unicast(
@@ -776,6 +944,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             no_preemption(segment, name, Kind::Keepalived)
         }),
         ("link down, pulse master", link_failure),
+        ("hostile adverts", hostile_adverts),
     ]
 }
 
