@@ -116,8 +116,19 @@ impl Daemon {
         name: &str,
         instance: &Instance,
     ) -> Result<Daemon> {
+        Daemon::start_with(kind, namespace, directory, name, &instance.configuration())
+    }
+
+    /// With a whole configuration file.
+    fn start_with(
+        kind: Kind,
+        namespace: &Namespace,
+        directory: &Path,
+        name: &str,
+        text: &str,
+    ) -> Result<Daemon> {
         let configuration = directory.join(format!("{name}.conf"));
-        fs::write(&configuration, instance.configuration())?;
+        fs::write(&configuration, text)?;
         let pid_file = directory.join(format!("{name}.pid"));
         let vrrp_pid_file = directory.join(format!("{name}-vrrp.pid"));
         let log = directory.join(format!("{name}.log"));
@@ -836,6 +847,100 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
+/// pulse tracks a script of weight -60: while it fails pulse's priority
+/// (150) falls below keepalived's (100) and keepalived preempts; when it
+/// succeeds again pulse preempts back.
+fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let directory = &segment.directory;
+    let flag = directory.join("healthy");
+    fs::write(&flag, "")?;
+    let instance = |priority, extra| Instance {
+        version: 3,
+        interval: 0.1,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra,
+    };
+    let higher = instance(
+        150,
+        "    track_script {\n        healthy\n    }\n".to_owned(),
+    );
+    let lower = instance(100, String::new());
+    let configuration = format!(
+        "vrrp_script healthy {{\n    script \"/usr/bin/test -e {}\"\n    interval 1\n    \
+         weight -60\n}}\n",
+        flag.display()
+    );
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start_with(
+        Kind::Pulse,
+        &segment.a,
+        directory,
+        "higher",
+        &format!("{configuration}{}", higher.configuration()),
+    )?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "pulse becomes master",
+            bound(lower.master_down_interval()),
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        let failing = Instant::now();
+        fs::remove_file(&flag)?;
+        // One interval to notice, then keepalived's down timer.
+        wait_master(
+            "keepalived preempts when pulse's script fails",
+            Duration::from_secs(2) + bound(lower.master_down_interval()),
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        report(
+            scenario,
+            "pulse's script failed: keepalived preempted",
+            failing.elapsed(),
+            Duration::from_secs(1) + lower.master_down_interval(),
+        );
+        ensure!(
+            pulse
+                .log()
+                .contains("(VI_1) Changing effective priority from 150 to 90"),
+            "pulse did not log its priority change"
+        );
+        let healthy = Instant::now();
+        fs::write(&flag, "")?;
+        wait_master(
+            "pulse preempts when its script succeeds again",
+            Duration::from_secs(2) + bound(higher.master_down_interval()),
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "pulse's script succeeded: pulse preempted",
+            healthy.elapsed(),
+            Duration::from_secs(1) + higher.master_down_interval(),
+        );
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -945,6 +1050,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         }),
         ("link down, pulse master", link_failure),
         ("hostile adverts", hostile_adverts),
+        ("track_script, pulse master", script_tracking),
     ]
 }
 

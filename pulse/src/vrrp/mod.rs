@@ -14,6 +14,7 @@ pub mod machine;
 pub mod packet;
 pub mod settings;
 pub mod task;
+pub mod track;
 
 pub use machine::{Action, DropReason, Event, Machine, Received, State, Statistics};
 pub use packet::{Addresses, Kind, Packet, Repr};

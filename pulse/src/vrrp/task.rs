@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use super::addresses::{self, AddressError};
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
+use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
 
 /// Why VRRP cannot start.
@@ -53,11 +54,17 @@ pub enum VrrpError {
     Netlink(std::io::Error),
 }
 
-/// A `track_interface` entry.
+/// A `track_interface` entry; the weight and reverse as
+/// [`track::effect`] takes them.
 struct TrackedLink {
     index: u32,
-    /// 0: down means FAULT; positive: added while up; negative: added
-    /// while down (`reverse` swaps up and down).
+    weight: i32,
+    reverse: bool,
+}
+
+/// A `track_script` entry: the instance's weight, else the script's.
+struct TrackedScript {
+    name: String,
     weight: i32,
     reverse: bool,
 }
@@ -82,6 +89,7 @@ struct Instance {
     /// `dont_track_primary`).
     track_own_interface: bool,
     tracked_links: Vec<TrackedLink>,
+    tracked_scripts: Vec<TrackedScript>,
     /// What the machine was last told: FAULT for the links, and the
     /// priority after the tracking weights.
     faulted: bool,
@@ -102,6 +110,8 @@ pub struct Vrrp {
     /// interfaces and tracked ones.
     links: HashMap<u32, bool>,
     link_events: Option<LinkEvents>,
+    /// The tracked `vrrp_script`s: succeeding or not.
+    scripts: HashMap<String, bool>,
 }
 
 /// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
@@ -126,6 +136,7 @@ impl Vrrp {
                 .map_err(VrrpError::Netlink)?;
         tokio::spawn(monitor);
         let mut links = HashMap::new();
+        let mut scripts = HashMap::new();
         let defaults = &configuration.global.vrrp;
         let mut instances = Vec::new();
         let mut interfaces: HashMap<String, Interface> = HashMap::new();
@@ -166,6 +177,27 @@ impl Vrrp {
                     index: link.header.index,
                     weight: tracked.weight.unwrap_or(0),
                     reverse: tracked.reverse,
+                });
+            }
+            let mut tracked_scripts = Vec::new();
+            for tracked in &model.tracking.scripts {
+                let Some(script) = configuration
+                    .vrrp_scripts
+                    .iter()
+                    .find(|script| script.name == tracked.name)
+                else {
+                    // keepalived ignores it too, with a warning.
+                    tracing::warn!(
+                        "({name}) track_script {}: no vrrp_script of that name; ignored",
+                        tracked.name
+                    );
+                    continue;
+                };
+                scripts.insert(script.name.clone(), !script.init_fail);
+                tracked_scripts.push(TrackedScript {
+                    name: script.name.clone(),
+                    weight: tracked.weight.unwrap_or(script.weight),
+                    reverse: tracked.reverse || script.weight_reverse,
                 });
             }
             let source = match settings.local_address {
@@ -241,6 +273,7 @@ impl Vrrp {
             instances.push(Instance {
                 track_own_interface: !model.dont_track_primary,
                 tracked_links,
+                tracked_scripts,
                 faulted: false,
                 tracked_priority: priority,
                 machine: Machine::new(settings),
@@ -264,6 +297,7 @@ impl Vrrp {
             configuration,
             links,
             link_events: Some(Box::pin(link_events)),
+            scripts,
         })
     }
 
@@ -306,6 +340,18 @@ impl Vrrp {
             .link_events
             .take()
             .unwrap_or_else(|| Box::pin(futures_util::stream::pending()));
+        let (script_sender, mut script_changes) = mpsc::channel(64);
+        let mut script_tasks = Vec::new();
+        for script in &self.configuration.vrrp_scripts {
+            if self.scripts.contains_key(&script.name) {
+                script_tasks.push(tokio::spawn(track::run_script(
+                    script.clone(),
+                    self.configuration.global.clone(),
+                    script_sender.clone(),
+                )));
+            }
+        }
+        drop(script_sender);
         let now = Instant::now();
         for position in 0..self.instances.len() {
             // A link already down or a tracking weight applies before the
@@ -325,6 +371,14 @@ impl Vrrp {
                     Some((message, _)) => self.link_changed(message).await,
                     None => link_events = Box::pin(futures_util::stream::pending()),
                 },
+                Some(change) = script_changes.recv() => {
+                    if self.scripts.insert(change.name, change.ok) != Some(change.ok) {
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
                 received = datagrams.recv() => match received {
                     Some((index, datagram)) => self.dispatch(index, datagram).await,
                     None => break,
@@ -343,8 +397,8 @@ impl Vrrp {
                 }
             }
         }
-        for reader in readers {
-            reader.abort();
+        for task in readers.into_iter().chain(script_tasks) {
+            task.abort();
         }
         let now = Instant::now();
         for position in 0..self.instances.len() {
@@ -395,21 +449,27 @@ impl Vrrp {
         }
     }
 
-    /// Applies the links' state to an instance: FAULT when its interface
-    /// (unless `dont_track_primary`) or a tracked one of weight 0 is down,
-    /// the weights of the others added to its priority.
+    /// Applies the links' and scripts' state to an instance: FAULT when
+    /// its interface (unless `dont_track_primary`) is down, or a tracked
+    /// interface or script of weight 0 is down or failing; the weights of
+    /// the others added to its priority.
     async fn track(&mut self, position: usize, now: Instant) {
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
         let mut fault = instance.track_own_interface && !up(instance.interface.index);
         let mut priority = i32::from(instance.machine.settings().priority);
-        for tracked in &instance.tracked_links {
-            let up = up(tracked.index) != tracked.reverse;
-            match tracked.weight {
-                0 if !up => fault = true,
-                weight if weight > 0 && up => priority += weight,
-                weight if weight < 0 && !up => priority += weight,
-                _ => {}
+        let effects = instance
+            .tracked_links
+            .iter()
+            .map(|tracked| track::effect(up(tracked.index), tracked.weight, tracked.reverse))
+            .chain(instance.tracked_scripts.iter().map(|tracked| {
+                let ok = self.scripts.get(&tracked.name).copied().unwrap_or(false);
+                track::effect(ok, tracked.weight, tracked.reverse)
+            }));
+        for effect in effects {
+            match effect {
+                track::Effect::Fault => fault = true,
+                track::Effect::Adjust(weight) => priority += weight,
             }
         }
         let priority = priority.clamp(1, 255) as u8;
@@ -419,7 +479,9 @@ impl Vrrp {
         self.instances[position].tracked_priority = priority;
         if priority != old_priority {
             let name = &self.instances[position].machine.settings().name;
-            tracing::info!("({name}) tracking: priority {old_priority} -> {priority}");
+            tracing::info!(
+                "({name}) Changing effective priority from {old_priority} to {priority}"
+            );
             self.handle_event(position, now, Event::PriorityChange(priority))
                 .await;
         }
