@@ -303,14 +303,44 @@ impl Segment {
     }
 }
 
-/// Whether `namespace`'s eth0 holds `address`.
+/// Whether `namespace`'s eth0 holds `address`: getifaddrs in the
+/// namespace, not `ip`, whose processes would load the shared machine
+/// while every scenario polls.
 fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
-    let output = Command::new("ip")
-        .args(["-n", namespace.name(), "-o", "addr", "show", "dev", "eth0"])
-        .output()?;
-    ensure!(output.status.success(), "ip addr show failed");
-    let needle = format!(" {address}/");
-    Ok(String::from_utf8_lossy(&output.stdout).contains(&needle))
+    namespace.run(|| -> Result<bool> {
+        let mut addresses: *mut libc::ifaddrs = std::ptr::null_mut();
+        if unsafe { libc::getifaddrs(&mut addresses) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("getifaddrs");
+        }
+        let mut found = false;
+        let mut current = addresses;
+        while !current.is_null() {
+            // SAFETY: a list getifaddrs built, freed below.
+            let entry = unsafe { &*current };
+            let name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
+            if !entry.ifa_addr.is_null() && name.to_bytes() == b"eth0" {
+                let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
+                let held = match family {
+                    libc::AF_INET => {
+                        let socket = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in>() };
+                        IpAddr::from(u32::from_be(socket.sin_addr.s_addr).to_be_bytes())
+                    }
+                    libc::AF_INET6 => {
+                        let socket = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in6>() };
+                        IpAddr::from(socket.sin6_addr.s6_addr)
+                    }
+                    _ => {
+                        current = entry.ifa_next;
+                        continue;
+                    }
+                };
+                found |= held == address;
+            }
+            current = entry.ifa_next;
+        }
+        unsafe { libc::freeifaddrs(addresses) };
+        Ok(found)
+    })?
 }
 
 fn hardware_address(namespace: &Namespace) -> Result<String> {
@@ -364,17 +394,35 @@ fn wait_for(
     }
 }
 
-/// Waits until exactly `master` of the two holds `address`.
+/// Waits until exactly `master` of the two holds `address`, and goes on
+/// doing so for `settle` (two routers that both took over at start, each
+/// before hearing the other, sort it out within an advert interval); the
+/// time until the settled state began.
 fn wait_master(
     what: &str,
     bound: Duration,
+    settle: Duration,
     master: &Namespace,
     backup: &Namespace,
     address: IpAddr,
 ) -> Result<Duration> {
-    wait_for(what, bound, || {
-        Ok(holds(master, address)? && !holds(backup, address)?)
-    })
+    let started = Instant::now();
+    let mut since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if holds(master, address)? && !holds(backup, address)? {
+            let since = *since.get_or_insert(now);
+            if now - since >= settle {
+                return Ok(since - started);
+            }
+        } else {
+            since = None;
+        }
+        if started.elapsed() > bound + settle {
+            bail!("{what}: not within {bound:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The client sends to `address` until its neighbour cache has it, and
@@ -442,12 +490,14 @@ fn failover(
         .expect("an address")
         .parse()?;
     let directory = &segment.directory;
+    let settle = Duration::from_secs_f64(higher.interval.max(lower.interval)) * 2;
     let mut lower_daemon = Daemon::start(lower_kind, lower_host, directory, "lower", &lower)?;
     let mut higher_daemon = Daemon::start(higher_kind, higher_host, directory, "higher", &higher)?;
     let result = (|| -> Result<()> {
         wait_master(
             "the higher priority becomes master",
             bound(lower.master_down_interval()),
+            settle,
             higher_host,
             lower_host,
             address,
@@ -493,6 +543,7 @@ fn failover(
         let took = wait_master(
             "the higher priority preempts on return",
             bound(higher.master_down_interval()),
+            settle,
             higher_host,
             lower_host,
             address,
@@ -640,12 +691,14 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         ..instance(150)
     };
     let lower = instance(100);
+    let settle = Duration::from_secs_f64(higher.interval) * 2;
     let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
     let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
     let result = (|| -> Result<()> {
         wait_master(
             "pulse becomes master",
             bound(lower.master_down_interval()),
+            settle,
             &segment.a,
             &segment.b,
             address,
@@ -674,6 +727,7 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         let took = wait_master(
             "pulse preempts once its link is back",
             bound(higher.master_down_interval()) + Duration::from_secs(2),
+            settle,
             &segment.a,
             &segment.b,
             address,
@@ -870,6 +924,7 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         "    track_script {\n        healthy\n    }\n".to_owned(),
     );
     let lower = instance(100, String::new());
+    let settle = Duration::from_secs_f64(higher.interval) * 2;
     let configuration = format!(
         "vrrp_script healthy {{\n    script \"/usr/bin/test -e {}\"\n    interval 1\n    \
          weight -60\n}}\n",
@@ -887,6 +942,7 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         wait_master(
             "pulse becomes master",
             bound(lower.master_down_interval()),
+            settle,
             &segment.a,
             &segment.b,
             address,
@@ -897,6 +953,7 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         wait_master(
             "keepalived preempts when pulse's script fails",
             Duration::from_secs(2) + bound(lower.master_down_interval()),
+            settle,
             &segment.b,
             &segment.a,
             address,
@@ -918,6 +975,7 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         wait_master(
             "pulse preempts when its script succeeds again",
             Duration::from_secs(2) + bound(higher.master_down_interval()),
+            settle,
             &segment.a,
             &segment.b,
             address,

@@ -32,6 +32,8 @@ pub const GROUP_IPV4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 18);
 pub const GROUP_IPV6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x12);
 /// All nodes, where unsolicited neighbour advertisements go.
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+/// Larger than any advert (255 IPv6 addresses and the IP header).
+const BUFFER_LEN: usize = 8192;
 /// Adverts leave with this TTL / hop limit and must arrive with it.
 const HOP_LIMIT: u32 = 255;
 const ETHERNET_ADDRESS_LEN: usize = 6;
@@ -119,7 +121,7 @@ impl ReceiveSocket {
 
     /// The next packet; `None` for one too short to hold an IP header.
     pub async fn receive(&self) -> io::Result<Option<Datagram>> {
-        let mut buffer = vec![0u8; 2048];
+        let mut buffer = vec![0u8; BUFFER_LEN];
         loop {
             let mut guard = self.socket.readable().await?;
             let result = guard.try_io(|socket| match self.family {
@@ -130,6 +132,16 @@ impl ReceiveSocket {
                 Ok(result) => return result,
                 Err(_would_block) => continue,
             }
+        }
+    }
+
+    /// A packet already queued, without waiting: `WouldBlock` when there
+    /// is none.
+    pub fn try_receive(&self) -> io::Result<Option<Datagram>> {
+        let mut buffer = vec![0u8; BUFFER_LEN];
+        match self.family {
+            Family::Ipv4 => receive_ipv4(self.socket.get_ref(), &mut buffer),
+            Family::Ipv6 => receive_ipv6(self.socket.get_ref(), &mut buffer),
         }
     }
 }

@@ -23,6 +23,9 @@ use super::packet::{self, Family, Packet, Repr};
 use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
 
+/// Received packets waiting for the loop.
+const DATAGRAM_QUEUE: usize = 256;
+
 /// Why VRRP cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum VrrpError {
@@ -94,6 +97,10 @@ struct Instance {
     /// priority after the tracking weights.
     faulted: bool,
     tracked_priority: u8,
+    /// Whether [`Event::Start`] was given: keepalived holds an instance
+    /// in its initial state until each tracked script of weight 0 has a
+    /// first result.
+    started: bool,
     /// Whether the next backup state is the first one (keepalived says
     /// "(init)").
     starting: bool,
@@ -110,8 +117,9 @@ pub struct Vrrp {
     /// interfaces and tracked ones.
     links: HashMap<u32, bool>,
     link_events: Option<LinkEvents>,
-    /// The tracked `vrrp_script`s: succeeding or not.
-    scripts: HashMap<String, bool>,
+    /// The tracked `vrrp_script`s: succeeding or not, `None` before their
+    /// first result.
+    scripts: HashMap<String, Option<bool>>,
 }
 
 /// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
@@ -193,7 +201,7 @@ impl Vrrp {
                     );
                     continue;
                 };
-                scripts.insert(script.name.clone(), !script.init_fail);
+                scripts.insert(script.name.clone(), script.init_fail.then_some(false));
                 tracked_scripts.push(TrackedScript {
                     name: script.name.clone(),
                     weight: tracked.weight.unwrap_or(script.weight),
@@ -287,6 +295,7 @@ impl Vrrp {
                 gna_interval: defaults.gna_interval.unwrap_or_default(),
                 notify: model.notify.clone(),
                 starting: true,
+                started: false,
                 announcing: None,
             });
         }
@@ -314,9 +323,12 @@ impl Vrrp {
     /// instance: a master sends a priority 0 advert and removes its
     /// addresses.
     pub async fn run(mut self, mut shutdown: oneshot::Receiver<()>) {
-        let (datagrams_sender, mut datagrams) = mpsc::channel::<(u32, Datagram)>(256);
+        let (datagrams_sender, mut datagrams) = mpsc::channel::<(u32, Datagram)>(DATAGRAM_QUEUE);
         let mut readers = Vec::new();
+        let mut sockets = Vec::new();
         for (index, socket) in std::mem::take(&mut self.receivers) {
+            let socket = Arc::new(socket);
+            sockets.push((index, socket.clone()));
             let sender = datagrams_sender.clone();
             readers.push(tokio::spawn(async move {
                 loop {
@@ -355,9 +367,9 @@ impl Vrrp {
         let now = Instant::now();
         for position in 0..self.instances.len() {
             // A link already down or a tracking weight applies before the
-            // start, so the instance starts in FAULT or with its priority.
+            // start, so the instance starts in FAULT or with its priority;
+            // track() starts it.
             self.track(position, now).await;
-            self.handle_event(position, now, Event::Start).await;
         }
         loop {
             let next = self
@@ -372,7 +384,7 @@ impl Vrrp {
                     None => link_events = Box::pin(futures_util::stream::pending()),
                 },
                 Some(change) = script_changes.recv() => {
-                    if self.scripts.insert(change.name, change.ok) != Some(change.ok) {
+                    if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
                         let now = Instant::now();
                         for position in 0..self.instances.len() {
                             self.track(position, now).await;
@@ -384,6 +396,28 @@ impl Vrrp {
                     None => break,
                 },
                 _ = sleep_until(next) => {
+                    // The adverts already queued come first: when pulse
+                    // was not scheduled for a while (a loaded machine),
+                    // the deadline and the master's adverts are ready
+                    // together, and a backup must not declare a master
+                    // down whose adverts are waiting, in the channel or
+                    // still in a socket. Only so many, so that a flood
+                    // cannot hold the deadlines off.
+                    for _ in 0..DATAGRAM_QUEUE {
+                        match datagrams.try_recv() {
+                            Ok((index, datagram)) => self.dispatch(index, datagram).await,
+                            Err(_) => break,
+                        }
+                    }
+                    for (index, socket) in &sockets {
+                        for _ in 0..DATAGRAM_QUEUE {
+                            match socket.try_receive() {
+                                Ok(Some(datagram)) => self.dispatch(*index, datagram).await,
+                                Ok(None) => {}
+                                Err(_) => break,
+                            }
+                        }
+                    }
                     let now = Instant::now();
                     for position in 0..self.instances.len() {
                         if self.instances[position]
@@ -452,20 +486,29 @@ impl Vrrp {
     /// Applies the links' and scripts' state to an instance: FAULT when
     /// its interface (unless `dont_track_primary`) is down, or a tracked
     /// interface or script of weight 0 is down or failing; the weights of
-    /// the others added to its priority.
+    /// the others added to its priority. Starts the instance once no
+    /// script of weight 0 awaits its first result.
     async fn track(&mut self, position: usize, now: Instant) {
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
         let mut fault = instance.track_own_interface && !up(instance.interface.index);
         let mut priority = i32::from(instance.machine.settings().priority);
+        let mut waiting = false;
         let effects = instance
             .tracked_links
             .iter()
             .map(|tracked| track::effect(up(tracked.index), tracked.weight, tracked.reverse))
             .chain(instance.tracked_scripts.iter().map(|tracked| {
-                let ok = self.scripts.get(&tracked.name).copied().unwrap_or(false);
-                track::effect(ok, tracked.weight, tracked.reverse)
-            }));
+                match self.scripts.get(&tracked.name).copied().flatten() {
+                    Some(ok) => track::effect(ok, tracked.weight, tracked.reverse),
+                    // Before its first result a script weighs nothing.
+                    None => {
+                        waiting |= tracked.weight == 0;
+                        track::Effect::Adjust(0)
+                    }
+                }
+            }))
+            .collect::<Vec<_>>();
         for effect in effects {
             match effect {
                 track::Effect::Fault => fault = true,
@@ -492,6 +535,10 @@ impl Vrrp {
                 Event::InterfaceUp
             };
             self.handle_event(position, now, event).await;
+        }
+        if !waiting && !self.instances[position].started {
+            self.instances[position].started = true;
+            self.handle_event(position, now, Event::Start).await;
         }
     }
 

@@ -7,9 +7,9 @@ use fulcrum_config::model as config;
 use tokio::sync::mpsc;
 
 /// What a tracked object does to an instance, as keepalived's
-/// vrrp_track.c: weight 0 and down means FAULT; a positive weight is added
-/// while up, a negative one while down; `reverse` negates the weight
-/// (keepalived's `weight_multiplier` of -1).
+/// vrrp_track.c: weight 0 and down means FAULT (with `reverse`: up); a
+/// positive weight is added while up, a negative one while down; `reverse`
+/// negates the weight (keepalived's `weight_multiplier` of -1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     Fault,
@@ -19,35 +19,37 @@ pub enum Effect {
 pub fn effect(up: bool, weight: i32, reverse: bool) -> Effect {
     let multiplier = if reverse { -1 } else { 1 };
     match weight {
-        0 if !up => Effect::Fault,
+        0 if up == reverse => Effect::Fault,
         weight if weight > 0 && up => Effect::Adjust(weight * multiplier),
         weight if weight < 0 && !up => Effect::Adjust(weight * multiplier),
         _ => Effect::Adjust(0),
     }
 }
 
-/// A `vrrp_script`'s rise and fall counting, without I/O.
+/// A `vrrp_script`'s rise and fall counting, without I/O, as keepalived's
+/// (vrrp_scheduler.c): a script starts unknown, and its first result
+/// decides at once; `init_fail` starts it failed instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptState {
     rise: u32,
     fall: u32,
-    ok: bool,
+    /// `None` until the first result.
+    ok: Option<bool>,
     /// Consecutive results against the current state.
     against: u32,
 }
 
 impl ScriptState {
-    /// keepalived starts a script as succeeding unless `init_fail`.
     pub fn new(script: &config::VrrpScript) -> ScriptState {
         ScriptState {
             rise: script.rise.max(1),
             fall: script.fall.max(1),
-            ok: !script.init_fail,
+            ok: script.init_fail.then_some(false),
             against: 0,
         }
     }
 
-    pub fn ok(&self) -> bool {
+    pub fn ok(&self) -> Option<bool> {
         self.ok
     }
 
@@ -55,14 +57,18 @@ impl ScriptState {
     /// in a row make a failed script good, `fall` failures a good one
     /// failed.
     pub fn record(&mut self, success: bool) -> Option<bool> {
-        if success == self.ok {
+        let Some(ok) = self.ok else {
+            self.ok = Some(success);
+            return Some(success);
+        };
+        if success == ok {
             self.against = 0;
             return None;
         }
         self.against += 1;
-        let needed = if self.ok { self.fall } else { self.rise };
+        let needed = if ok { self.fall } else { self.rise };
         if self.against >= needed {
-            self.ok = success;
+            self.ok = Some(success);
             self.against = 0;
             return Some(success);
         }
@@ -163,9 +169,18 @@ mod tests {
     }
 
     #[test]
+    fn the_first_result_decides() {
+        let mut state = ScriptState::new(&script(3, 3, false));
+        assert_eq!(state.ok(), None);
+        assert_eq!(state.record(false), Some(false));
+        let mut state = ScriptState::new(&script(3, 3, false));
+        assert_eq!(state.record(true), Some(true));
+    }
+
+    #[test]
     fn fall_failures_in_a_row_fail_a_good_script() {
         let mut state = ScriptState::new(&script(2, 3, false));
-        assert!(state.ok());
+        assert_eq!(state.record(true), Some(true));
         assert_eq!(state.record(false), None);
         assert_eq!(state.record(false), None);
         // A success in between starts the count again.
@@ -179,9 +194,10 @@ mod tests {
 
     #[test]
     fn init_fail_starts_failed() {
-        let mut state = ScriptState::new(&script(1, 1, true));
-        assert!(!state.ok());
+        let mut state = ScriptState::new(&script(2, 1, true));
+        assert_eq!(state.ok(), Some(false));
         assert_eq!(state.record(false), None);
+        assert_eq!(state.record(true), None);
         assert_eq!(state.record(true), Some(true));
     }
 
@@ -189,6 +205,8 @@ mod tests {
     fn weights_apply_in_their_state_and_reverse_negates() {
         assert_eq!(effect(false, 0, false), Effect::Fault);
         assert_eq!(effect(true, 0, false), Effect::Adjust(0));
+        assert_eq!(effect(true, 0, true), Effect::Fault);
+        assert_eq!(effect(false, 0, true), Effect::Adjust(0));
         assert_eq!(effect(true, 10, false), Effect::Adjust(10));
         assert_eq!(effect(false, 10, false), Effect::Adjust(0));
         assert_eq!(effect(false, -10, false), Effect::Adjust(-10));
