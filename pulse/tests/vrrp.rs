@@ -999,6 +999,75 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     })
 }
 
+/// `ip -n NAMESPACE ARGS...`'s output.
+fn ip_output(namespace: &Namespace, arguments: &[&str]) -> Result<String> {
+    let output = Command::new("ip")
+        .args(["-n", namespace.name()])
+        .args(arguments)
+        .output()?;
+    ensure!(output.status.success(), "ip {arguments:?} failed");
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// pulse alone: its virtual_routes and virtual_rules are there while it is
+/// master and gone once it stopped.
+fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let gateway = segment.ipv4(3);
+    let instance = Instance {
+        version: 3,
+        interval: 0.1,
+        priority: 100,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra: format!(
+            "    virtual_routes {{\n        198.51.100.0/24 via {gateway}\n        \
+             blackhole 203.0.113.0/24 table 100\n    }}\n    virtual_rules {{\n        \
+             from {address}/32 table 100 priority 1000\n    }}\n"
+        ),
+    };
+    let mut pulse = Daemon::start(
+        Kind::Pulse,
+        &segment.a,
+        &segment.directory,
+        "pulse",
+        &instance,
+    )?;
+    let result = (|| -> Result<()> {
+        wait_for(
+            "pulse becomes master",
+            bound(instance.master_down_interval()),
+            || holds(&segment.a, address),
+        )?;
+        let present = || -> Result<[bool; 3]> {
+            Ok([
+                ip_output(&segment.a, &["route", "show", "198.51.100.0/24"])?
+                    .contains(&format!("via {gateway}")),
+                ip_output(&segment.a, &["route", "show", "table", "100"])?
+                    .contains("blackhole 203.0.113.0/24"),
+                ip_output(&segment.a, &["rule", "show"])?
+                    .contains(&format!("1000:\tfrom {address} lookup 100")),
+            ])
+        };
+        wait_for(
+            "the routes and rule are added",
+            Duration::from_secs(5),
+            || Ok(present()? == [true; 3]),
+        )?;
+        pulse.terminate()?;
+        let left = present()?;
+        ensure!(
+            left == [false; 3],
+            "left behind (route, blackhole, rule): {left:?}"
+        );
+        println!("{scenario}: a route, a blackhole route in table 100 and a rule come and go");
+        Ok(())
+    })();
+    result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -1109,6 +1178,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("link down, pulse master", link_failure),
         ("hostile adverts", hostile_adverts),
         ("track_script, pulse master", script_tracking),
+        ("virtual routes and rules", routes_and_rules),
     ]
 }
 

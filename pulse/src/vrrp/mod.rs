@@ -12,6 +12,7 @@ pub mod addresses;
 pub mod io;
 pub mod machine;
 pub mod packet;
+pub mod routes;
 pub mod settings;
 pub mod task;
 pub mod track;

@@ -14,12 +14,15 @@ use std::time::{Duration, Instant};
 
 use fulcrum_config::model as config;
 use netlink_packet_route::address::AddressMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::rule::RuleMessage;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::addresses::{self, AddressError};
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
+use super::routes;
 use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
 
@@ -83,6 +86,9 @@ struct Instance {
     /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
     /// messages.
     addresses: Vec<AddressMessage>,
+    /// virtual_routes and virtual_rules, added after the addresses.
+    routes: Vec<RouteMessage>,
+    rules: Vec<RuleMessage>,
     /// The addresses announced on the instance's interface.
     announced: Vec<IpAddr>,
     garp_interval: Duration,
@@ -277,8 +283,30 @@ impl Vrrp {
                     announced.push(address.address.address);
                 }
             }
+            let mut route_messages = Vec::new();
+            for route in &model.virtual_routes {
+                match routes::route_message(route, interface.index) {
+                    Ok(message) => route_messages.push(message),
+                    Err(why) => tracing::warn!(
+                        "({name}) virtual route {}: {why}; not added",
+                        route.destination
+                    ),
+                }
+            }
+            let mut rule_messages = Vec::new();
+            for rule in &model.virtual_rules {
+                match routes::rule_message(rule) {
+                    Ok(message) => rule_messages.push(message),
+                    Err(why) => tracing::warn!(
+                        "({name}) virtual rule {}: {why}; not added",
+                        rule.options.join(" ")
+                    ),
+                }
+            }
             let priority = settings.priority;
             instances.push(Instance {
+                routes: route_messages,
+                rules: rule_messages,
                 track_own_interface: !model.dont_track_primary,
                 tracked_links,
                 tracked_scripts,
@@ -634,6 +662,18 @@ impl Vrrp {
                         tracing::error!("({name}) cannot add a virtual address: {error}");
                     }
                 }
+                // After the addresses: a route's source or gateway may be
+                // one of them.
+                for message in &instance.routes {
+                    if let Err(error) = routes::add_route(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual route: {error}");
+                    }
+                }
+                for message in &instance.rules {
+                    if let Err(error) = routes::add_rule(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual rule: {error}");
+                    }
+                }
             }
             Action::RemoveAddresses => {
                 // No announcement of addresses this router no longer has.
@@ -641,6 +681,16 @@ impl Vrrp {
                     announcing.abort();
                 }
                 tracing::info!("({name}) removing the virtual addresses");
+                for message in &instance.rules {
+                    if let Err(error) = routes::remove_rule(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual rule: {error}");
+                    }
+                }
+                for message in &instance.routes {
+                    if let Err(error) = routes::remove_route(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual route: {error}");
+                    }
+                }
                 for message in &instance.addresses {
                     if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
                         tracing::error!("({name}) cannot remove a virtual address: {error}");
