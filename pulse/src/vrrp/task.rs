@@ -636,6 +636,25 @@ impl Vrrp {
                 instance.machine.statistics().total_drops()
             );
         }
+        // keepalived says which state it enters before it acts on it
+        // (the addresses, the gratuitous ARPs); the notify scripts run
+        // after, in the actions' order.
+        for action in &actions {
+            if let Action::EnterState(state) = action {
+                let instance = &mut self.instances[position];
+                let name = &instance.machine.settings().name;
+                let starting = std::mem::replace(&mut instance.starting, false);
+                match state {
+                    State::Master => tracing::info!("({name}) Entering MASTER STATE"),
+                    State::Backup if starting => {
+                        tracing::info!("({name}) Entering BACKUP STATE (init)")
+                    }
+                    State::Backup => tracing::info!("({name}) Entering BACKUP STATE"),
+                    State::Fault => tracing::info!("({name}) Entering FAULT STATE"),
+                    State::Initialize => tracing::info!("({name}) Stopped"),
+                }
+            }
+        }
         for action in actions {
             self.apply(position, action).await;
         }
@@ -712,16 +731,6 @@ impl Vrrp {
                 )));
             }
             Action::EnterState(state) => {
-                let starting = std::mem::replace(&mut instance.starting, false);
-                match state {
-                    State::Master => tracing::info!("({name}) Entering MASTER STATE"),
-                    State::Backup if starting => {
-                        tracing::info!("({name}) Entering BACKUP STATE (init)")
-                    }
-                    State::Backup => tracing::info!("({name}) Entering BACKUP STATE"),
-                    State::Fault => tracing::info!("({name}) Entering FAULT STATE"),
-                    State::Initialize => tracing::info!("({name}) Stopped"),
-                }
                 notify(
                     &self.configuration,
                     &instance.notify,
