@@ -177,43 +177,8 @@ impl Vrrp {
                 }
             };
             links.insert(interface.index, interface.up);
-            let mut tracked_links = Vec::new();
-            for tracked in &model.tracking.interfaces {
-                let link = addresses::link(&handle, &tracked.name)
-                    .await
-                    .map_err(|error| VrrpError::Interface {
-                        instance: name.clone(),
-                        interface: tracked.name.clone(),
-                        error,
-                    })?;
-                links.insert(link.header.index, addresses::is_up(&link));
-                tracked_links.push(TrackedLink {
-                    index: link.header.index,
-                    weight: tracked.weight.unwrap_or(0),
-                    reverse: tracked.reverse,
-                });
-            }
-            let mut tracked_scripts = Vec::new();
-            for tracked in &model.tracking.scripts {
-                let Some(script) = configuration
-                    .vrrp_scripts
-                    .iter()
-                    .find(|script| script.name == tracked.name)
-                else {
-                    // keepalived ignores it too, with a warning.
-                    tracing::warn!(
-                        "({name}) track_script {}: no vrrp_script of that name; ignored",
-                        tracked.name
-                    );
-                    continue;
-                };
-                scripts.insert(script.name.clone(), script.init_fail.then_some(false));
-                tracked_scripts.push(TrackedScript {
-                    name: script.name.clone(),
-                    weight: tracked.weight.unwrap_or(script.weight),
-                    reverse: tracked.reverse || script.weight_reverse,
-                });
-            }
+            let tracked_links = tracked_links(&handle, model, &name, &mut links).await?;
+            let tracked_scripts = tracked_scripts(&configuration, model, &name, &mut scripts);
             let source = match settings.local_address {
                 Some(address) => address,
                 None => match settings.family {
@@ -232,22 +197,7 @@ impl Vrrp {
             // The machine compares its address with a master's of equal
             // priority.
             settings.local_address = Some(source);
-            let destinations = if settings.unicast_peers.is_empty() {
-                let group = model
-                    .multicast_destination
-                    .or(match settings.family {
-                        Family::Ipv4 => defaults.mcast_group4,
-                        Family::Ipv6 => defaults.mcast_group6,
-                    })
-                    .unwrap_or_else(|| io::group(settings.family));
-                vec![group]
-            } else {
-                settings
-                    .unicast_peers
-                    .iter()
-                    .map(|peer| peer.address)
-                    .collect()
-            };
+            let destinations = destinations(model, &settings, defaults);
             let sender = SendSocket::open(&interface, source, model.unicast_ttl)
                 .map_err(|error| VrrpError::Socket(name.clone(), error))?;
             let announcer = Arc::new(
@@ -261,48 +211,8 @@ impl Vrrp {
                     .map_err(|error| VrrpError::Socket(name.clone(), error))?;
                 receivers.push((interface.index, socket));
             }
-            let mut messages = Vec::new();
-            let mut announced = Vec::new();
-            for address in model
-                .virtual_addresses
-                .iter()
-                .chain(&model.excluded_addresses)
-            {
-                let index = match &address.device {
-                    None => interface.index,
-                    Some(device) => {
-                        addresses::index_of(device).ok_or_else(|| VrrpError::NoSuchDevice {
-                            instance: name.clone(),
-                            address: address.address.to_string(),
-                            interface: device.clone(),
-                        })?
-                    }
-                };
-                messages.push(addresses::message(address, index));
-                if index == interface.index {
-                    announced.push(address.address.address);
-                }
-            }
-            let mut route_messages = Vec::new();
-            for route in &model.virtual_routes {
-                match routes::route_message(route, interface.index) {
-                    Ok(message) => route_messages.push(message),
-                    Err(why) => tracing::warn!(
-                        "({name}) virtual route {}: {why}; not added",
-                        route.destination
-                    ),
-                }
-            }
-            let mut rule_messages = Vec::new();
-            for rule in &model.virtual_rules {
-                match routes::rule_message(rule) {
-                    Ok(message) => rule_messages.push(message),
-                    Err(why) => tracing::warn!(
-                        "({name}) virtual rule {}: {why}; not added",
-                        rule.options.join(" ")
-                    ),
-                }
-            }
+            let (messages, announced) = virtual_addresses(model, &interface, &name)?;
+            let (route_messages, rule_messages) = routes_and_rules(model, &interface, &name);
             let priority = settings.priority;
             instances.push(Instance {
                 routes: route_messages,
@@ -749,6 +659,150 @@ impl Vrrp {
             }
         }
     }
+}
+
+/// The `track_interface` entries of `model`, their links' state recorded
+/// in `links`.
+async fn tracked_links(
+    handle: &rtnetlink::Handle,
+    model: &config::VrrpInstance,
+    name: &str,
+    links: &mut HashMap<u32, bool>,
+) -> Result<Vec<TrackedLink>, VrrpError> {
+    let mut tracked_links = Vec::new();
+    for tracked in &model.tracking.interfaces {
+        let link = addresses::link(handle, &tracked.name)
+            .await
+            .map_err(|error| VrrpError::Interface {
+                instance: name.to_owned(),
+                interface: tracked.name.clone(),
+                error,
+            })?;
+        links.insert(link.header.index, addresses::is_up(&link));
+        tracked_links.push(TrackedLink {
+            index: link.header.index,
+            weight: tracked.weight.unwrap_or(0),
+            reverse: tracked.reverse,
+        });
+    }
+    Ok(tracked_links)
+}
+
+/// The `track_script` entries of `model`, each script's initial state
+/// recorded in `scripts`.
+fn tracked_scripts(
+    configuration: &config::Config,
+    model: &config::VrrpInstance,
+    name: &str,
+    scripts: &mut HashMap<String, Option<bool>>,
+) -> Vec<TrackedScript> {
+    let mut tracked_scripts = Vec::new();
+    for tracked in &model.tracking.scripts {
+        let Some(script) = configuration
+            .vrrp_scripts
+            .iter()
+            .find(|script| script.name == tracked.name)
+        else {
+            // keepalived ignores it too, with a warning.
+            tracing::warn!(
+                "({name}) track_script {}: no vrrp_script of that name; ignored",
+                tracked.name
+            );
+            continue;
+        };
+        scripts.insert(script.name.clone(), script.init_fail.then_some(false));
+        tracked_scripts.push(TrackedScript {
+            name: script.name.clone(),
+            weight: tracked.weight.unwrap_or(script.weight),
+            reverse: tracked.reverse || script.weight_reverse,
+        });
+    }
+    tracked_scripts
+}
+
+/// Where the adverts go: the multicast group (`mcast_dst_ip`, else
+/// `vrrp_mcast_group4/6`, else RFC's), or every unicast peer.
+fn destinations(
+    model: &config::VrrpInstance,
+    settings: &InstanceSettings,
+    defaults: &config::VrrpDefaults,
+) -> Vec<IpAddr> {
+    if settings.unicast_peers.is_empty() {
+        let group = model
+            .multicast_destination
+            .or(match settings.family {
+                Family::Ipv4 => defaults.mcast_group4,
+                Family::Ipv6 => defaults.mcast_group6,
+            })
+            .unwrap_or_else(|| io::group(settings.family));
+        vec![group]
+    } else {
+        settings
+            .unicast_peers
+            .iter()
+            .map(|peer| peer.address)
+            .collect()
+    }
+}
+
+/// `virtual_ipaddress` and `virtual_ipaddress_excluded` as rtnetlink
+/// messages, and the addresses announced on the instance's interface.
+fn virtual_addresses(
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+) -> Result<(Vec<AddressMessage>, Vec<IpAddr>), VrrpError> {
+    let mut messages = Vec::new();
+    let mut announced = Vec::new();
+    for address in model
+        .virtual_addresses
+        .iter()
+        .chain(&model.excluded_addresses)
+    {
+        let index = match &address.device {
+            None => interface.index,
+            Some(device) => addresses::index_of(device).ok_or_else(|| VrrpError::NoSuchDevice {
+                instance: name.to_owned(),
+                address: address.address.to_string(),
+                interface: device.clone(),
+            })?,
+        };
+        messages.push(addresses::message(address, index));
+        if index == interface.index {
+            announced.push(address.address.address);
+        }
+    }
+    Ok((messages, announced))
+}
+
+/// `virtual_routes` and `virtual_rules` as rtnetlink messages; a line
+/// pulse cannot express is logged and left out.
+fn routes_and_rules(
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+) -> (Vec<RouteMessage>, Vec<RuleMessage>) {
+    let mut route_messages = Vec::new();
+    for route in &model.virtual_routes {
+        match routes::route_message(route, interface.index) {
+            Ok(message) => route_messages.push(message),
+            Err(why) => tracing::warn!(
+                "({name}) virtual route {}: {why}; not added",
+                route.destination
+            ),
+        }
+    }
+    let mut rule_messages = Vec::new();
+    for rule in &model.virtual_rules {
+        match routes::rule_message(rule) {
+            Ok(message) => rule_messages.push(message),
+            Err(why) => tracing::warn!(
+                "({name}) virtual rule {}: {why}; not added",
+                rule.options.join(" ")
+            ),
+        }
+    }
+    (route_messages, rule_messages)
 }
 
 /// Parses an advert; a unicast one whose checksum fails is tried again
