@@ -1235,3 +1235,168 @@ fn interoperates_with_keepalived() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A UDP echo server on port 7 of `namespace`, until `stop`.
+fn echo(namespace: &Namespace, stop: &std::sync::atomic::AtomicBool) -> Result<()> {
+    namespace.enter()?;
+    let socket = UdpSocket::bind("0.0.0.0:7")?;
+    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut buffer = [0u8; 64];
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Ok((len, peer)) = socket.recv_from(&mut buffer) {
+            let _ = socket.send_to(&buffer[..len], peer);
+        }
+    }
+    Ok(())
+}
+
+/// The client's view of a failover: it probes the address every 10 ms
+/// while `fail` runs, and returns the longest time without an answer.
+fn outage(
+    client: &Namespace,
+    address: IpAddr,
+    fail: impl FnOnce() -> Result<()>,
+) -> Result<Duration> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|scope| {
+        let prober = scope.spawn(|| -> Result<Duration> {
+            client.enter()?;
+            // Not connected: the server answers from its interface's own
+            // address, not from the virtual one.
+            let socket = UdpSocket::bind("0.0.0.0:0")?;
+            socket.set_read_timeout(Some(Duration::from_millis(10)))?;
+            let mut answers = 0u64;
+            let mut last_answer = Instant::now();
+            let mut longest = Duration::ZERO;
+            let mut buffer = [0u8; 8];
+            let mut sequence = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                sequence += 1;
+                let _ = socket.send_to(&sequence.to_be_bytes(), (address, 7));
+                let sent = Instant::now();
+                // Answers to earlier probes count too.
+                while let Ok(len) = socket.recv(&mut buffer) {
+                    if len == 8 {
+                        let now = Instant::now();
+                        longest = longest.max(now - last_answer);
+                        last_answer = now;
+                        answers += 1;
+                    }
+                    if sent.elapsed() >= Duration::from_millis(10) {
+                        break;
+                    }
+                }
+                thread::sleep(Duration::from_millis(10).saturating_sub(sent.elapsed()));
+            }
+            ensure!(answers > 0, "no answer at all");
+            // An outage still running at the end counts.
+            Ok(longest.max(last_answer.elapsed()))
+        });
+        let failed = fail();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let longest = prober.join().expect("the prober does not panic")?;
+        failed.map(|()| longest)
+    })
+}
+
+/// The benchmark of the issue: the outage a client sees when the master's
+/// link fails, for a pulse pair and a keepalived pair with the same
+/// settings. Prints; asserts nothing about the times.
+#[test]
+#[ignore = "benchmark: cargo test -p pulse --test vrrp -- --ignored --nocapture failover_outage"]
+fn failover_outage() {
+    if let Some(why) = missing_prerequisite() {
+        eprintln!("skipping the failover benchmark: {why}");
+        return;
+    }
+    let process = std::process::id();
+    let settings = [(2u8, 1.0f64), (3, 0.1)];
+    let kinds = [Kind::Pulse, Kind::Keepalived];
+    let handles: Vec<_> = settings
+        .iter()
+        .flat_map(|setting| kinds.iter().map(move |kind| (*setting, *kind)))
+        .enumerate()
+        .map(|(index, ((version, interval), kind))| {
+            let prefix = format!("vb{process}-{index}");
+            let subnet = 40 + index as u8;
+            let handle = thread::spawn(move || -> Result<Duration> {
+                let segment = Segment::build(&prefix, subnet)?;
+                let address = segment.ipv4(100);
+                let instance = |priority| Instance {
+                    version,
+                    interval,
+                    priority,
+                    nopreempt: false,
+                    password: None,
+                    unicast: None,
+                    virtual_address: format!("{address}/24"),
+                    extra: String::new(),
+                };
+                let (master, backup) = (instance(150), instance(100));
+                let directory = &segment.directory;
+                let _backup_daemon = Daemon::start(kind, &segment.b, directory, "backup", &backup)?;
+                let _master_daemon = Daemon::start(kind, &segment.a, directory, "master", &master)?;
+                wait_master(
+                    "the master takes the address",
+                    bound(backup.master_down_interval()),
+                    Duration::from_secs_f64(interval) * 2,
+                    &segment.a,
+                    &segment.b,
+                    address,
+                )?;
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                let result = thread::scope(|scope| {
+                    let servers =
+                        [&segment.a, &segment.b].map(|host| scope.spawn(|| echo(host, &stop)));
+                    let result = outage(&segment.c, address, || {
+                        resolve(&segment.c, address)?;
+                        thread::sleep(Duration::from_millis(500));
+                        // The master's machine is cut off.
+                        segment.a.ip("link set eth0 down\n")?;
+                        wait_for(
+                            "the backup takes over",
+                            bound(backup.master_down_interval()),
+                            || holds(&segment.b, address),
+                        )?;
+                        // Until the client has had answers for a while.
+                        thread::sleep(Duration::from_secs(1));
+                        Ok(())
+                    });
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    for server in servers {
+                        server.join().expect("the server does not panic")?;
+                    }
+                    result
+                });
+                let _ = fs::remove_dir_all(directory);
+                result
+            });
+            ((version, interval, kind), handle)
+        })
+        .collect();
+    let mut results = Vec::new();
+    for ((version, interval, kind), handle) in handles {
+        let outage = handle
+            .join()
+            .expect("the scenario does not panic")
+            .unwrap_or_else(|error| panic!("v{version} {interval} s, {kind}: {error:?}"));
+        results.push(((version, interval), kind, outage));
+    }
+    for (version, interval) in settings {
+        let of = |wanted: Kind| {
+            results
+                .iter()
+                .find(|(setting, kind, _)| *setting == (version, interval) && *kind == wanted)
+                .map(|(_, _, outage)| *outage)
+                .expect("measured")
+        };
+        let (pulse, keepalived) = (of(Kind::Pulse), of(Kind::Keepalived));
+        println!(
+            "VRRP v{version}, advert_int {interval} s, master's link down: client outage \
+             pulse pair {:.0} ms, keepalived pair {:.0} ms, ratio pulse/keepalived {:.2}",
+            pulse.as_secs_f64() * 1000.0,
+            keepalived.as_secs_f64() * 1000.0,
+            pulse.as_secs_f64() / keepalived.as_secs_f64()
+        );
+    }
+}
