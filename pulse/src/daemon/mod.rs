@@ -335,6 +335,7 @@ async fn serve(
             return exit::FATAL;
         }
     };
+    let vrrp_running = vrrp.is_some();
     let current = Arc::new(Mutex::new(configuration.clone()));
     let mut checkers = Handle::spawn(Plan::from_config(&configuration), Start::Warmup);
     let (states_sender, states) = mpsc::channel(1024);
@@ -372,6 +373,12 @@ async fn serve(
                 NotifyState::Status("reloading the configuration"),
             ]);
             tracing::info!("reloading {}", settings.config_file.display());
+            if vrrp_running {
+                tracing::warn!(
+                    "VRRP does not reload yet: its instances stay as they started; the checkers \
+                     and IPVS take the new configuration"
+                );
+            }
             let reloaded = {
                 let settings = settings.clone();
                 tokio::task::spawn_blocking(move || load(&settings, false)).await
