@@ -1009,11 +1009,18 @@ fn ip_output(namespace: &Namespace, arguments: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// pulse alone: its virtual_routes and virtual_rules are there while it is
+/// pulse alone: its virtual_routes and virtual_rules, and an address on
+/// another interface (`dev`, announced there), are there while it is
 /// master and gone once it stopped.
 fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
     let address = segment.ipv4(100);
     let gateway = segment.ipv4(3);
+    let other = IpAddr::from([10, segment.subnet, 1, 100]);
+    segment.a.ip(&format!(
+        "link add d1 type veth peer name d1peer\nlink set d1peer up\nlink set d1 up\n\
+         addr add 10.{}.1.1/24 dev d1\n",
+        segment.subnet
+    ))?;
     let instance = Instance {
         version: 3,
         interval: 0.1,
@@ -1021,7 +1028,7 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
         nopreempt: false,
         password: None,
         unicast: None,
-        virtual_address: format!("{address}/24"),
+        virtual_address: format!("{address}/24\n        {other}/24 dev d1"),
         extra: format!(
             "    virtual_routes {{\n        198.51.100.0/24 via {gateway}\n        \
              blackhole 203.0.113.0/24 table 100\n    }}\n    virtual_rules {{\n        \
@@ -1041,8 +1048,10 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
             bound(instance.master_down_interval()),
             || holds(&segment.a, address),
         )?;
-        let present = || -> Result<[bool; 3]> {
+        let present = || -> Result<[bool; 4]> {
             Ok([
+                ip_output(&segment.a, &["-o", "addr", "show", "dev", "d1"])?
+                    .contains(&format!(" {other}/24")),
                 ip_output(&segment.a, &["route", "show", "198.51.100.0/24"])?
                     .contains(&format!("via {gateway}")),
                 ip_output(&segment.a, &["route", "show", "table", "100"])?
@@ -1052,17 +1061,26 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
             ])
         };
         wait_for(
-            "the routes and rule are added",
+            "the address on d1, the routes and rule are added",
             Duration::from_secs(5),
-            || Ok(present()? == [true; 3]),
+            || Ok(present()? == [true; 4]),
+        )?;
+        let announced = format!("{other} on d1");
+        wait_for(
+            "the address on d1 is announced there",
+            Duration::from_secs(5),
+            || Ok(pulse.log().contains(&announced)),
         )?;
         pulse.terminate()?;
         let left = present()?;
         ensure!(
-            left == [false; 3],
-            "left behind (route, blackhole, rule): {left:?}"
+            left == [false; 4],
+            "left behind (address on d1, route, blackhole, rule): {left:?}"
         );
-        println!("{scenario}: a route, a blackhole route in table 100 and a rule come and go");
+        println!(
+            "{scenario}: an address on another interface, a route, a blackhole route in table \
+             100 and a rule come and go"
+        );
         Ok(())
     })();
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))

@@ -253,6 +253,9 @@ impl SendSocket {
         let socket = match source {
             IpAddr::V4(address) => {
                 let socket = Socket::new(Domain::IPV4, Type::RAW, Some(vrrp_protocol()))?;
+                // An address not (yet) on the interface: pulse starts, and
+                // its adverts go once the address is there.
+                socket.set_freebind_v4(true)?;
                 socket.bind(&SocketAddr::V4(SocketAddrV4::new(address, 0)).into())?;
                 socket.set_multicast_if_v4(&address)?;
                 socket.set_multicast_ttl_v4(HOP_LIMIT)?;
@@ -267,6 +270,10 @@ impl SendSocket {
                 } else {
                     0
                 };
+                // A link-local address is tentative for a second or two
+                // after the link comes up (duplicate address detection),
+                // and cannot be bound then without this.
+                socket.set_freebind_v6(true)?;
                 socket.bind(&SocketAddr::V6(SocketAddrV6::new(address, 0, 0, scope)).into())?;
                 socket.set_multicast_if_v6(interface.index)?;
                 socket.set_multicast_hops_v6(HOP_LIMIT)?;
@@ -348,7 +355,9 @@ pub struct Announcer {
     interface: Interface,
     /// `AF_PACKET` with protocol 0: it sends, and receives nothing.
     link: Socket,
-    /// ICMPv6, when the interface has a link-local address.
+    /// ICMPv6, unless IPv6 is disabled. Not bound: the kernel gives the
+    /// advertisements the interface's link-local source, once it is no
+    /// longer tentative.
     icmpv6: Option<Socket>,
 }
 
@@ -356,29 +365,35 @@ impl Announcer {
     pub fn open(interface: &Interface) -> io::Result<Announcer> {
         let link = Socket::new(Domain::PACKET, Type::RAW, None)?;
         link.set_nonblocking(true)?;
-        let icmpv6 = match interface.ipv6_link_local {
-            Some(address) => {
-                let socket = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6))?;
-                socket.bind(
-                    &SocketAddr::V6(SocketAddrV6::new(address, 0, 0, interface.index)).into(),
-                )?;
-                socket.bind_device(Some(interface.name.as_bytes()))?;
-                socket.set_multicast_if_v6(interface.index)?;
-                // RFC 4861 7.1.2: neighbour discovery with any other hop
-                // limit is dropped.
-                socket.set_multicast_hops_v6(HOP_LIMIT)?;
-                socket.set_multicast_loop_v6(false)?;
-                socket.attach_filter(&DROP_ALL)?;
-                socket.set_nonblocking(true)?;
-                Some(socket)
+        let icmpv6 = match Announcer::open_icmpv6(interface) {
+            Ok(socket) => Some(socket),
+            Err(error) => {
+                tracing::debug!("{}: no IPv6 announcements: {error}", interface.name);
+                None
             }
-            None => None,
         };
         Ok(Announcer {
             interface: interface.clone(),
             link,
             icmpv6,
         })
+    }
+
+    fn open_icmpv6(interface: &Interface) -> io::Result<Socket> {
+        let socket = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6))?;
+        socket.bind_device(Some(interface.name.as_bytes()))?;
+        socket.set_multicast_if_v6(interface.index)?;
+        // RFC 4861 7.1.2: neighbour discovery with any other hop limit is
+        // dropped.
+        socket.set_multicast_hops_v6(HOP_LIMIT)?;
+        socket.set_multicast_loop_v6(false)?;
+        socket.attach_filter(&DROP_ALL)?;
+        socket.set_nonblocking(true)?;
+        Ok(socket)
+    }
+
+    pub fn interface_name(&self) -> &str {
+        &self.interface.name
     }
 
     /// One gratuitous ARP (IPv4) or unsolicited neighbour advertisement
@@ -419,8 +434,8 @@ impl Announcer {
     fn neighbour_advertisement(&self, address: Ipv6Addr) -> io::Result<()> {
         let Some(socket) = &self.icmpv6 else {
             return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("{} has no link-local IPv6 address", self.interface.name),
+                io::ErrorKind::Unsupported,
+                format!("no IPv6 on {}", self.interface.name),
             ));
         };
         let message = neighbour_advertisement(&self.interface.hardware_address, address);

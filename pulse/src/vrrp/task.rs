@@ -48,12 +48,6 @@ pub enum VrrpError {
         interface: String,
         family: &'static str,
     },
-    #[error("({instance}) virtual address {address}: interface {interface} does not exist")]
-    NoSuchDevice {
-        instance: String,
-        address: String,
-        interface: String,
-    },
     #[error("({0}) cannot open its sockets: {1}")]
     Socket(String, std::io::Error),
     #[error("cannot open rtnetlink: {0}")]
@@ -80,7 +74,6 @@ struct Instance {
     machine: Machine,
     interface: Interface,
     sender: SendSocket,
-    announcer: Arc<Announcer>,
     /// The multicast group, or the unicast peers.
     destinations: Vec<IpAddr>,
     /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
@@ -89,8 +82,8 @@ struct Instance {
     /// virtual_routes and virtual_rules, added after the addresses.
     routes: Vec<RouteMessage>,
     rules: Vec<RuleMessage>,
-    /// The addresses announced on the instance's interface.
-    announced: Vec<IpAddr>,
+    /// The addresses announced, each with its interface's announcer.
+    announced: Vec<(Arc<Announcer>, IpAddr)>,
     garp_interval: Duration,
     gna_interval: Duration,
     notify: config::Notify,
@@ -155,6 +148,7 @@ impl Vrrp {
         let mut instances = Vec::new();
         let mut interfaces: HashMap<String, Interface> = HashMap::new();
         let mut receivers: Vec<(u32, ReceiveSocket)> = Vec::new();
+        let mut announcers = HashMap::new();
         for model in &configuration.vrrp_instances {
             let mut settings = InstanceSettings::from_model(model, defaults)?;
             let name = settings.name.clone();
@@ -200,10 +194,6 @@ impl Vrrp {
             let destinations = destinations(model, &settings, defaults);
             let sender = SendSocket::open(&interface, source, model.unicast_ttl)
                 .map_err(|error| VrrpError::Socket(name.clone(), error))?;
-            let announcer = Arc::new(
-                Announcer::open(&interface)
-                    .map_err(|error| VrrpError::Socket(name.clone(), error))?,
-            );
             if !receivers.iter().any(|(index, socket)| {
                 *index == interface.index && socket.family() == settings.family
             }) {
@@ -211,7 +201,8 @@ impl Vrrp {
                     .map_err(|error| VrrpError::Socket(name.clone(), error))?;
                 receivers.push((interface.index, socket));
             }
-            let (messages, announced) = virtual_addresses(model, &interface, &name)?;
+            let (messages, announced) =
+                virtual_addresses(&handle, model, &interface, &name, &mut announcers).await?;
             let (route_messages, rule_messages) = routes_and_rules(model, &interface, &name);
             let priority = settings.priority;
             instances.push(Instance {
@@ -225,7 +216,6 @@ impl Vrrp {
                 machine: Machine::new(settings),
                 interface: interface.clone(),
                 sender,
-                announcer,
                 destinations,
                 addresses: messages,
                 announced,
@@ -561,7 +551,8 @@ impl Vrrp {
                     }
                     State::Backup => tracing::info!("({name}) Entering BACKUP STATE"),
                     State::Fault => tracing::info!("({name}) Entering FAULT STATE"),
-                    State::Initialize => tracing::info!("({name}) Stopped"),
+                    // Said once the addresses are gone, below.
+                    State::Initialize => {}
                 }
             }
         }
@@ -631,16 +622,17 @@ impl Vrrp {
                     previous.abort();
                 }
                 instance.announcing = Some(tokio::spawn(announce(
-                    instance.announcer.clone(),
                     instance.announced.clone(),
                     repeat,
                     instance.garp_interval,
                     instance.gna_interval,
                     name.clone(),
-                    instance.interface.name.clone(),
                 )));
             }
             Action::EnterState(state) => {
+                if state == State::Initialize {
+                    tracing::info!("({name}) Stopped");
+                }
                 notify(
                     &self.configuration,
                     &instance.notify,
@@ -746,12 +738,15 @@ fn destinations(
 }
 
 /// `virtual_ipaddress` and `virtual_ipaddress_excluded` as rtnetlink
-/// messages, and the addresses announced on the instance's interface.
-fn virtual_addresses(
+/// messages, and the addresses announced, each on its own interface (the
+/// instance's, or its `dev`), as keepalived does.
+async fn virtual_addresses(
+    handle: &rtnetlink::Handle,
     model: &config::VrrpInstance,
     interface: &Interface,
     name: &str,
-) -> Result<(Vec<AddressMessage>, Vec<IpAddr>), VrrpError> {
+    announcers: &mut HashMap<u32, Arc<Announcer>>,
+) -> Result<(Vec<AddressMessage>, Vec<(Arc<Announcer>, IpAddr)>), VrrpError> {
     let mut messages = Vec::new();
     let mut announced = Vec::new();
     for address in model
@@ -759,18 +754,30 @@ fn virtual_addresses(
         .iter()
         .chain(&model.excluded_addresses)
     {
-        let index = match &address.device {
-            None => interface.index,
-            Some(device) => addresses::index_of(device).ok_or_else(|| VrrpError::NoSuchDevice {
-                instance: name.to_owned(),
-                address: address.address.to_string(),
-                interface: device.clone(),
-            })?,
+        let device = match &address.device {
+            None => interface.clone(),
+            Some(device) if *device == interface.name => interface.clone(),
+            Some(device) => addresses::interface(handle, device)
+                .await
+                .map_err(|error| VrrpError::Interface {
+                    instance: name.to_owned(),
+                    interface: device.clone(),
+                    error,
+                })?,
         };
-        messages.push(addresses::message(address, index));
-        if index == interface.index {
-            announced.push(address.address.address);
-        }
+        messages.push(addresses::message(address, device.index));
+        let announcer = match announcers.get(&device.index) {
+            Some(announcer) => announcer.clone(),
+            None => {
+                let announcer = Arc::new(
+                    Announcer::open(&device)
+                        .map_err(|error| VrrpError::Socket(name.to_owned(), error))?,
+                );
+                announcers.insert(device.index, announcer.clone());
+                announcer
+            }
+        };
+        announced.push((announcer, address.address.address));
     }
     Ok((messages, announced))
 }
@@ -829,27 +836,28 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// `repeat` rounds of one message per address, `garp_interval` (IPv4) or
 /// `gna_interval` (IPv6) apart, as keepalived spaces them.
 async fn announce(
-    announcer: Arc<Announcer>,
-    addresses: Vec<IpAddr>,
+    addresses: Vec<(Arc<Announcer>, IpAddr)>,
     repeat: u32,
     garp_interval: Duration,
     gna_interval: Duration,
     name: String,
-    interface: String,
 ) {
     tracing::info!(
-        "({name}) announcing {} on {interface} {repeat} time(s) (gratuitous ARP, unsolicited \
-         neighbour advertisement)",
+        "({name}) announcing {} {repeat} time(s) (gratuitous ARP, unsolicited neighbour \
+         advertisement)",
         addresses
             .iter()
-            .map(ToString::to_string)
+            .map(|(announcer, address)| format!("{address} on {}", announcer.interface_name()))
             .collect::<Vec<_>>()
             .join(", ")
     );
     for _ in 0..repeat {
-        for address in &addresses {
+        for (announcer, address) in &addresses {
             if let Err(error) = announcer.announce(*address) {
-                tracing::warn!("({name}) cannot announce {address} on {interface}: {error}");
+                tracing::warn!(
+                    "({name}) cannot announce {address} on {}: {error}",
+                    announcer.interface_name()
+                );
             }
             let interval = match address {
                 IpAddr::V4(_) => garp_interval,
