@@ -1092,6 +1092,49 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
+/// pulse alone with two instances: one on eth0, one on a link without an
+/// IPv4 address to send from. The first becomes master, the second stays
+/// in FAULT (as keepalived's would) without its address.
+fn two_instances(segment: &Segment, scenario: &str) -> Result<()> {
+    segment
+        .a
+        .ip("link add d2 type veth peer name d2peer\nlink set d2peer up\nlink set d2 up\n")?;
+    let first = segment.ipv4(100);
+    let second = IpAddr::from([10, segment.subnet, 2, 100]);
+    let configuration = format!(
+        "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n    version 3\n    \
+         advert_int 0.1\n    virtual_ipaddress {{\n        {first}/24\n    }}\n}}\n\
+         vrrp_instance VI_2 {{\n    interface d2\n    virtual_router_id 52\n    version 3\n    \
+         advert_int 0.1\n    virtual_ipaddress {{\n        {second}/24\n    }}\n}}\n"
+    );
+    let mut pulse = Daemon::start_with(
+        Kind::Pulse,
+        &segment.a,
+        &segment.directory,
+        "pulse",
+        &configuration,
+    )?;
+    let result = (|| -> Result<()> {
+        wait_for("VI_1 becomes master", Duration::from_secs(5), || {
+            holds(&segment.a, first)
+        })?;
+        let log = pulse.log();
+        ensure!(
+            log.contains("(VI_2) Entering FAULT STATE"),
+            "VI_2 not in FAULT"
+        );
+        ensure!(
+            !ip_output(&segment.a, &["-o", "addr", "show", "dev", "d2"])?
+                .contains(&format!(" {second}/")),
+            "VI_2 added its address"
+        );
+        pulse.terminate()?;
+        println!("{scenario}: VI_1 master, VI_2 in FAULT");
+        Ok(())
+    })();
+    result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -1203,6 +1246,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("hostile adverts", hostile_adverts),
         ("track_script, pulse master", script_tracking),
         ("virtual routes and rules", routes_and_rules),
+        ("two instances, one without a source address", two_instances),
     ]
 }
 

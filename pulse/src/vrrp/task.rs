@@ -42,12 +42,6 @@ pub enum VrrpError {
         interface: String,
         error: AddressError,
     },
-    #[error("({instance}) {interface} has no {family} address to send adverts from")]
-    NoSourceAddress {
-        instance: String,
-        interface: String,
-        family: &'static str,
-    },
     #[error("({0}) cannot open its sockets: {1}")]
     Socket(String, std::io::Error),
     #[error("cannot open rtnetlink: {0}")]
@@ -73,7 +67,8 @@ struct TrackedScript {
 struct Instance {
     machine: Machine,
     interface: Interface,
-    sender: SendSocket,
+    /// `None` without a source address: the instance stays in FAULT.
+    sender: Option<SendSocket>,
     /// The multicast group, or the unicast peers.
     destinations: Vec<IpAddr>,
     /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
@@ -173,27 +168,33 @@ impl Vrrp {
             links.insert(interface.index, interface.up);
             let tracked_links = tracked_links(&handle, model, &name, &mut links).await?;
             let tracked_scripts = tracked_scripts(&configuration, model, &name, &mut scripts);
-            let source = match settings.local_address {
-                Some(address) => address,
-                None => match settings.family {
-                    Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
-                    Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
-                }
-                .ok_or_else(|| VrrpError::NoSourceAddress {
-                    instance: name.clone(),
-                    interface: interface_name.clone(),
-                    family: match settings.family {
-                        Family::Ipv4 => "IPv4",
-                        Family::Ipv6 => "link-local IPv6",
-                    },
-                })?,
-            };
+            let source = settings.local_address.or(match settings.family {
+                Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
+                Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
+            });
             // The machine compares its address with a master's of equal
             // priority.
-            settings.local_address = Some(source);
+            settings.local_address = source;
             let destinations = destinations(model, &settings, defaults);
-            let sender = SendSocket::open(&interface, source, model.unicast_ttl)
-                .map_err(|error| VrrpError::Socket(name.clone(), error))?;
+            let sender = match source {
+                Some(source) => Some(
+                    SendSocket::open(&interface, source, model.unicast_ttl)
+                        .map_err(|error| VrrpError::Socket(name.clone(), error))?,
+                ),
+                None => {
+                    // keepalived too: the instance stays in FAULT, the
+                    // others run.
+                    tracing::error!(
+                        "({name}) {interface_name} has no {} address to send adverts from: \
+                         the instance stays in FAULT",
+                        match settings.family {
+                            Family::Ipv4 => "IPv4",
+                            Family::Ipv6 => "link-local IPv6",
+                        }
+                    );
+                    None
+                }
+            };
             if !receivers.iter().any(|(index, socket)| {
                 *index == interface.index && socket.family() == settings.family
             }) {
@@ -419,7 +420,8 @@ impl Vrrp {
     async fn track(&mut self, position: usize, now: Instant) {
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
-        let mut fault = instance.track_own_interface && !up(instance.interface.index);
+        let mut fault = (instance.track_own_interface && !up(instance.interface.index))
+            || instance.sender.is_none();
         let mut priority = i32::from(instance.machine.settings().priority);
         let mut waiting = false;
         let effects = instance
@@ -566,11 +568,14 @@ impl Vrrp {
         let name = instance.machine.settings().name.clone();
         match action {
             Action::SendAdvert { priority } => {
+                let Some(sender) = &instance.sender else {
+                    return;
+                };
                 let advert = instance.machine.advert(priority);
-                let source = instance.sender.source();
+                let source = sender.source();
                 for destination in &instance.destinations {
                     let bytes = advert.to_bytes(&source, destination);
-                    if let Err(error) = instance.sender.send(&bytes, *destination) {
+                    if let Err(error) = sender.send(&bytes, *destination) {
                         tracing::warn!("({name}) cannot send an advert to {destination}: {error}");
                     }
                 }
