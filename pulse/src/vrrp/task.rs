@@ -925,3 +925,55 @@ fn spawn_script(configuration: &config::Config, script: &config::Script, argumen
         Err(why) => tracing::error!("cannot run {}: {why}", script.command),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::vrrp::{Addresses, Kind};
+
+    fn advert() -> Repr {
+        Repr {
+            virtual_router_id: 51,
+            priority: 100,
+            kind: Kind::Version3 {
+                max_advert_interval: 100,
+            },
+            addresses: Addresses::Ipv4(vec![Ipv4Addr::new(192, 0, 2, 100)]),
+        }
+    }
+
+    fn datagram(payload: Vec<u8>, destination: IpAddr) -> Datagram {
+        Datagram {
+            source: IpAddr::from([192, 0, 2, 1]),
+            destination,
+            hop_limit: 255,
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_unicast_advert_checksummed_with_the_group_is_accepted() {
+        let source = IpAddr::from([192, 0, 2, 1]);
+        let peer = IpAddr::from([192, 0, 2, 2]);
+        let group = io::group(Family::Ipv4);
+        // keepalived before 2.2, or with unicast_checksum_compat.
+        let old_style = advert().to_bytes(&source, &group);
+        assert_eq!(parse(&datagram(old_style, peer)), Ok(advert()));
+        let new_style = advert().to_bytes(&source, &peer);
+        assert_eq!(parse(&datagram(new_style, peer)), Ok(advert()));
+    }
+
+    #[test]
+    fn a_multicast_advert_is_checked_with_the_group_only() {
+        let source = IpAddr::from([192, 0, 2, 1]);
+        let peer = IpAddr::from([192, 0, 2, 2]);
+        let group = io::group(Family::Ipv4);
+        let for_the_peer = advert().to_bytes(&source, &peer);
+        assert_eq!(
+            parse(&datagram(for_the_peer, group)),
+            Err(packet::Error::BadChecksum)
+        );
+    }
+}
