@@ -1135,6 +1135,64 @@ fn two_instances(segment: &Segment, scenario: &str) -> Result<()> {
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
+/// SIGHUP: an instance whose block did not change stays master without a
+/// transition; one whose address changed stops (its old address goes) and
+/// starts again with the new one; a configuration with errors is refused.
+fn reload(segment: &Segment, scenario: &str) -> Result<()> {
+    let [first, second, third] = [100, 101, 102].map(|host| segment.ipv4(host));
+    let configuration = |second_address: IpAddr| {
+        format!(
+            "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n    \
+             version 3\n    advert_int 0.1\n    virtual_ipaddress {{\n        {first}/24\n    \
+             }}\n}}\nvrrp_instance VI_2 {{\n    interface eth0\n    virtual_router_id 52\n    \
+             version 3\n    advert_int 0.1\n    virtual_ipaddress {{\n        \
+             {second_address}/24\n    }}\n}}\n"
+        )
+    };
+    let mut pulse = Daemon::start_with(
+        Kind::Pulse,
+        &segment.a,
+        &segment.directory,
+        "pulse",
+        &configuration(second),
+    )?;
+    let file = segment.directory.join("pulse.conf");
+    let result = (|| -> Result<()> {
+        wait_for(
+            "both instances become master",
+            Duration::from_secs(5),
+            || Ok(holds(&segment.a, first)? && holds(&segment.a, second)?),
+        )?;
+        let masters = |log: &str| log.matches("(VI_1) Entering MASTER STATE").count();
+        ensure!(masters(&pulse.log()) == 1);
+
+        fs::write(&file, "vrrp_instance VI_1 {\n    virtual_router_id\n")?;
+        signal(pulse.child.id() as i32, libc::SIGHUP);
+        wait_for("the bad reload is refused", Duration::from_secs(5), || {
+            Ok(pulse.log().contains("keeping the running configuration"))
+        })?;
+        ensure!(holds(&segment.a, first)? && holds(&segment.a, second)?);
+
+        fs::write(&file, configuration(third))?;
+        signal(pulse.child.id() as i32, libc::SIGHUP);
+        wait_for(
+            "VI_2 gives up its old address and takes the new one",
+            Duration::from_secs(5),
+            || Ok(!holds(&segment.a, second)? && holds(&segment.a, third)?),
+        )?;
+        ensure!(holds(&segment.a, first)?, "VI_1 lost its address");
+        let log = pulse.log();
+        ensure!(
+            masters(&log) == 1,
+            "VI_1 went through another transition:\n{log}"
+        );
+        pulse.terminate()?;
+        println!("{scenario}: VI_1 kept, VI_2 restarted with its new address");
+        Ok(())
+    })();
+    result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -1247,6 +1305,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("track_script, pulse master", script_tracking),
         ("virtual routes and rules", routes_and_rules),
         ("two instances, one without a source address", two_instances),
+        ("reload", reload),
     ]
 }
 

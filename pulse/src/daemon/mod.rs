@@ -20,8 +20,8 @@
 //!   its own, unless `--dont-release-ipvs`, which leaves the table for the
 //!   next pulse to adopt.
 //! - The `vrrp_instance` blocks run in the [VRRP task](crate::vrrp::task)
-//!   unless `-C`; `-P` runs VRRP alone, without IPVS. VRRP does not reload
-//!   yet: a SIGHUP leaves the running instances as they are.
+//!   unless `-C`; `-P` runs VRRP alone, without IPVS. A reload keeps the
+//!   state of instances that did not change and restarts the others.
 //!
 //! One `select!` loop owns the signals and the plumbing between nanny, the
 //! reconciler and the script runner; each of those runs as its own task.
@@ -168,7 +168,7 @@ pub fn run(arguments: &Arguments) -> i32 {
         };
         match client {
             Some(client) => serve(settings, configuration, client, vrrp, &mut detached).await,
-            None => serve_vrrp_only(vrrp, &mut detached).await,
+            None => serve_vrrp_only(&settings, vrrp, &mut detached).await,
         }
     });
     detached.started(status as u8);
@@ -224,6 +224,7 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
 struct RunningVrrp {
     task: tokio::task::JoinHandle<()>,
     stop: oneshot::Sender<()>,
+    reloads: mpsc::Sender<Arc<config::Config>>,
 }
 
 impl RunningVrrp {
@@ -247,9 +248,11 @@ async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<Runnin
         Ok(vrrp) => {
             tracing::info!("VRRP: {} instance(s)", vrrp.len());
             let (stop, stopped) = oneshot::channel();
+            let (reloads, reloaded) = mpsc::channel(4);
             Ok(Some(RunningVrrp {
-                task: tokio::spawn(vrrp.run(stopped)),
+                task: tokio::spawn(vrrp.run(stopped, reloaded)),
                 stop,
+                reloads,
             }))
         }
         Err(error) => {
@@ -259,9 +262,13 @@ async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<Runnin
     }
 }
 
-/// `-P`: VRRP alone, until SIGTERM or SIGINT. A reload keeps the running
-/// instances: VRRP does not reload yet.
-async fn serve_vrrp_only(vrrp: Option<RunningVrrp>, detached: &mut Detached) -> i32 {
+/// `-P`: VRRP alone, until SIGTERM or SIGINT. SIGHUP reloads: a
+/// configuration with errors is refused and the running one stays.
+async fn serve_vrrp_only(
+    settings: &Settings,
+    vrrp: Option<RunningVrrp>,
+    detached: &mut Detached,
+) -> i32 {
     let (mut hangup, mut terminate, mut interrupt) = match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),
@@ -278,8 +285,32 @@ async fn serve_vrrp_only(vrrp: Option<RunningVrrp>, detached: &mut Detached) -> 
     loop {
         tokio::select! {
             _ = hangup.recv() => {
-                tracing::warn!("SIGHUP: VRRP does not reload yet; the running instances stay");
-                tell_systemd(&[NotifyState::Ready]);
+                tell_systemd(&[
+                    NotifyState::Reloading,
+                    NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
+                    NotifyState::Status("reloading the configuration"),
+                ]);
+                tracing::info!("reloading {}", settings.config_file.display());
+                let reloaded = {
+                    let settings = settings.clone();
+                    tokio::task::spawn_blocking(move || load(&settings, false)).await
+                };
+                let status = match (reloaded, &vrrp) {
+                    (Ok(Some(configuration)), Some(vrrp)) => {
+                        let _ = vrrp.reloads.send(configuration).await;
+                        "reloaded"
+                    }
+                    (Ok(Some(configuration)), None) if !configuration.vrrp_instances.is_empty() => {
+                        tracing::warn!(
+                            "the reload adds VRRP instances to a pulse started without any: \
+                             restart pulse to run them"
+                        );
+                        "reloaded; new VRRP instances need a restart"
+                    }
+                    (Ok(Some(_)), None) => "reloaded",
+                    _ => "reload refused: the configuration has errors (see the log)",
+                };
+                tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
             }
             _ = terminate.recv() => {
                 tracing::info!("SIGTERM: stopping");
@@ -335,7 +366,6 @@ async fn serve(
             return exit::FATAL;
         }
     };
-    let vrrp_running = vrrp.is_some();
     let current = Arc::new(Mutex::new(configuration.clone()));
     let mut checkers = Handle::spawn(Plan::from_config(&configuration), Start::Warmup);
     let (states_sender, states) = mpsc::channel(1024);
@@ -373,18 +403,15 @@ async fn serve(
                 NotifyState::Status("reloading the configuration"),
             ]);
             tracing::info!("reloading {}", settings.config_file.display());
-            if vrrp_running {
-                tracing::warn!(
-                    "VRRP does not reload yet: its instances stay as they started; the checkers \
-                     and IPVS take the new configuration"
-                );
-            }
             let reloaded = {
                 let settings = settings.clone();
                 tokio::task::spawn_blocking(move || load(&settings, false)).await
             };
             match reloaded {
                 Ok(Some(configuration)) => {
+                    if let Some(vrrp) = &vrrp {
+                        let _ = vrrp.reloads.send(configuration.clone()).await;
+                    }
                     *current.lock().expect("never poisoned") = configuration.clone();
                     checkers.reload(Plan::from_config(&configuration)).await;
                     let (applied_sender, applied) = oneshot::channel();

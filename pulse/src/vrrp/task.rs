@@ -65,6 +65,8 @@ struct TrackedScript {
 
 /// One running instance and what it sends with.
 struct Instance {
+    /// Its block, to tell on reload whether it changed.
+    model: config::VrrpInstance,
     machine: Machine,
     interface: Interface,
     /// `None` without a source address: the instance stays in FAULT.
@@ -99,6 +101,23 @@ struct Instance {
     /// "(init)").
     starting: bool,
     announcing: Option<JoinHandle<()>>,
+}
+
+/// The tasks and channels around the loop, replaced on reload.
+struct Io {
+    datagrams: mpsc::Receiver<(u32, Datagram)>,
+    sockets: Vec<(u32, Arc<ReceiveSocket>)>,
+    link_events: LinkEvents,
+    script_changes: mpsc::Receiver<track::ScriptChange>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Io {
+    fn stop(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
 }
 
 /// The VRRP part of pulse, ready to run.
@@ -207,6 +226,7 @@ impl Vrrp {
             let (route_messages, rule_messages) = routes_and_rules(model, &interface, &name);
             let priority = settings.priority;
             instances.push(Instance {
+                model: model.clone(),
                 routes: route_messages,
                 rules: rule_messages,
                 track_own_interface: !model.dont_track_primary,
@@ -248,18 +268,17 @@ impl Vrrp {
         self.instances.is_empty()
     }
 
-    /// Runs until `shutdown` fires (or its sender goes), then stops every
-    /// instance: a master sends a priority 0 advert and removes its
-    /// addresses.
-    pub async fn run(mut self, mut shutdown: oneshot::Receiver<()>) {
-        let (datagrams_sender, mut datagrams) = mpsc::channel::<(u32, Datagram)>(DATAGRAM_QUEUE);
-        let mut readers = Vec::new();
+    /// Starts the reader tasks of the receive sockets and the tracked
+    /// scripts' tasks.
+    fn start_io(&mut self) -> Io {
+        let (datagrams_sender, datagrams) = mpsc::channel::<(u32, Datagram)>(DATAGRAM_QUEUE);
+        let mut tasks = Vec::new();
         let mut sockets = Vec::new();
         for (index, socket) in std::mem::take(&mut self.receivers) {
             let socket = Arc::new(socket);
             sockets.push((index, socket.clone()));
             let sender = datagrams_sender.clone();
-            readers.push(tokio::spawn(async move {
+            tasks.push(tokio::spawn(async move {
                 loop {
                     match socket.receive().await {
                         Ok(Some(datagram)) => {
@@ -276,23 +295,39 @@ impl Vrrp {
                 }
             }));
         }
-        drop(datagrams_sender);
-        let mut link_events = self
+        let link_events = self
             .link_events
             .take()
             .unwrap_or_else(|| Box::pin(futures_util::stream::pending()));
-        let (script_sender, mut script_changes) = mpsc::channel(64);
-        let mut script_tasks = Vec::new();
+        let (script_sender, script_changes) = mpsc::channel(64);
         for script in &self.configuration.vrrp_scripts {
             if self.scripts.contains_key(&script.name) {
-                script_tasks.push(tokio::spawn(track::run_script(
+                tasks.push(tokio::spawn(track::run_script(
                     script.clone(),
                     self.configuration.global.clone(),
                     script_sender.clone(),
                 )));
             }
         }
-        drop(script_sender);
+        Io {
+            datagrams,
+            sockets,
+            link_events,
+            script_changes,
+            tasks,
+        }
+    }
+
+    /// Runs until `shutdown` fires (or its sender goes), then stops every
+    /// instance: a master sends a priority 0 advert and removes its
+    /// addresses. Each configuration from `reloads` replaces the running
+    /// one (see [`Vrrp::reload`]).
+    pub async fn run(
+        mut self,
+        mut shutdown: oneshot::Receiver<()>,
+        mut reloads: mpsc::Receiver<Arc<config::Config>>,
+    ) {
+        let mut io = self.start_io();
         let now = Instant::now();
         for position in 0..self.instances.len() {
             // A link already down or a tracking weight applies before the
@@ -308,11 +343,22 @@ impl Vrrp {
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
-                event = futures_util::StreamExt::next(&mut link_events) => match event {
+                Some(configuration) = reloads.recv() => {
+                    if let Some(next) = self.reload(configuration).await {
+                        io.stop();
+                        self = next;
+                        io = self.start_io();
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
+                event = futures_util::StreamExt::next(&mut io.link_events) => match event {
                     Some((message, _)) => self.link_changed(message).await,
-                    None => link_events = Box::pin(futures_util::stream::pending()),
+                    None => io.link_events = Box::pin(futures_util::stream::pending()),
                 },
-                Some(change) = script_changes.recv() => {
+                Some(change) = io.script_changes.recv() => {
                     if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
                         let now = Instant::now();
                         for position in 0..self.instances.len() {
@@ -320,7 +366,7 @@ impl Vrrp {
                         }
                     }
                 }
-                received = datagrams.recv() => match received {
+                received = io.datagrams.recv() => match received {
                     Some((index, datagram)) => self.dispatch(index, datagram).await,
                     None => break,
                 },
@@ -333,12 +379,12 @@ impl Vrrp {
                     // still in a socket. Only so many, so that a flood
                     // cannot hold the deadlines off.
                     for _ in 0..DATAGRAM_QUEUE {
-                        match datagrams.try_recv() {
+                        match io.datagrams.try_recv() {
                             Ok((index, datagram)) => self.dispatch(index, datagram).await,
                             Err(_) => break,
                         }
                     }
-                    for (index, socket) in &sockets {
+                    for (index, socket) in &io.sockets {
                         for _ in 0..DATAGRAM_QUEUE {
                             match socket.try_receive() {
                                 Ok(Some(datagram)) => self.dispatch(*index, datagram).await,
@@ -360,16 +406,89 @@ impl Vrrp {
                 }
             }
         }
-        for task in readers.into_iter().chain(script_tasks) {
-            task.abort();
-        }
+        io.stop();
         let now = Instant::now();
         for position in 0..self.instances.len() {
-            self.handle_event(position, now, Event::Stop).await;
-            if let Some(announcing) = self.instances[position].announcing.take() {
-                announcing.abort();
+            self.stop_instance(position, now).await;
+        }
+    }
+
+    async fn stop_instance(&mut self, position: usize, now: Instant) {
+        self.handle_event(position, now, Event::Stop).await;
+        if let Some(announcing) = self.instances[position].announcing.take() {
+            announcing.abort();
+        }
+    }
+
+    /// A new configuration, as keepalived reloads: an instance whose
+    /// block, global VRRP settings and tracked scripts did not change
+    /// keeps its state (a master stays master, without a transition);
+    /// the others stop (a master sends priority 0 and removes its
+    /// addresses) and the new ones start. `None` (and the running
+    /// instances untouched) if the new configuration cannot run.
+    async fn reload(&mut self, configuration: Arc<config::Config>) -> Option<Vrrp> {
+        let mut next = match Vrrp::prepare(configuration).await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::error!("VRRP cannot reload: {error}; the running instances stay");
+                return None;
+            }
+        };
+        let same_globals = self.configuration.global.vrrp == next.configuration.global.vrrp;
+        let scripts_of = |configuration: &config::Config, model: &config::VrrpInstance| {
+            model
+                .tracking
+                .scripts
+                .iter()
+                .map(|tracked| {
+                    configuration
+                        .vrrp_scripts
+                        .iter()
+                        .find(|script| script.name == tracked.name)
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+        };
+        let now = Instant::now();
+        let mut kept = Vec::new();
+        for position in 0..self.instances.len() {
+            let old = &self.instances[position];
+            let unchanged = same_globals
+                && next.instances.iter().any(|new| {
+                    new.model == old.model
+                        && scripts_of(&next.configuration, &new.model)
+                            == scripts_of(&self.configuration, &old.model)
+                });
+            if unchanged {
+                kept.push(position);
+            } else {
+                tracing::info!(
+                    "({}) changed or removed by the reload: stopping",
+                    old.model.name
+                );
+                self.stop_instance(position, now).await;
             }
         }
+        for position in kept {
+            let old = &mut self.instances[position];
+            let Some(new) = next.instances.iter_mut().find(|new| new.model == old.model) else {
+                continue;
+            };
+            // The machine goes on with its state and timers; sockets,
+            // links and scripts are the new configuration's.
+            std::mem::swap(&mut new.machine, &mut old.machine);
+            new.started = old.started;
+            new.starting = old.starting;
+            new.faulted = old.faulted;
+            new.tracked_priority = old.tracked_priority;
+            new.announcing = old.announcing.take();
+            for tracked in &new.tracked_scripts {
+                if let Some(state) = self.scripts.get(&tracked.name) {
+                    next.scripts.insert(tracked.name.clone(), *state);
+                }
+            }
+        }
+        Some(next)
     }
 
     /// A link appeared, changed or went: the instances tracking it are
