@@ -1193,6 +1193,88 @@ fn reload(segment: &Segment, scenario: &str) -> Result<()> {
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
+/// pulse tracks a file (weight 1): -60 in it brings pulse's priority (150)
+/// below keepalived's (100) and keepalived preempts; 0 brings it back.
+fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let directory = &segment.directory;
+    let file = directory.join("weight");
+    let instance = |priority, extra| Instance {
+        version: 3,
+        interval: V3_INTERVAL,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra,
+    };
+    let higher = instance(150, "    track_file {\n        weight\n    }\n".to_owned());
+    let lower = instance(100, String::new());
+    let settle = Duration::from_secs_f64(higher.interval) * 3;
+    let configuration = format!(
+        "track_file weight {{\n    file {}\n    weight 1\n    init_file 0 overwrite\n}}\n",
+        file.display()
+    );
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start_with(
+        Kind::Pulse,
+        &segment.a,
+        directory,
+        "higher",
+        &format!("{configuration}{}", higher.configuration()),
+    )?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "pulse becomes master",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        ensure!(
+            fs::read_to_string(&file)? == "0\n",
+            "init_file did not write 0"
+        );
+        let lowered = Instant::now();
+        fs::write(&file, "-60\n")?;
+        wait_master(
+            "keepalived preempts when the file lowers pulse's priority",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        report(
+            scenario,
+            "-60 in pulse's tracked file: keepalived preempted",
+            lowered.elapsed(),
+            lower.master_down_interval(),
+        );
+        fs::write(&file, "0\n")?;
+        wait_master(
+            "pulse preempts when the file says 0 again",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -1306,6 +1388,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("virtual routes and rules", routes_and_rules),
         ("two instances, one without a source address", two_instances),
         ("reload", reload),
+        ("track_file, pulse master", file_tracking),
     ]
 }
 

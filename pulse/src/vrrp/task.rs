@@ -26,6 +26,9 @@ use super::routes;
 use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
 
+/// How often tracked files are read.
+const FILE_PERIOD: Duration = Duration::from_millis(200);
+
 /// Received packets waiting for the loop.
 const DATAGRAM_QUEUE: usize = 256;
 
@@ -63,6 +66,13 @@ struct TrackedScript {
     reverse: bool,
 }
 
+/// A `track_file` entry: the instance's weight, else the file's.
+struct TrackedFile {
+    name: String,
+    weight: i32,
+    reverse: bool,
+}
+
 /// One running instance and what it sends with.
 struct Instance {
     /// Its block, to tell on reload whether it changed.
@@ -89,6 +99,7 @@ struct Instance {
     track_own_interface: bool,
     tracked_links: Vec<TrackedLink>,
     tracked_scripts: Vec<TrackedScript>,
+    tracked_files: Vec<TrackedFile>,
     /// What the machine was last told: FAULT for the links, and the
     /// priority after the tracking weights.
     faulted: bool,
@@ -109,6 +120,7 @@ struct Io {
     sockets: Vec<(u32, Arc<ReceiveSocket>)>,
     link_events: LinkEvents,
     script_changes: mpsc::Receiver<track::ScriptChange>,
+    file_changes: mpsc::Receiver<track::FileChange>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -133,6 +145,8 @@ pub struct Vrrp {
     /// The tracked `vrrp_script`s: succeeding or not, `None` before their
     /// first result.
     scripts: HashMap<String, Option<bool>>,
+    /// The tracked files' values.
+    files: HashMap<String, i64>,
 }
 
 /// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
@@ -158,6 +172,7 @@ impl Vrrp {
         tokio::spawn(monitor);
         let mut links = HashMap::new();
         let mut scripts = HashMap::new();
+        let mut files = HashMap::new();
         let defaults = &configuration.global.vrrp;
         let mut instances = Vec::new();
         let mut interfaces: HashMap<String, Interface> = HashMap::new();
@@ -187,6 +202,7 @@ impl Vrrp {
             links.insert(interface.index, interface.up);
             let tracked_links = tracked_links(&handle, model, &name, &mut links).await?;
             let tracked_scripts = tracked_scripts(&configuration, model, &name, &mut scripts);
+            let tracked_files = tracked_files(&configuration, model, &name, &mut files);
             let source = settings.local_address.or(match settings.family {
                 Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
                 Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
@@ -232,6 +248,7 @@ impl Vrrp {
                 track_own_interface: !model.dont_track_primary,
                 tracked_links,
                 tracked_scripts,
+                tracked_files,
                 faulted: false,
                 tracked_priority: priority,
                 machine: Machine::new(settings),
@@ -256,6 +273,7 @@ impl Vrrp {
             links,
             link_events: Some(Box::pin(link_events)),
             scripts,
+            files,
         })
     }
 
@@ -309,11 +327,24 @@ impl Vrrp {
                 )));
             }
         }
+        let (file_sender, file_changes) = mpsc::channel(64);
+        for file in &self.configuration.track_files {
+            if let (Some(value), Some(path)) = (self.files.get(&file.name), &file.file) {
+                tasks.push(tokio::spawn(track::watch_file(
+                    file.name.clone(),
+                    path.into(),
+                    *value,
+                    FILE_PERIOD,
+                    file_sender.clone(),
+                )));
+            }
+        }
         Io {
             datagrams,
             sockets,
             link_events,
             script_changes,
+            file_changes,
             tasks,
         }
     }
@@ -360,6 +391,14 @@ impl Vrrp {
                 },
                 Some(change) = io.script_changes.recv() => {
                     if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
+                Some(change) = io.file_changes.recv() => {
+                    if self.files.insert(change.name, change.value) != Some(change.value) {
                         let now = Instant::now();
                         for position in 0..self.instances.len() {
                             self.track(position, now).await;
@@ -421,7 +460,7 @@ impl Vrrp {
     }
 
     /// A new configuration, as keepalived reloads: an instance whose
-    /// block, global VRRP settings and tracked scripts did not change
+    /// block, global VRRP settings, tracked scripts and files did not change
     /// keeps its state (a master stays master, without a transition);
     /// the others stop (a master sends priority 0 and removes its
     /// addresses) and the new ones start. `None` (and the running
@@ -449,6 +488,20 @@ impl Vrrp {
                 })
                 .collect::<Vec<_>>()
         };
+        let files_of = |configuration: &config::Config, model: &config::VrrpInstance| {
+            model
+                .tracking
+                .files
+                .iter()
+                .map(|tracked| {
+                    configuration
+                        .track_files
+                        .iter()
+                        .find(|file| file.name == tracked.name)
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+        };
         let now = Instant::now();
         let mut kept = Vec::new();
         for position in 0..self.instances.len() {
@@ -458,6 +511,8 @@ impl Vrrp {
                     new.model == old.model
                         && scripts_of(&next.configuration, &new.model)
                             == scripts_of(&self.configuration, &old.model)
+                        && files_of(&next.configuration, &new.model)
+                            == files_of(&self.configuration, &old.model)
                 });
             if unchanged {
                 kept.push(position);
@@ -556,6 +611,10 @@ impl Vrrp {
                         track::Effect::Adjust(0)
                     }
                 }
+            }))
+            .chain(instance.tracked_files.iter().map(|tracked| {
+                let value = self.files.get(&tracked.name).copied().unwrap_or(0);
+                track::file_effect(value, tracked.weight, tracked.reverse)
             }))
             .collect::<Vec<_>>();
         for effect in effects {
@@ -834,6 +893,47 @@ fn tracked_scripts(
         });
     }
     tracked_scripts
+}
+
+/// The `track_file` entries of `model`, each file initialised
+/// (`init_file`) and its value recorded in `files`.
+fn tracked_files(
+    configuration: &config::Config,
+    model: &config::VrrpInstance,
+    name: &str,
+    files: &mut HashMap<String, i64>,
+) -> Vec<TrackedFile> {
+    let mut tracked_files = Vec::new();
+    for tracked in &model.tracking.files {
+        let Some((file, path)) = configuration
+            .track_files
+            .iter()
+            .find(|file| file.name == tracked.name)
+            .and_then(|file| Some((file, std::path::Path::new(file.file.as_ref()?))))
+        else {
+            tracing::warn!(
+                "({name}) track_file {}: no track_file with a file of that name; ignored",
+                tracked.name
+            );
+            continue;
+        };
+        if let Some(init) = &file.init_file
+            && let Err(error) = track::initialise_file(path, init)
+        {
+            tracing::warn!(
+                "track_file {}: cannot write {}: {error}",
+                file.name,
+                path.display()
+            );
+        }
+        files.insert(file.name.clone(), track::read_file_value(path));
+        tracked_files.push(TrackedFile {
+            name: file.name.clone(),
+            weight: tracked.weight.unwrap_or(file.weight),
+            reverse: tracked.reverse || file.weight_reverse,
+        });
+    }
+    tracked_files
 }
 
 /// Where the adverts go: the multicast group (`mcast_dst_ip`, else

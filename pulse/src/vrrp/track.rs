@@ -1,5 +1,6 @@
-//! Tracking: `vrrp_script` checks run periodically, and the weights that
-//! tracked scripts and interfaces add to an instance's priority.
+//! Tracking: `vrrp_script` checks run periodically, `track_file` files
+//! read, and the weights that tracked scripts, files and interfaces add to
+//! an instance's priority.
 
 use std::time::Duration;
 
@@ -23,6 +24,105 @@ pub fn effect(up: bool, weight: i32, reverse: bool) -> Effect {
         weight if weight > 0 && up => Effect::Adjust(weight * multiplier),
         weight if weight < 0 && !up => Effect::Adjust(weight * multiplier),
         _ => Effect::Adjust(0),
+    }
+}
+
+/// What a `track_file` value does, as keepalived's vrrp_track.c: with
+/// weight 0 any value but 0 means FAULT; otherwise the value times the
+/// weight (negated by `reverse`) is added, and -254 or less means FAULT.
+pub fn file_effect(value: i64, weight: i32, reverse: bool) -> Effect {
+    let status = if weight == 0 {
+        if value == 0 { 0 } else { -254 }
+    } else {
+        let weight = if reverse { -weight } else { weight };
+        value.saturating_mul(i64::from(weight)).clamp(-254, 253)
+    };
+    if status <= -254 {
+        Effect::Fault
+    } else {
+        Effect::Adjust(status as i32)
+    }
+}
+
+/// A tracked file's value: the integer it starts with (decimal, or hex
+/// after 0x), clamped to -254..=254; 0 when the file is missing or says
+/// nothing else, as keepalived reads it (strtol).
+pub fn read_file_value(path: &std::path::Path) -> i64 {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return 0;
+    };
+    let text = text.trim_start();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (radix, digits) = match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        Some(hex) => (16, hex),
+        None => (10, digits),
+    };
+    let end = digits
+        .find(|character: char| !character.is_digit(radix))
+        .unwrap_or(digits.len());
+    let value = i64::from_str_radix(&digits[..end], radix).unwrap_or(0);
+    let value = if negative { -value } else { value };
+    value.clamp(-254, 254)
+}
+
+/// `init_file [VALUE] [overwrite]`: writes VALUE (default 0) into a
+/// missing file, or into any with `overwrite`.
+pub fn initialise_file(path: &std::path::Path, init: &[String]) -> std::io::Result<()> {
+    let overwrite = init.iter().any(|word| word == "overwrite");
+    let value = init
+        .iter()
+        .find(|word| *word != "overwrite")
+        .map_or("0", String::as_str);
+    if overwrite || !path.exists() {
+        std::fs::write(path, format!("{value}\n"))?;
+    }
+    Ok(())
+}
+
+/// A tracked file's value changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub name: String,
+    pub value: i64,
+}
+
+/// Reads `path` every `period` until `changes` closes, sending each new
+/// value. keepalived watches with inotify; reading a small file a few
+/// times a second costs as little and sees the same changes.
+pub async fn watch_file(
+    name: String,
+    path: std::path::PathBuf,
+    mut value: i64,
+    period: Duration,
+    changes: mpsc::Sender<FileChange>,
+) {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || read_file_value(&path))
+                .await
+                .unwrap_or(0)
+        };
+        if read != value {
+            value = read;
+            tracing::info!("track_file {name}: {} now says {value}", path.display());
+            let change = FileChange {
+                name: name.clone(),
+                value,
+            };
+            if changes.send(change).await.is_err() {
+                return;
+            }
+        }
     }
 }
 
@@ -199,6 +299,39 @@ mod tests {
         assert_eq!(state.record(false), None);
         assert_eq!(state.record(true), None);
         assert_eq!(state.record(true), Some(true));
+    }
+
+    #[test]
+    fn file_values_times_weights() {
+        assert_eq!(file_effect(0, 0, false), Effect::Adjust(0));
+        assert_eq!(file_effect(3, 0, false), Effect::Fault);
+        assert_eq!(file_effect(-5, 10, false), Effect::Adjust(-50));
+        assert_eq!(file_effect(-5, 10, true), Effect::Adjust(50));
+        assert_eq!(file_effect(100, 10, false), Effect::Adjust(253));
+        assert_eq!(file_effect(-100, 10, false), Effect::Fault);
+    }
+
+    #[test]
+    fn file_values_read_as_strtol() {
+        let directory = std::env::temp_dir().join(format!("pulse-track-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join("value");
+        for (text, value) in [
+            ("12\n", 12),
+            ("  -7 trailing", -7),
+            ("0x10", 16),
+            ("nothing", 0),
+            ("99999", 254),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(read_file_value(&path), value, "{text:?}");
+        }
+        assert_eq!(read_file_value(&directory.join("missing")), 0);
+        initialise_file(&path, &["5".into()]).unwrap();
+        assert_eq!(read_file_value(&path), 254, "kept without overwrite");
+        initialise_file(&path, &["5".into(), "overwrite".into()]).unwrap();
+        assert_eq!(read_file_value(&path), 5);
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 
     #[test]
