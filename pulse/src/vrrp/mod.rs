@@ -5,8 +5,9 @@
 //!
 //! The I/O around the machines: sockets (IP protocol 112), gratuitous ARP
 //! and neighbour advertisements ([`io`]), interfaces and virtual addresses
-//! through rtnetlink ([`addresses`]), and the task that feeds the machines
-//! [`Event`]s and carries out their [`Action`]s ([`task`]).
+//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink,
+//! tracked scripts and files ([`track`]), and the task that feeds the
+//! machines [`Event`]s and carries out their [`Action`]s ([`task`]).
 
 pub mod addresses;
 pub mod io;
