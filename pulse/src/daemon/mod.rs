@@ -411,6 +411,11 @@ async fn serve(
                 Ok(Some(configuration)) => {
                     if let Some(vrrp) = &vrrp {
                         let _ = vrrp.reloads.send(configuration.clone()).await;
+                    } else if settings.vrrp && !configuration.vrrp_instances.is_empty() {
+                        tracing::warn!(
+                            "the reload adds VRRP instances to a pulse started without any: \
+                             restart pulse to run them"
+                        );
                     }
                     *current.lock().expect("never poisoned") = configuration.clone();
                     checkers.reload(Plan::from_config(&configuration)).await;
