@@ -30,8 +30,12 @@ fn vrrp_protocol() -> Protocol {
 pub const GROUP_IPV4: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 18);
 /// RFC 5798 5.1.2.2.
 pub const GROUP_IPV6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x12);
-/// All nodes, where unsolicited neighbour advertisements go.
+/// All nodes, where unsolicited neighbour advertisements go, and its
+/// Ethernet address (RFC 2464 7).
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+const ALL_NODES_ETHERNET: [u8; ETHERNET_ADDRESS_LEN] = [0x33, 0x33, 0, 0, 0, 1];
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const IPPROTO_ICMPV6: u8 = 58;
 /// Larger than any advert (255 IPv6 addresses and the IP header).
 const BUFFER_LEN: usize = 8192;
 /// Adverts leave with this TTL / hop limit and must arrive with it.
@@ -45,6 +49,8 @@ const ARP_REQUEST: u16 = 1;
 const ICMPV6_NEIGHBOUR_ADVERTISEMENT: u8 = 136;
 /// The override flag: the receiver replaces the link-layer address it has.
 const NEIGHBOUR_ADVERTISEMENT_OVERRIDE: u32 = 0x2000_0000;
+/// The sender is a router.
+const NEIGHBOUR_ADVERTISEMENT_ROUTER: u32 = 0x8000_0000;
 const ND_OPTION_TARGET_LINK_LAYER_ADDRESS: u8 = 2;
 /// `BPF_RET | BPF_K` with 0: accept no byte of any packet.
 const DROP_ALL: [SockFilter; 1] = [SockFilter::new(0x06, 0, 0, 0)];
@@ -353,43 +359,19 @@ fn set_int_option(
 #[derive(Debug)]
 pub struct Announcer {
     interface: Interface,
-    /// `AF_PACKET` with protocol 0: it sends, and receives nothing.
+    /// `AF_PACKET` with protocol 0: it sends whole frames, as keepalived
+    /// does both messages, and receives nothing.
     link: Socket,
-    /// ICMPv6, unless IPv6 is disabled. Not bound: the kernel gives the
-    /// advertisements the interface's link-local source, once it is no
-    /// longer tentative.
-    icmpv6: Option<Socket>,
 }
 
 impl Announcer {
     pub fn open(interface: &Interface) -> io::Result<Announcer> {
         let link = Socket::new(Domain::PACKET, Type::RAW, None)?;
         link.set_nonblocking(true)?;
-        let icmpv6 = match Announcer::open_icmpv6(interface) {
-            Ok(socket) => Some(socket),
-            Err(error) => {
-                tracing::debug!("{}: no IPv6 announcements: {error}", interface.name);
-                None
-            }
-        };
         Ok(Announcer {
             interface: interface.clone(),
             link,
-            icmpv6,
         })
-    }
-
-    fn open_icmpv6(interface: &Interface) -> io::Result<Socket> {
-        let socket = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6))?;
-        socket.bind_device(Some(interface.name.as_bytes()))?;
-        socket.set_multicast_if_v6(interface.index)?;
-        // RFC 4861 7.1.2: neighbour discovery with any other hop limit is
-        // dropped.
-        socket.set_multicast_hops_v6(HOP_LIMIT)?;
-        socket.set_multicast_loop_v6(false)?;
-        socket.attach_filter(&DROP_ALL)?;
-        socket.set_nonblocking(true)?;
-        Ok(socket)
     }
 
     pub fn interface_name(&self) -> &str {
@@ -409,12 +391,34 @@ impl Announcer {
     /// which every host updates an entry it has with (RFC 5227 3).
     fn gratuitous_arp(&self, address: Ipv4Addr) -> io::Result<()> {
         let frame = arp_frame(&self.interface.hardware_address, address);
+        self.send_frame(&frame, ETHERTYPE_ARP, &ETHERNET_BROADCAST)
+    }
+
+    /// keepalived's (vrrp_ndisc.c): from the address itself to all nodes,
+    /// with the router flag when the interface forwards IPv6.
+    fn neighbour_advertisement(&self, address: Ipv6Addr) -> io::Result<()> {
+        let forwarding = std::fs::read_to_string(format!(
+            "/proc/sys/net/ipv6/conf/{}/forwarding",
+            self.interface.name
+        ))
+        .is_ok_and(|value| value.trim() == "1");
+        let frame =
+            neighbour_advertisement_frame(&self.interface.hardware_address, address, forwarding);
+        self.send_frame(&frame, ETHERTYPE_IPV6, &ALL_NODES_ETHERNET)
+    }
+
+    fn send_frame(
+        &self,
+        frame: &[u8],
+        ethertype: u16,
+        destination: &[u8; ETHERNET_ADDRESS_LEN],
+    ) -> io::Result<()> {
         let mut link: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         link.sll_family = libc::AF_PACKET as u16;
-        link.sll_protocol = ETHERTYPE_ARP.to_be();
+        link.sll_protocol = ethertype.to_be();
         link.sll_ifindex = self.interface.index as i32;
         link.sll_halen = ETHERNET_ADDRESS_LEN as u8;
-        link.sll_addr[..ETHERNET_ADDRESS_LEN].copy_from_slice(&ETHERNET_BROADCAST);
+        link.sll_addr[..ETHERNET_ADDRESS_LEN].copy_from_slice(destination);
         let sent = unsafe {
             libc::sendto(
                 self.link.as_raw_fd(),
@@ -429,19 +433,6 @@ impl Announcer {
             return Err(io::Error::last_os_error());
         }
         Ok(())
-    }
-
-    fn neighbour_advertisement(&self, address: Ipv6Addr) -> io::Result<()> {
-        let Some(socket) = &self.icmpv6 else {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("no IPv6 on {}", self.interface.name),
-            ));
-        };
-        let message = neighbour_advertisement(&self.interface.hardware_address, address);
-        let destination = SocketAddr::V6(SocketAddrV6::new(ALL_NODES, 0, 0, self.interface.index));
-        // The kernel computes ICMPv6 checksums on raw ICMPv6 sockets.
-        socket.send_to(&message, &destination.into()).map(|_| ())
     }
 }
 
@@ -464,24 +455,68 @@ pub fn arp_frame(hardware_address: &[u8; ETHERNET_ADDRESS_LEN], address: Ipv4Add
     frame
 }
 
-/// An unsolicited neighbour advertisement (RFC 4861 4.4) with the override
-/// flag and the target link-layer address option; checksum left to the
-/// kernel.
-pub fn neighbour_advertisement(
+/// An unsolicited neighbour advertisement (RFC 4861 4.4) in its Ethernet
+/// frame, as keepalived builds it: from `address` to ff02::1 (MAC
+/// 33:33:00:00:00:01), hop limit 255, the override flag (and the router
+/// flag if `router`), the target link-layer address option.
+pub fn neighbour_advertisement_frame(
     hardware_address: &[u8; ETHERNET_ADDRESS_LEN],
     address: Ipv6Addr,
+    router: bool,
 ) -> Vec<u8> {
     let mut message = Vec::with_capacity(32);
     message.push(ICMPV6_NEIGHBOUR_ADVERTISEMENT);
     message.push(0);
     message.extend_from_slice(&[0, 0]);
-    message.extend_from_slice(&NEIGHBOUR_ADVERTISEMENT_OVERRIDE.to_be_bytes());
+    let flags = NEIGHBOUR_ADVERTISEMENT_OVERRIDE
+        | if router {
+            NEIGHBOUR_ADVERTISEMENT_ROUTER
+        } else {
+            0
+        };
+    message.extend_from_slice(&flags.to_be_bytes());
     message.extend_from_slice(&address.octets());
     message.push(ND_OPTION_TARGET_LINK_LAYER_ADDRESS);
     // In units of 8 bytes: type, length and the address.
     message.push(1);
     message.extend_from_slice(hardware_address);
-    message
+    let checksum = icmpv6_checksum(&address, &ALL_NODES, &message);
+    message[2..4].copy_from_slice(&checksum.to_be_bytes());
+
+    let mut frame = Vec::with_capacity(14 + 40 + message.len());
+    frame.extend_from_slice(&ALL_NODES_ETHERNET);
+    frame.extend_from_slice(hardware_address);
+    frame.extend_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+    // Version 6, no traffic class, no flow label.
+    frame.extend_from_slice(&[0x60, 0, 0, 0]);
+    frame.extend_from_slice(&(message.len() as u16).to_be_bytes());
+    frame.push(IPPROTO_ICMPV6);
+    frame.push(HOP_LIMIT as u8);
+    frame.extend_from_slice(&address.octets());
+    frame.extend_from_slice(&ALL_NODES.octets());
+    frame.extend_from_slice(&message);
+    frame
+}
+
+/// RFC 4443 2.3: over the IPv6 pseudo header and the message.
+fn icmpv6_checksum(source: &Ipv6Addr, destination: &Ipv6Addr, message: &[u8]) -> u16 {
+    let mut total: u32 = 0;
+    let mut add = |bytes: &[u8]| {
+        for pair in bytes.chunks(2) {
+            let high = u32::from(pair[0]) << 8;
+            let low = pair.get(1).copied().map_or(0, u32::from);
+            total += high | low;
+        }
+    };
+    add(&source.octets());
+    add(&destination.octets());
+    add(&(message.len() as u32).to_be_bytes());
+    add(&[0, 0, 0, IPPROTO_ICMPV6]);
+    add(message);
+    while total > 0xffff {
+        total = (total & 0xffff) + (total >> 16);
+    }
+    !(total as u16)
 }
 
 #[cfg(test)]
@@ -503,15 +538,30 @@ mod tests {
     }
 
     #[test]
-    fn neighbour_advertisement_overrides_with_the_link_layer_address() {
+    fn neighbour_advertisement_is_keepalived_frame() {
         let mac = [0x02, 0, 0, 0, 0, 0x0b];
         let address: Ipv6Addr = "fd00::64".parse().unwrap();
-        let message = neighbour_advertisement(&mac, address);
-        assert_eq!(message.len(), 32);
+        let frame = neighbour_advertisement_frame(&mac, address, false);
+        assert_eq!(frame.len(), 14 + 40 + 32);
+        assert_eq!(&frame[0..6], &[0x33, 0x33, 0, 0, 0, 1]);
+        assert_eq!(&frame[6..12], &mac);
+        assert_eq!(&frame[12..14], &[0x86, 0xdd]);
+        let ip = &frame[14..54];
+        assert_eq!(ip[0] >> 4, 6);
+        assert_eq!(u16::from_be_bytes([ip[4], ip[5]]), 32);
+        assert_eq!(ip[6], 58, "ICMPv6");
+        assert_eq!(ip[7], 255, "hop limit");
+        assert_eq!(&ip[8..24], &address.octets(), "from the address itself");
+        assert_eq!(&ip[24..40], &ALL_NODES.octets());
+        let message = &frame[54..];
         assert_eq!(message[0], 136);
-        assert_eq!(message[4], 0x20, "override, not solicited");
+        assert_eq!(message[4], 0x20, "override, not solicited, not a router");
         assert_eq!(&message[8..24], &address.octets());
         assert_eq!(&message[24..26], &[2, 1]);
         assert_eq!(&message[26..32], &mac);
+        // A correct checksum sums, with itself, to all ones.
+        assert_eq!(icmpv6_checksum(&address, &ALL_NODES, message), 0);
+        let router = neighbour_advertisement_frame(&mac, address, true);
+        assert_eq!(router[54 + 4], 0xa0, "router and override");
     }
 }
