@@ -36,6 +36,8 @@ const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 const ALL_NODES_ETHERNET: [u8; ETHERNET_ADDRESS_LEN] = [0x33, 0x33, 0, 0, 0, 1];
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const IPPROTO_ICMPV6: u8 = 58;
+/// IPTOS_PREC_INTERNETCONTROL, which keepalived's adverts carry.
+const TOS_INTERNETWORK_CONTROL: u32 = 0xc0;
 /// Larger than any advert (255 IPv6 addresses and the IP header).
 const BUFFER_LEN: usize = 8192;
 /// Adverts leave with this TTL / hop limit and must arrive with it.
@@ -267,6 +269,15 @@ impl SendSocket {
                 socket.set_multicast_ttl_v4(HOP_LIMIT)?;
                 socket.set_multicast_loop_v4(false)?;
                 socket.set_ttl_v4(unicast_ttl.map_or(HOP_LIMIT, u32::from))?;
+                // keepalived's IPv4 header: precedence "internetwork
+                // control" and no DF flag.
+                socket.set_tos_v4(TOS_INTERNETWORK_CONTROL)?;
+                set_int_option(
+                    &socket,
+                    libc::IPPROTO_IP,
+                    libc::IP_MTU_DISCOVER,
+                    libc::IP_PMTUDISC_DONT,
+                )?;
                 socket
             }
             IpAddr::V6(address) => {
@@ -285,6 +296,8 @@ impl SendSocket {
                 socket.set_multicast_hops_v6(HOP_LIMIT)?;
                 socket.set_multicast_loop_v6(false)?;
                 socket.set_unicast_hops_v6(unicast_ttl.map_or(HOP_LIMIT, u32::from))?;
+                // keepalived's traffic class, as its IPv4 precedence.
+                socket.set_tclass_v6(TOS_INTERNETWORK_CONTROL)?;
                 socket
             }
         };
