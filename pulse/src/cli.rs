@@ -40,7 +40,7 @@ enum Flag {
     LogDetail,
     PidFile,
     DontReleaseIpvs,
-    /// `-C`: the checker (LVS) part only, which is all pulse runs so far.
+    /// `-C`: the checker (LVS) part only.
     CheckOnly,
     /// `-P`: the VRRP part only.
     VrrpOnly,
@@ -318,7 +318,8 @@ pub const HELP: &str = "\
 Usage: pulse [OPTION...]
   -f, --use-file=FILE          Use the specified configuration file
                                 default '/etc/keepalived/keepalived.conf'
-  -C, --check                  Only run the checkers and IPVS (all pulse runs so far)
+  -C, --check                  Only run the checkers and IPVS
+  -P, --vrrp                   Only run VRRP (no checkers, no IPVS)
   -n, --dont-fork              Don't fork the daemon process
   -l, --log-console            Log messages to the console (stderr)
   -D, --log-detail             Detailed log messages

@@ -41,17 +41,6 @@ fn a_configuration_with_errors_never_starts() {
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
-#[test]
-fn vrrp_only_is_refused_until_pulse_runs_vrrp() {
-    let output = Command::new(PULSE)
-        .args(["-P", "-n", "-l", "-G", "-f", "/nonexistent"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{said}");
-    assert!(said.contains("-P/--vrrp"), "{said}");
-}
-
 /// Where the kernel has no IPVS and cannot load it (this project's build
 /// machines), starting says so in one line, with status 3.
 #[test]

@@ -336,3 +336,95 @@ fn reconciler_follows_health_and_repairs_drift_within_a_second() {
     }
     assert_eq!(quorum_notifications, 3, "one per virtual server, at start");
 }
+
+/// The daemon without -C or -P: the checkers drive IPVS and VRRP holds the
+/// virtual address, both from one configuration; SIGTERM withdraws both.
+#[test]
+#[ignore = "runs in the lab"]
+fn daemon_runs_vrrp_and_ipvs_together() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-vrrp-ipvs").expect("namespace");
+    // A dummy link stands for the LAN: VRRP needs an interface with an
+    // address, multicast and carrier, not a peer.
+    namespace
+        .ip("link add d0 type dummy\n\
+             link set d0 multicast on\n\
+             addr add 10.7.0.1/24 dev d0\n\
+             link set d0 up\n")
+        .expect("dummy link");
+    let directory = std::env::current_dir()
+        .expect("cwd")
+        .join("target/lab-vrrp-ipvs");
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(&directory).expect("directory");
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(
+        &configuration,
+        "vrrp_instance VI_1 {
+    interface d0
+    virtual_router_id 7
+    version 3
+    advert_int 0.1
+    priority 100
+    virtual_ipaddress {
+        10.7.0.100/24
+    }
+}
+virtual_server 10.7.0.100 80 {
+    lvs_sched rr
+    lvs_method NAT
+    protocol TCP
+    real_server 10.7.0.2 80 {
+    }
+}
+",
+    )
+    .expect("configuration");
+    let mut pulse = namespace
+        .command(env!("CARGO_BIN_EXE_pulse"))
+        .args(["-n", "-l", "-G", "-f"])
+        .arg(&configuration)
+        .arg("-p")
+        .arg(directory.join("pulse.pid"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(directory.join("pulse.log")).expect("log"))
+        .spawn()
+        .expect("pulse");
+    let key = ServiceKey::Address {
+        protocol: Protocol::Tcp,
+        address: IpAddr::V4(Ipv4Addr::new(10, 7, 0, 100)),
+        port: 80,
+    };
+    let state = || {
+        let addresses = std::process::Command::new("ip")
+            .args(["-n", namespace.name(), "-o", "addr", "show", "dev", "d0"])
+            .output()
+            .expect("ip");
+        let holds = String::from_utf8_lossy(&addresses.stdout).contains(" 10.7.0.100/24");
+        let service = namespace
+            .run(|| {
+                let mut client = Client::connect().expect("connect");
+                read(&mut client).expect("read").service(&key).is_some()
+            })
+            .expect("thread");
+        (holds, service)
+    };
+    let started = Instant::now();
+    while state() != (true, true) {
+        let log = std::fs::read_to_string(directory.join("pulse.log")).unwrap_or_default();
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no address and service after a minute: {:?}\n{log}",
+            state()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    unsafe {
+        libc::kill(pulse.id() as i32, libc::SIGTERM);
+    }
+    let status = pulse.wait().expect("wait");
+    let log = std::fs::read_to_string(directory.join("pulse.log")).unwrap_or_default();
+    assert!(status.success(), "{status}\n{log}");
+    assert!(log.contains("(VI_1) Entering MASTER STATE"), "{log}");
+    assert_eq!(state(), (false, false), "left behind\n{log}");
+}

@@ -15,9 +15,13 @@
 //!   they are all logged and the running configuration stays, the kernel
 //!   untouched; otherwise the reconciler applies only the difference and
 //!   nanny keeps the state of the checks that did not change.
-//! - SIGTERM and SIGINT stop: pulse's services are withdrawn as keepalived
-//!   withdraws its own, unless `--dont-release-ipvs`, which leaves the
-//!   table for the next pulse to adopt.
+//! - SIGTERM and SIGINT stop: VRRP first (priority 0 adverts, addresses
+//!   removed), then pulse's services are withdrawn as keepalived withdraws
+//!   its own, unless `--dont-release-ipvs`, which leaves the table for the
+//!   next pulse to adopt.
+//! - The `vrrp_instance` blocks run in the [VRRP task](crate::vrrp::task)
+//!   unless `-C`; `-P` runs VRRP alone, without IPVS. A reload keeps the
+//!   state of instances that did not change and restarts the others.
 //!
 //! One `select!` loop owns the signals and the plumbing between nanny, the
 //! reconciler and the script runner; each of those runs as its own task.
@@ -42,6 +46,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::cli::Arguments;
 use crate::exit;
 use crate::reconciler::{self, Channels, PassOutcome, Reconciler, Reload, StopMode};
+use crate::vrrp::Vrrp;
 use process::{Detached, PidFile};
 
 /// What the daemon needs from the command line.
@@ -53,6 +58,10 @@ pub struct Settings {
     pub stop_mode: StopMode,
     /// The logs reach standard error already.
     pub logs_on_stderr: bool,
+    /// The checkers and IPVS run (not `-P` alone).
+    pub checkers: bool,
+    /// VRRP runs (not `-C` alone).
+    pub vrrp: bool,
 }
 
 /// Runs the daemon; returns the process's exit status.
@@ -64,12 +73,6 @@ pub fn run(arguments: &Arguments) -> i32 {
     });
     for option in &arguments.not_yet_supported {
         tracing::warn!("option {option} is accepted but not acted on yet");
-    }
-    if arguments.vrrp_only {
-        tracing::error!(
-            "-P/--vrrp: pulse does not run VRRP yet; it runs the checkers and IPVS part (-C)"
-        );
-        return exit::USAGE;
     }
     let settings = Settings {
         config_file: arguments.config_file.clone(),
@@ -88,6 +91,10 @@ pub fn run(arguments: &Arguments) -> i32 {
             StopMode::Clear
         },
         logs_on_stderr,
+        // As keepalived: `-P` and `-C` each select their part, both
+        // together or neither run everything.
+        checkers: arguments.check_only || !arguments.vrrp_only,
+        vrrp: arguments.vrrp_only || !arguments.check_only,
     };
     tracing::info!(
         "starting pulse {} with {}",
@@ -102,19 +109,24 @@ pub fn run(arguments: &Arguments) -> i32 {
     if let Err(error) = nanny::raise_open_file_limit() {
         tracing::warn!("cannot raise the open file limit: {error}");
     }
-    let client = match Client::connect() {
-        Ok(client) => client,
-        Err(ipvs::Error::Unavailable) => {
-            tracing::error!(
-                "IPVS is not available: this kernel has no ip_vs module loaded and did not \
-                 load it (is the ip_vs module installed? `modprobe ip_vs` says why not)"
-            );
-            return exit::FATAL;
+    let client = if settings.checkers {
+        match Client::connect() {
+            Ok(client) => Some(client),
+            Err(ipvs::Error::Unavailable) => {
+                tracing::error!(
+                    "IPVS is not available: this kernel has no ip_vs module loaded and did not \
+                     load it (is the ip_vs module installed? `modprobe ip_vs` says why not; \
+                     -P runs VRRP alone)"
+                );
+                return exit::FATAL;
+            }
+            Err(error) => {
+                tracing::error!("cannot reach the kernel's IPVS: {error}");
+                return exit::FATAL;
+            }
         }
-        Err(error) => {
-            tracing::error!("cannot reach the kernel's IPVS: {error}");
-            return exit::FATAL;
-        }
+    } else {
+        None
     };
     let mut detached = if arguments.dont_fork {
         Detached::foreground()
@@ -146,7 +158,20 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
-    let status = runtime.block_on(serve(settings, configuration, client, &mut detached));
+    let status = runtime.block_on(async {
+        let vrrp = if settings.vrrp {
+            match start_vrrp(&configuration).await {
+                Ok(vrrp) => vrrp,
+                Err(status) => return status,
+            }
+        } else {
+            None
+        };
+        match client {
+            Some(client) => serve(settings, configuration, client, vrrp, &mut detached).await,
+            None => serve_vrrp_only(&settings, vrrp, &mut detached).await,
+        }
+    });
     detached.started(status as u8);
     // Scripts still running are the system's now, as keepalived leaves
     // its notify scripts.
@@ -207,6 +232,116 @@ fn wants_addresses(current: &Mutex<Arc<config::Config>>) -> bool {
         .any(|virtual_server| virtual_server.ha_suspend)
 }
 
+/// The running VRRP task and the way to stop it.
+struct RunningVrrp {
+    task: tokio::task::JoinHandle<()>,
+    stop: oneshot::Sender<()>,
+    reloads: mpsc::Sender<Arc<config::Config>>,
+}
+
+impl RunningVrrp {
+    /// Stops every instance (priority 0 adverts, addresses removed) and
+    /// waits until done.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        if let Err(error) = self.task.await {
+            tracing::error!("VRRP failed: {error}");
+        }
+    }
+}
+
+/// Starts VRRP for the configuration's `vrrp_instance` blocks, if any; the
+/// exit status if it cannot.
+async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<RunningVrrp>, i32> {
+    if configuration.vrrp_instances.is_empty() {
+        return Ok(None);
+    }
+    match Vrrp::prepare(configuration.clone()).await {
+        Ok(vrrp) => {
+            tracing::info!("VRRP: {} instance(s)", vrrp.len());
+            let (stop, stopped) = oneshot::channel();
+            let (reloads, reloaded) = mpsc::channel(4);
+            Ok(Some(RunningVrrp {
+                task: tokio::spawn(vrrp.run(stopped, reloaded)),
+                stop,
+                reloads,
+            }))
+        }
+        Err(error) => {
+            tracing::error!("VRRP cannot start: {error}");
+            Err(exit::FATAL)
+        }
+    }
+}
+
+/// `-P`: VRRP alone, until SIGTERM or SIGINT. SIGHUP reloads: a
+/// configuration with errors is refused and the running one stays.
+async fn serve_vrrp_only(
+    settings: &Settings,
+    vrrp: Option<RunningVrrp>,
+    detached: &mut Detached,
+) -> i32 {
+    let (mut hangup, mut terminate, mut interrupt) = match (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(hangup), Ok(terminate), Ok(interrupt)) => (hangup, terminate, interrupt),
+        _ => {
+            tracing::error!("cannot listen for signals");
+            return exit::FATAL;
+        }
+    };
+    tell_systemd(&[NotifyState::Ready, NotifyState::Status("VRRP running")]);
+    detached.started(exit::CLEAN as u8);
+    loop {
+        tokio::select! {
+            _ = hangup.recv() => {
+                tell_systemd(&[
+                    NotifyState::Reloading,
+                    NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
+                    NotifyState::Status("reloading the configuration"),
+                ]);
+                tracing::info!("reloading {}", settings.config_file.display());
+                let reloaded = {
+                    let settings = settings.clone();
+                    tokio::task::spawn_blocking(move || load(&settings, false)).await
+                };
+                let status = match (reloaded, &vrrp) {
+                    (Ok(Some(configuration)), Some(vrrp)) => {
+                        let _ = vrrp.reloads.send(configuration).await;
+                        "reloaded"
+                    }
+                    (Ok(Some(configuration)), None) if !configuration.vrrp_instances.is_empty() => {
+                        tracing::warn!(
+                            "the reload adds VRRP instances to a pulse started without any: \
+                             restart pulse to run them"
+                        );
+                        "reloaded; new VRRP instances need a restart"
+                    }
+                    (Ok(Some(_)), None) => "reloaded",
+                    _ => "reload refused: the configuration has errors (see the log)",
+                };
+                tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
+            }
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM: stopping");
+                break;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("SIGINT: stopping");
+                break;
+            }
+        }
+    }
+    tell_systemd(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+    if let Some(vrrp) = vrrp {
+        vrrp.stop().await;
+    }
+    tracing::info!("stopped");
+    exit::CLEAN
+}
+
 /// Sends systemd a notification if it asked for them (`NOTIFY_SOCKET`).
 fn tell_systemd(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some()
@@ -229,6 +364,7 @@ async fn serve(
     settings: Settings,
     configuration: Arc<config::Config>,
     client: Client,
+    vrrp: Option<RunningVrrp>,
     detached: &mut Detached,
 ) -> i32 {
     let (mut hangup, mut terminate, mut interrupt) = match (
@@ -290,6 +426,14 @@ async fn serve(
             };
             match reloaded {
                 Ok(Some(configuration)) => {
+                    if let Some(vrrp) = &vrrp {
+                        let _ = vrrp.reloads.send(configuration.clone()).await;
+                    } else if settings.vrrp && !configuration.vrrp_instances.is_empty() {
+                        tracing::warn!(
+                            "the reload adds VRRP instances to a pulse started without any: \
+                             restart pulse to run them"
+                        );
+                    }
                     *current.lock().expect("never poisoned") = configuration.clone();
                     checkers.reload(Plan::from_config(&configuration)).await;
                     let (applied_sender, applied) = oneshot::channel();
@@ -368,8 +512,14 @@ async fn serve(
         }
     };
     tell_systemd(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
-    // The checks stop first, so that no health change reaches a table
-    // being withdrawn.
+    // VRRP first, as keepalived stops its VRRP process before the
+    // checkers: the backup takes the addresses while the services are
+    // still here.
+    if let Some(vrrp) = vrrp {
+        vrrp.stop().await;
+    }
+    // Then the checks, so that no health change reaches a table being
+    // withdrawn.
     checkers.shutdown().await;
     if stop_mode == StopMode::Keep {
         tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");

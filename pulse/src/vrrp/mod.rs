@@ -3,17 +3,25 @@
 //! parameters resolved from the configuration ([`settings`]) and its state
 //! machine without I/O ([`machine`]).
 //!
-//! Sockets (IP protocol 112), gratuitous ARP and neighbour advertisements,
-//! and adding addresses through rtnetlink belong to the daemon, which feeds
-//! the machine [`Event`]s and carries out its [`Action`]s.
+//! The I/O around the machines: sockets (IP protocol 112), gratuitous ARP
+//! and neighbour advertisements ([`io`]), interfaces and virtual addresses
+//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink,
+//! tracked scripts and files ([`track`]), and the task that feeds the
+//! machines [`Event`]s and carries out their [`Action`]s ([`task`]).
 
+pub mod addresses;
+pub mod io;
 pub mod machine;
 pub mod packet;
+pub mod routes;
 pub mod settings;
+pub mod task;
+pub mod track;
 
 pub use machine::{Action, DropReason, Event, Machine, Received, State, Statistics};
 pub use packet::{Addresses, Kind, Packet, Repr};
 pub use settings::{InstanceSettings, SettingsError, Version};
+pub use task::{Vrrp, VrrpError};
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,282 @@
+//! The interfaces VRRP runs on and the virtual addresses it adds and
+//! removes, through rtnetlink.
+
+use std::io;
+use std::net::IpAddr;
+
+use fulcrum_config::model::{Scope, VirtualAddress};
+use futures_util::TryStreamExt;
+use netlink_packet_route::AddressFamily;
+use netlink_packet_route::address::{
+    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
+};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+use rtnetlink::Handle;
+
+use super::io::Interface;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    #[error("interface {0} does not exist")]
+    NoSuchInterface(String),
+    #[error("interface {0} has no Ethernet address")]
+    NoHardwareAddress(String),
+    #[error("rtnetlink: {0}")]
+    Netlink(#[from] rtnetlink::Error),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// keepalived's test: a link is up when it is administratively up and
+/// has carrier (`IFF_UP` and `IFF_RUNNING`).
+pub fn is_up(link: &LinkMessage) -> bool {
+    link.header
+        .flags
+        .contains(LinkFlags::Up | LinkFlags::Running)
+}
+
+/// The link called `name`.
+pub async fn link(handle: &Handle, name: &str) -> Result<LinkMessage, AddressError> {
+    let mut links = handle.link().get().match_name(name.to_owned()).execute();
+    match links.try_next().await {
+        Ok(Some(link)) => Ok(link),
+        // The kernel says ENODEV for a name it does not know.
+        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
+            Err(AddressError::NoSuchInterface(name.to_owned()))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Reads what VRRP needs of interface `name`.
+pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
+    let link = link(handle, name).await?;
+    let hardware_address = link
+        .attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        })
+        .ok_or_else(|| AddressError::NoHardwareAddress(name.to_owned()))?;
+    let index = link.header.index;
+    let mut ipv4 = None;
+    let mut ipv6_link_local = None;
+    let mut addresses = handle
+        .address()
+        .get()
+        .set_link_index_filter(index)
+        .execute();
+    while let Some(message) = addresses.try_next().await? {
+        let secondary = message.header.flags.contains(AddressHeaderFlags::Secondary);
+        for attribute in &message.attributes {
+            match attribute {
+                // IFA_LOCAL is the interface's own address (IFA_ADDRESS is
+                // the peer's on point-to-point links).
+                AddressAttribute::Local(IpAddr::V4(address)) if !secondary && ipv4.is_none() => {
+                    ipv4 = Some(*address)
+                }
+                AddressAttribute::Address(IpAddr::V6(address))
+                    if message.header.scope == AddressScope::Link && ipv6_link_local.is_none() =>
+                {
+                    ipv6_link_local = Some(*address)
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Interface {
+        name: name.to_owned(),
+        index,
+        up: is_up(&link),
+        hardware_address,
+        ipv4,
+        ipv6_link_local,
+    })
+}
+
+/// The interface index of `name`.
+pub fn index_of(name: &str) -> Option<u32> {
+    let name = std::ffi::CString::new(name).ok()?;
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    (index != 0).then_some(index)
+}
+
+/// The rtnetlink message for `address` on interface `index`, with the
+/// `virtual_ipaddress` options the kernel takes as attributes and flags.
+pub fn message(address: &VirtualAddress, index: u32) -> AddressMessage {
+    let mut message = AddressMessage::default();
+    let local = address.address.address;
+    message.header.family = match local {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    };
+    message.header.prefix_len = address.address.length;
+    message.header.index = index;
+    message.header.scope = match address.scope {
+        Scope::Global => AddressScope::Universe,
+        Scope::Site => AddressScope::Site,
+        Scope::Link => AddressScope::Link,
+        Scope::Host => AddressScope::Host,
+        Scope::Nowhere => AddressScope::Nowhere,
+        Scope::Number(number) => AddressScope::from(number),
+    };
+    message.attributes.push(AddressAttribute::Local(local));
+    let peer = address.peer.map_or(local, |peer| peer.address);
+    message.attributes.push(AddressAttribute::Address(peer));
+    if let Some(peer) = address.peer {
+        message.header.prefix_len = peer.length;
+    }
+    if let Some(IpAddr::V4(broadcast)) = address.broadcast {
+        message
+            .attributes
+            .push(AddressAttribute::Broadcast(broadcast));
+    }
+    if let Some(label) = &address.label {
+        message
+            .attributes
+            .push(AddressAttribute::Label(label.clone()));
+    }
+    let mut flags = AddressFlags::empty();
+    if address.no_dad {
+        flags |= AddressFlags::Nodad;
+    }
+    if address.home {
+        flags |= AddressFlags::Homeaddress;
+    }
+    if address.manage_temporary_address {
+        flags |= AddressFlags::Managetempaddr;
+    }
+    if address.no_prefix_route {
+        flags |= AddressFlags::Noprefixroute;
+    }
+    if address.autojoin {
+        flags |= AddressFlags::Mcautojoin;
+    }
+    if !flags.is_empty() {
+        message.header.flags = AddressHeaderFlags::from_bits_truncate(flags.bits() as u8);
+        message.attributes.push(AddressAttribute::Flags(flags));
+    }
+    message
+}
+
+/// Adds an address; one already there counts as added (a pulse restarted
+/// after a crash finds its own).
+pub async fn add(handle: &Handle, message: AddressMessage) -> Result<(), AddressError> {
+    let mut request = handle
+        .address()
+        .add(message.header.index, first_local(&message), 0);
+    *request.message_mut() = message;
+    match request.execute().await {
+        Err(rtnetlink::Error::NetlinkError(error))
+            if error.to_io().raw_os_error() == Some(libc::EEXIST) =>
+        {
+            Ok(())
+        }
+        result => Ok(result?),
+    }
+}
+
+/// Removes an address; one already gone counts as removed.
+pub async fn remove(handle: &Handle, message: AddressMessage) -> Result<(), AddressError> {
+    match handle.address().del(message).execute().await {
+        Err(rtnetlink::Error::NetlinkError(error))
+            if matches!(
+                error.to_io().raw_os_error(),
+                Some(libc::EADDRNOTAVAIL | libc::ENOENT | libc::ENODEV)
+            ) =>
+        {
+            Ok(())
+        }
+        result => Ok(result?),
+    }
+}
+
+fn first_local(message: &AddressMessage) -> IpAddr {
+    message
+        .attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            AddressAttribute::Local(address) => Some(*address),
+            _ => None,
+        })
+        .expect("message() always sets IFA_LOCAL")
+}
+
+#[cfg(test)]
+mod tests {
+    use fulcrum_config::lexer::Options;
+
+    use super::*;
+
+    fn addresses_of(text: &str) -> Vec<VirtualAddress> {
+        let options = Options {
+            config_id: None,
+            all_config: false,
+            random_seed: Some(1),
+        };
+        let loaded = fulcrum_config::load_str("test.conf", text, &options);
+        let [instance] = loaded.config.vrrp_instances.as_slice() else {
+            panic!("one instance expected");
+        };
+        instance
+            .virtual_addresses
+            .iter()
+            .chain(&instance.excluded_addresses)
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn the_sub_syntax_becomes_attributes_and_flags() {
+        let addresses = addresses_of(
+            "vrrp_instance VI_1 {
+                interface eth0
+                virtual_router_id 1
+                virtual_ipaddress {
+                    192.0.2.10/24 brd 192.0.2.255 scope link label eth0:vip
+                    192.0.2.11
+                }
+                virtual_ipaddress_excluded {
+                    2001:db8::10/64 -nodad noprefixroute
+                }
+            }",
+        );
+        let first = message(&addresses[0], 7);
+        assert_eq!(first.header.index, 7);
+        assert_eq!(first.header.prefix_len, 24);
+        assert_eq!(first.header.family, AddressFamily::Inet);
+        assert_eq!(first.header.scope, AddressScope::Link);
+        let ten: IpAddr = "192.0.2.10".parse().unwrap();
+        assert!(first.attributes.contains(&AddressAttribute::Local(ten)));
+        assert!(first.attributes.contains(&AddressAttribute::Address(ten)));
+        assert!(
+            first
+                .attributes
+                .contains(&AddressAttribute::Broadcast("192.0.2.255".parse().unwrap()))
+        );
+        assert!(
+            first
+                .attributes
+                .contains(&AddressAttribute::Label("eth0:vip".into()))
+        );
+
+        let second = message(&addresses[2], 7);
+        assert_eq!(second.header.family, AddressFamily::Inet6);
+        assert_eq!(second.header.prefix_len, 64);
+        assert_eq!(second.header.scope, AddressScope::Universe);
+        assert!(second.attributes.contains(&AddressAttribute::Flags(
+            AddressFlags::Nodad | AddressFlags::Noprefixroute
+        )));
+
+        // keepalived computes no broadcast address and defaults to /32.
+        let third = message(&addresses[1], 7);
+        assert_eq!(third.header.prefix_len, 32);
+        assert!(
+            !third
+                .attributes
+                .iter()
+                .any(|attribute| matches!(attribute, AddressAttribute::Broadcast(_)))
+        );
+    }
+}

@@ -1,0 +1,279 @@
+//! `virtual_routes` and `virtual_rules` as rtnetlink messages, added with
+//! the virtual addresses and removed with them.
+//!
+//! The common forms are supported: a route's destination, `src`, one
+//! `via`, `dev`, `table` (a number, `main`, `local` or `default`),
+//! `metric`, `scope` and the kinds `blackhole`, `unreachable`, `prohibit`
+//! and `throw`; a rule's `from`, `to`, `table`, `priority` and `fwmark`
+//! (`N` or `N/MASK`). What is not refuses the line with a reason, which
+//! the daemon logs; the rest of the instance runs.
+
+use std::net::IpAddr;
+
+use fulcrum_config::model::{Route, Rule, Scope};
+use netlink_packet_route::AddressFamily;
+use netlink_packet_route::route::{RouteMessage, RouteScope, RouteType};
+use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use rtnetlink::{Handle, RouteMessageBuilder};
+
+use super::addresses::{self, AddressError};
+
+/// iproute2's reserved table numbers.
+fn table_number(table: &str) -> Result<u32, String> {
+    match table {
+        "main" => Ok(254),
+        "local" => Ok(255),
+        "default" => Ok(253),
+        number => number
+            .parse()
+            .map_err(|_| format!("table {table}: only numbers, main, local and default")),
+    }
+}
+
+fn route_scope(scope: Scope) -> RouteScope {
+    match scope {
+        Scope::Global => RouteScope::Universe,
+        Scope::Site => RouteScope::Site,
+        Scope::Link => RouteScope::Link,
+        Scope::Host => RouteScope::Host,
+        Scope::Nowhere => RouteScope::NoWhere,
+        Scope::Number(number) => RouteScope::from(number),
+    }
+}
+
+/// The message for one `virtual_routes` line; `default_index` is the
+/// instance's interface, used when a route without `via` names no `dev`.
+pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
+    let kind = match route.kind.as_deref() {
+        None => RouteType::Unicast,
+        Some("blackhole") => RouteType::BlackHole,
+        Some("unreachable") => RouteType::Unreachable,
+        Some("prohibit") => RouteType::Prohibit,
+        Some("throw") => RouteType::Throw,
+        Some(other) => return Err(format!("route type {other} is not supported")),
+    };
+    if route.gateways.len() > 1 {
+        return Err("multipath routes are not supported".into());
+    }
+    let destination = route.destination;
+    let mut builder = RouteMessageBuilder::<IpAddr>::new()
+        .destination_prefix(destination.address, destination.length)
+        .map_err(|error| error.to_string())?
+        .kind(kind);
+    if let Some(gateway) = route.gateways.first() {
+        builder = builder
+            .gateway(*gateway)
+            .map_err(|error| error.to_string())?;
+    }
+    if let Some(source) = route.source {
+        builder = builder
+            .pref_source(source)
+            .map_err(|error| error.to_string())?;
+    }
+    if kind == RouteType::Unicast {
+        let index = match &route.device {
+            Some(device) => addresses::index_of(device)
+                .ok_or_else(|| format!("interface {device} does not exist"))?,
+            None => default_index,
+        };
+        builder = builder.output_interface(index);
+    }
+    if let Some(table) = &route.table {
+        builder = builder.table_id(table_number(table)?);
+    }
+    if let Some(metric) = route.metric {
+        builder = builder.priority(metric);
+    }
+    // As `ip route`: a unicast route without a gateway reaches its
+    // destination on the link.
+    let scope = match route.scope {
+        Some(scope) => route_scope(scope),
+        None if kind == RouteType::Unicast && route.gateways.is_empty() => RouteScope::Link,
+        None => RouteScope::Universe,
+    };
+    Ok(builder.scope(scope).build())
+}
+
+/// The message for one `virtual_rules` line.
+pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
+    let mut message = RuleMessage::default();
+    let family = rule
+        .from
+        .or(rule.to)
+        .map_or(AddressFamily::Inet, |prefix| match prefix.address {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        });
+    message.header.family = family;
+    message.header.action = RuleAction::ToTable;
+    if let Some(from) = rule.from {
+        message.header.src_len = from.length;
+        message.attributes.push(RuleAttribute::Source(from.address));
+    }
+    if let Some(to) = rule.to {
+        message.header.dst_len = to.length;
+        message
+            .attributes
+            .push(RuleAttribute::Destination(to.address));
+    }
+    let table = match &rule.table {
+        Some(table) => table_number(table)?,
+        None => return Err("a rule without a table is not supported".into()),
+    };
+    if table > 255 {
+        message.attributes.push(RuleAttribute::Table(table));
+    } else {
+        message.header.table = table as u8;
+    }
+    if let Some(priority) = rule.priority {
+        message.attributes.push(RuleAttribute::Priority(priority));
+    }
+    if let Some(mark) = &rule.fwmark {
+        let (value, mask) = match mark.split_once('/') {
+            Some((value, mask)) => (value, Some(mask)),
+            None => (mark.as_str(), None),
+        };
+        message
+            .attributes
+            .push(RuleAttribute::FwMark(parse_number(value)?));
+        if let Some(mask) = mask {
+            message
+                .attributes
+                .push(RuleAttribute::FwMask(parse_number(mask)?));
+        }
+    }
+    Ok(message)
+}
+
+fn parse_number(text: &str) -> Result<u32, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("{text} is not a number"))
+}
+
+/// Adds a route; one already there counts as added.
+pub async fn add_route(handle: &Handle, message: RouteMessage) -> Result<(), AddressError> {
+    ignore(handle.route().add(message).execute().await, &[libc::EEXIST])
+}
+
+/// Removes a route; one already gone counts as removed.
+pub async fn remove_route(handle: &Handle, message: RouteMessage) -> Result<(), AddressError> {
+    ignore(
+        handle.route().del(message).execute().await,
+        &[libc::ESRCH, libc::ENOENT],
+    )
+}
+
+pub async fn add_rule(handle: &Handle, message: RuleMessage) -> Result<(), AddressError> {
+    let mut request = handle.rule().add();
+    *request.message_mut() = message;
+    ignore(request.execute().await, &[libc::EEXIST])
+}
+
+pub async fn remove_rule(handle: &Handle, message: RuleMessage) -> Result<(), AddressError> {
+    ignore(
+        handle.rule().del(message).execute().await,
+        &[libc::ENOENT, libc::ESRCH],
+    )
+}
+
+fn ignore(result: Result<(), rtnetlink::Error>, codes: &[i32]) -> Result<(), AddressError> {
+    match result {
+        Err(rtnetlink::Error::NetlinkError(error))
+            if error
+                .to_io()
+                .raw_os_error()
+                .is_some_and(|code| codes.contains(&code)) =>
+        {
+            Ok(())
+        }
+        result => Ok(result?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fulcrum_config::lexer::Options;
+    use netlink_packet_route::route::{RouteAddress, RouteAttribute};
+
+    use super::*;
+
+    fn instance(text: &str) -> fulcrum_config::model::VrrpInstance {
+        let options = Options {
+            config_id: None,
+            all_config: false,
+            random_seed: Some(1),
+        };
+        let loaded = fulcrum_config::load_str("test.conf", text, &options);
+        let [instance] = loaded.config.vrrp_instances.as_slice() else {
+            panic!("one instance expected");
+        };
+        instance.clone()
+    }
+
+    #[test]
+    fn routes_and_rules_become_messages() {
+        let instance = instance(
+            "vrrp_instance VI_1 {
+                interface lo
+                virtual_router_id 1
+                virtual_ipaddress {
+                    192.0.2.10
+                }
+                virtual_routes {
+                    198.51.100.0/24 via 192.0.2.1 table 100 metric 5
+                    blackhole 203.0.113.0/24
+                    10.9.0.0/16 src 192.0.2.10 dev lo
+                }
+                virtual_rules {
+                    from 192.0.2.0/24 table 100 priority 1000
+                    to 10.0.0.0/8 table main fwmark 0x10/0xff
+                }
+            }",
+        );
+        let via = route_message(&instance.virtual_routes[0], 7).unwrap();
+        assert_eq!(via.header.table, 100);
+        assert_eq!(via.header.destination_prefix_length, 24);
+        assert_eq!(via.header.scope, RouteScope::Universe);
+        assert!(
+            via.attributes
+                .contains(&RouteAttribute::Gateway(RouteAddress::Inet(
+                    "192.0.2.1".parse().unwrap()
+                )))
+        );
+        assert!(via.attributes.contains(&RouteAttribute::Priority(5)));
+        assert!(via.attributes.contains(&RouteAttribute::Oif(7)));
+
+        let blackhole = route_message(&instance.virtual_routes[1], 7).unwrap();
+        assert_eq!(blackhole.header.kind, RouteType::BlackHole);
+        assert!(
+            !blackhole
+                .attributes
+                .iter()
+                .any(|attribute| matches!(attribute, RouteAttribute::Oif(_)))
+        );
+
+        let on_link = route_message(&instance.virtual_routes[2], 7).unwrap();
+        assert_eq!(on_link.header.scope, RouteScope::Link);
+        assert!(on_link.attributes.contains(&RouteAttribute::Oif(1)), "lo");
+        assert!(
+            on_link
+                .attributes
+                .contains(&RouteAttribute::PrefSource(RouteAddress::Inet(
+                    "192.0.2.10".parse().unwrap()
+                )))
+        );
+
+        let from = rule_message(&instance.virtual_rules[0]).unwrap();
+        assert_eq!(from.header.src_len, 24);
+        assert_eq!(from.header.table, 100);
+        assert!(from.attributes.contains(&RuleAttribute::Priority(1000)));
+        let to = rule_message(&instance.virtual_rules[1]).unwrap();
+        assert_eq!(to.header.dst_len, 8);
+        assert_eq!(to.header.table, 254);
+        assert!(to.attributes.contains(&RuleAttribute::FwMark(0x10)));
+        assert!(to.attributes.contains(&RuleAttribute::FwMask(0xff)));
+    }
+}

@@ -1,0 +1,1198 @@
+//! The VRRP task: one [`Machine`] per `vrrp_instance`, driven by one
+//! `select!` loop over the adverts received, the machines' deadlines and
+//! shutdown, carrying out their actions on the sockets and through
+//! rtnetlink.
+//!
+//! Adverts are demultiplexed by interface, family and VRID, as keepalived
+//! does; each receive socket has a reader task feeding the loop, so the
+//! loop itself never waits on one socket.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fulcrum_config::model as config;
+use netlink_packet_route::address::AddressMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::rule::RuleMessage;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::addresses::{self, AddressError};
+use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
+use super::packet::{self, Family, Packet, Repr};
+use super::routes;
+use super::track;
+use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
+
+/// How often tracked files are read.
+const FILE_PERIOD: Duration = Duration::from_millis(200);
+
+/// Received packets waiting for the loop.
+const DATAGRAM_QUEUE: usize = 256;
+
+/// Why VRRP cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum VrrpError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("({0}) no interface given")]
+    NoInterface(String),
+    #[error("({instance}) interface {interface}: {error}")]
+    Interface {
+        instance: String,
+        interface: String,
+        error: AddressError,
+    },
+    #[error("({0}) cannot open its sockets: {1}")]
+    Socket(String, std::io::Error),
+    #[error("cannot open rtnetlink: {0}")]
+    Netlink(std::io::Error),
+}
+
+/// A `track_interface` entry; the weight and reverse as
+/// [`track::effect`] takes them.
+struct TrackedLink {
+    index: u32,
+    weight: i32,
+    reverse: bool,
+}
+
+/// A `track_script` entry: the instance's weight, else the script's.
+struct TrackedScript {
+    name: String,
+    weight: i32,
+    reverse: bool,
+}
+
+/// A `track_file` entry: the instance's weight, else the file's.
+struct TrackedFile {
+    name: String,
+    weight: i32,
+    reverse: bool,
+}
+
+/// One running instance and what it sends with.
+struct Instance {
+    /// Its block, to tell on reload whether it changed.
+    model: config::VrrpInstance,
+    machine: Machine,
+    interface: Interface,
+    /// `None` without a source address: the instance stays in FAULT.
+    sender: Option<SendSocket>,
+    /// The multicast group, or the unicast peers.
+    destinations: Vec<IpAddr>,
+    /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
+    /// messages.
+    addresses: Vec<AddressMessage>,
+    /// virtual_routes and virtual_rules, added after the addresses.
+    routes: Vec<RouteMessage>,
+    rules: Vec<RuleMessage>,
+    /// The addresses announced, each with its interface's announcer.
+    announced: Vec<(Arc<Announcer>, IpAddr)>,
+    garp_interval: Duration,
+    gna_interval: Duration,
+    notify: config::Notify,
+    /// Whether its own interface going down means FAULT (not
+    /// `dont_track_primary`).
+    track_own_interface: bool,
+    tracked_links: Vec<TrackedLink>,
+    tracked_scripts: Vec<TrackedScript>,
+    tracked_files: Vec<TrackedFile>,
+    /// What the machine was last told: FAULT for the links, and the
+    /// priority after the tracking weights.
+    faulted: bool,
+    tracked_priority: u8,
+    /// Whether [`Event::Start`] was given: keepalived holds an instance
+    /// in its initial state until each tracked script of weight 0 has a
+    /// first result.
+    started: bool,
+    /// Whether the next backup state is the first one (keepalived says
+    /// "(init)").
+    starting: bool,
+    announcing: Option<JoinHandle<()>>,
+}
+
+/// The tasks and channels around the loop, replaced on reload.
+struct Io {
+    datagrams: mpsc::Receiver<(u32, Datagram)>,
+    sockets: Vec<(u32, Arc<ReceiveSocket>)>,
+    link_events: LinkEvents,
+    script_changes: mpsc::Receiver<track::ScriptChange>,
+    file_changes: mpsc::Receiver<track::FileChange>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Io {
+    fn stop(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// The VRRP part of pulse, ready to run.
+pub struct Vrrp {
+    handle: rtnetlink::Handle,
+    instances: Vec<Instance>,
+    receivers: Vec<(u32, ReceiveSocket)>,
+    configuration: Arc<config::Config>,
+    /// Up (with carrier) or not, by interface index, for the instances'
+    /// interfaces and tracked ones.
+    links: HashMap<u32, bool>,
+    link_events: Option<LinkEvents>,
+    /// The tracked `vrrp_script`s: succeeding or not, `None` before their
+    /// first result.
+    scripts: HashMap<String, Option<bool>>,
+    /// The tracked files' values.
+    files: HashMap<String, i64>,
+}
+
+/// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
+type LinkEvents = futures_util::stream::BoxStream<
+    'static,
+    (
+        rtnetlink::packet_core::NetlinkMessage<rtnetlink::packet_route::RouteNetlinkMessage>,
+        rtnetlink::sys::SocketAddr,
+    ),
+>;
+
+impl Vrrp {
+    /// Resolves the configuration's instances, reads their interfaces and
+    /// opens their sockets. Must run inside the tokio runtime.
+    pub async fn prepare(configuration: Arc<config::Config>) -> Result<Vrrp, VrrpError> {
+        let (connection, handle, _) = rtnetlink::new_connection().map_err(VrrpError::Netlink)?;
+        tokio::spawn(connection);
+        // Subscribed before the links are read, so that no change between
+        // the read and the loop is missed.
+        let (monitor, _, link_events) =
+            rtnetlink::new_multicast_connection(&[rtnetlink::MulticastGroup::Link])
+                .map_err(VrrpError::Netlink)?;
+        tokio::spawn(monitor);
+        let mut links = HashMap::new();
+        let mut scripts = HashMap::new();
+        let mut files = HashMap::new();
+        let defaults = &configuration.global.vrrp;
+        let mut instances = Vec::new();
+        let mut interfaces: HashMap<String, Interface> = HashMap::new();
+        let mut receivers: Vec<(u32, ReceiveSocket)> = Vec::new();
+        let mut announcers = HashMap::new();
+        for model in &configuration.vrrp_instances {
+            let mut settings = InstanceSettings::from_model(model, defaults)?;
+            let name = settings.name.clone();
+            let interface_name = model
+                .interface
+                .clone()
+                .ok_or_else(|| VrrpError::NoInterface(name.clone()))?;
+            let interface = match interfaces.get(&interface_name) {
+                Some(interface) => interface.clone(),
+                None => {
+                    let interface = addresses::interface(&handle, &interface_name)
+                        .await
+                        .map_err(|error| VrrpError::Interface {
+                            instance: name.clone(),
+                            interface: interface_name.clone(),
+                            error,
+                        })?;
+                    interfaces.insert(interface_name.clone(), interface.clone());
+                    interface
+                }
+            };
+            links.insert(interface.index, interface.up);
+            let tracked_links = tracked_links(&handle, model, &name, &mut links).await?;
+            let tracked_scripts = tracked_scripts(&configuration, model, &name, &mut scripts);
+            let tracked_files = tracked_files(&configuration, model, &name, &mut files);
+            let source = settings.local_address.or(match settings.family {
+                Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
+                Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
+            });
+            // The machine compares its address with a master's of equal
+            // priority.
+            settings.local_address = source;
+            let destinations = destinations(model, &settings, defaults);
+            let sender = match source {
+                Some(source) => Some(
+                    SendSocket::open(&interface, source, model.unicast_ttl)
+                        .map_err(|error| VrrpError::Socket(name.clone(), error))?,
+                ),
+                None => {
+                    // keepalived too: the instance stays in FAULT, the
+                    // others run.
+                    tracing::error!(
+                        "({name}) {interface_name} has no {} address to send adverts from: \
+                         the instance stays in FAULT",
+                        match settings.family {
+                            Family::Ipv4 => "IPv4",
+                            Family::Ipv6 => "link-local IPv6",
+                        }
+                    );
+                    None
+                }
+            };
+            if !receivers.iter().any(|(index, socket)| {
+                *index == interface.index && socket.family() == settings.family
+            }) {
+                let socket = ReceiveSocket::open(&interface, settings.family)
+                    .map_err(|error| VrrpError::Socket(name.clone(), error))?;
+                receivers.push((interface.index, socket));
+            }
+            let (messages, announced) =
+                virtual_addresses(&handle, model, &interface, &name, &mut announcers).await?;
+            let (route_messages, rule_messages) = routes_and_rules(model, &interface, &name);
+            let priority = settings.priority;
+            instances.push(Instance {
+                model: model.clone(),
+                routes: route_messages,
+                rules: rule_messages,
+                track_own_interface: !model.dont_track_primary,
+                tracked_links,
+                tracked_scripts,
+                tracked_files,
+                faulted: false,
+                tracked_priority: priority,
+                machine: Machine::new(settings),
+                interface: interface.clone(),
+                sender,
+                destinations,
+                addresses: messages,
+                announced,
+                garp_interval: defaults.garp_interval.unwrap_or_default(),
+                gna_interval: defaults.gna_interval.unwrap_or_default(),
+                notify: model.notify.clone(),
+                starting: true,
+                started: false,
+                announcing: None,
+            });
+        }
+        Ok(Vrrp {
+            handle,
+            instances,
+            receivers,
+            configuration,
+            links,
+            link_events: Some(Box::pin(link_events)),
+            scripts,
+            files,
+        })
+    }
+
+    /// How many instances run.
+    pub fn len(&self) -> usize {
+        self.instances.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty()
+    }
+
+    /// Starts the reader tasks of the receive sockets and the tracked
+    /// scripts' tasks.
+    fn start_io(&mut self) -> Io {
+        let (datagrams_sender, datagrams) = mpsc::channel::<(u32, Datagram)>(DATAGRAM_QUEUE);
+        let mut tasks = Vec::new();
+        let mut sockets = Vec::new();
+        for (index, socket) in std::mem::take(&mut self.receivers) {
+            let socket = Arc::new(socket);
+            sockets.push((index, socket.clone()));
+            let sender = datagrams_sender.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    match socket.receive().await {
+                        Ok(Some(datagram)) => {
+                            if sender.send((index, datagram)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            tracing::warn!("VRRP receive: {error}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        let link_events = self
+            .link_events
+            .take()
+            .unwrap_or_else(|| Box::pin(futures_util::stream::pending()));
+        let (script_sender, script_changes) = mpsc::channel(64);
+        for script in &self.configuration.vrrp_scripts {
+            if self.scripts.contains_key(&script.name) {
+                tasks.push(tokio::spawn(track::run_script(
+                    script.clone(),
+                    self.configuration.global.clone(),
+                    script_sender.clone(),
+                )));
+            }
+        }
+        let (file_sender, file_changes) = mpsc::channel(64);
+        for file in &self.configuration.track_files {
+            if let (Some(value), Some(path)) = (self.files.get(&file.name), &file.file) {
+                tasks.push(tokio::spawn(track::watch_file(
+                    file.name.clone(),
+                    path.into(),
+                    *value,
+                    FILE_PERIOD,
+                    file_sender.clone(),
+                )));
+            }
+        }
+        Io {
+            datagrams,
+            sockets,
+            link_events,
+            script_changes,
+            file_changes,
+            tasks,
+        }
+    }
+
+    /// Runs until `shutdown` fires (or its sender goes), then stops every
+    /// instance: a master sends a priority 0 advert and removes its
+    /// addresses. Each configuration from `reloads` replaces the running
+    /// one (see [`Vrrp::reload`]).
+    pub async fn run(
+        mut self,
+        mut shutdown: oneshot::Receiver<()>,
+        mut reloads: mpsc::Receiver<Arc<config::Config>>,
+    ) {
+        let mut io = self.start_io();
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            // A link already down or a tracking weight applies before the
+            // start, so the instance starts in FAULT or with its priority;
+            // track() starts it.
+            self.track(position, now).await;
+        }
+        loop {
+            let next = self
+                .instances
+                .iter()
+                .filter_map(|instance| instance.machine.poll_at())
+                .min();
+            tokio::select! {
+                _ = &mut shutdown => break,
+                Some(configuration) = reloads.recv() => {
+                    if let Some(next) = self.reload(configuration).await {
+                        io.stop();
+                        self = next;
+                        io = self.start_io();
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
+                event = futures_util::StreamExt::next(&mut io.link_events) => match event {
+                    Some((message, _)) => self.link_changed(message).await,
+                    None => io.link_events = Box::pin(futures_util::stream::pending()),
+                },
+                Some(change) = io.script_changes.recv() => {
+                    if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
+                Some(change) = io.file_changes.recv() => {
+                    if self.files.insert(change.name, change.value) != Some(change.value) {
+                        let now = Instant::now();
+                        for position in 0..self.instances.len() {
+                            self.track(position, now).await;
+                        }
+                    }
+                }
+                received = io.datagrams.recv() => match received {
+                    Some((index, datagram)) => self.dispatch(index, datagram).await,
+                    None => break,
+                },
+                _ = sleep_until(next) => {
+                    // The adverts already queued come first: when pulse
+                    // was not scheduled for a while (a loaded machine),
+                    // the deadline and the master's adverts are ready
+                    // together, and a backup must not declare a master
+                    // down whose adverts are waiting, in the channel or
+                    // still in a socket. Only so many, so that a flood
+                    // cannot hold the deadlines off.
+                    for _ in 0..DATAGRAM_QUEUE {
+                        match io.datagrams.try_recv() {
+                            Ok((index, datagram)) => self.dispatch(index, datagram).await,
+                            Err(_) => break,
+                        }
+                    }
+                    for (index, socket) in &io.sockets {
+                        for _ in 0..DATAGRAM_QUEUE {
+                            match socket.try_receive() {
+                                Ok(Some(datagram)) => self.dispatch(*index, datagram).await,
+                                Ok(None) => {}
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    let now = Instant::now();
+                    for position in 0..self.instances.len() {
+                        if self.instances[position]
+                            .machine
+                            .poll_at()
+                            .is_some_and(|at| at <= now)
+                        {
+                            self.handle_event(position, now, Event::Timer).await;
+                        }
+                    }
+                }
+            }
+        }
+        io.stop();
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.stop_instance(position, now).await;
+        }
+    }
+
+    async fn stop_instance(&mut self, position: usize, now: Instant) {
+        self.handle_event(position, now, Event::Stop).await;
+        if let Some(announcing) = self.instances[position].announcing.take() {
+            announcing.abort();
+        }
+    }
+
+    /// A new configuration, as keepalived reloads: an instance whose
+    /// block, global VRRP settings, tracked scripts and files did not change
+    /// keeps its state (a master stays master, without a transition);
+    /// the others stop (a master sends priority 0 and removes its
+    /// addresses) and the new ones start. `None` (and the running
+    /// instances untouched) if the new configuration cannot run.
+    async fn reload(&mut self, configuration: Arc<config::Config>) -> Option<Vrrp> {
+        let mut next = match Vrrp::prepare(configuration).await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::error!("VRRP cannot reload: {error}; the running instances stay");
+                return None;
+            }
+        };
+        let same_globals = self.configuration.global.vrrp == next.configuration.global.vrrp;
+        let scripts_of = |configuration: &config::Config, model: &config::VrrpInstance| {
+            model
+                .tracking
+                .scripts
+                .iter()
+                .map(|tracked| {
+                    configuration
+                        .vrrp_scripts
+                        .iter()
+                        .find(|script| script.name == tracked.name)
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+        };
+        let files_of = |configuration: &config::Config, model: &config::VrrpInstance| {
+            model
+                .tracking
+                .files
+                .iter()
+                .map(|tracked| {
+                    configuration
+                        .track_files
+                        .iter()
+                        .find(|file| file.name == tracked.name)
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+        };
+        let now = Instant::now();
+        let mut kept = Vec::new();
+        for position in 0..self.instances.len() {
+            let old = &self.instances[position];
+            let unchanged = same_globals
+                && next.instances.iter().any(|new| {
+                    new.model == old.model
+                        && scripts_of(&next.configuration, &new.model)
+                            == scripts_of(&self.configuration, &old.model)
+                        && files_of(&next.configuration, &new.model)
+                            == files_of(&self.configuration, &old.model)
+                });
+            if unchanged {
+                kept.push(position);
+            } else {
+                tracing::info!(
+                    "({}) changed or removed by the reload: stopping",
+                    old.model.name
+                );
+                self.stop_instance(position, now).await;
+            }
+        }
+        for position in kept {
+            let old = &mut self.instances[position];
+            let Some(new) = next.instances.iter_mut().find(|new| new.model == old.model) else {
+                continue;
+            };
+            // The machine goes on with its state and timers; sockets,
+            // links and scripts are the new configuration's.
+            std::mem::swap(&mut new.machine, &mut old.machine);
+            new.started = old.started;
+            new.starting = old.starting;
+            new.faulted = old.faulted;
+            new.tracked_priority = old.tracked_priority;
+            new.announcing = old.announcing.take();
+            for tracked in &new.tracked_scripts {
+                if let Some(state) = self.scripts.get(&tracked.name) {
+                    next.scripts.insert(tracked.name.clone(), *state);
+                }
+            }
+        }
+        Some(next)
+    }
+
+    /// A link appeared, changed or went: the instances tracking it are
+    /// told if that changes their FAULT state or priority.
+    async fn link_changed(
+        &mut self,
+        message: rtnetlink::packet_core::NetlinkMessage<
+            rtnetlink::packet_route::RouteNetlinkMessage,
+        >,
+    ) {
+        use rtnetlink::packet_core::NetlinkPayload;
+        use rtnetlink::packet_route::RouteNetlinkMessage;
+        let (index, up) = match message.payload {
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => {
+                (link.header.index, addresses::is_up(&link))
+            }
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link)) => {
+                (link.header.index, false)
+            }
+            _ => return,
+        };
+        match self.links.get_mut(&index) {
+            Some(known) if *known != up => *known = up,
+            // Not tracked, or no change (the kernel reports other flags
+            // and statistics too).
+            _ => return,
+        }
+        let name = self
+            .instances
+            .iter()
+            .find(|instance| instance.interface.index == index)
+            .map_or_else(
+                || format!("interface {index}"),
+                |instance| instance.interface.name.clone(),
+            );
+        tracing::info!("Netlink reports {name} {}", if up { "up" } else { "down" });
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.track(position, now).await;
+        }
+    }
+
+    /// Applies the links' and scripts' state to an instance: FAULT when
+    /// its interface (unless `dont_track_primary`) is down, or a tracked
+    /// interface or script of weight 0 is down or failing; the weights of
+    /// the others added to its priority. Starts the instance once no
+    /// script of weight 0 awaits its first result.
+    async fn track(&mut self, position: usize, now: Instant) {
+        let instance = &self.instances[position];
+        let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
+        let mut fault = (instance.track_own_interface && !up(instance.interface.index))
+            || instance.sender.is_none();
+        let mut priority = i32::from(instance.machine.settings().priority);
+        let mut waiting = false;
+        let effects = instance
+            .tracked_links
+            .iter()
+            .map(|tracked| track::effect(up(tracked.index), tracked.weight, tracked.reverse))
+            .chain(instance.tracked_scripts.iter().map(|tracked| {
+                match self.scripts.get(&tracked.name).copied().flatten() {
+                    Some(ok) => track::effect(ok, tracked.weight, tracked.reverse),
+                    // Before its first result a script weighs nothing.
+                    None => {
+                        waiting |= tracked.weight == 0;
+                        track::Effect::Adjust(0)
+                    }
+                }
+            }))
+            .chain(instance.tracked_files.iter().map(|tracked| {
+                let value = self.files.get(&tracked.name).copied().unwrap_or(0);
+                track::file_effect(value, tracked.weight, tracked.reverse)
+            }))
+            .collect::<Vec<_>>();
+        for effect in effects {
+            match effect {
+                track::Effect::Fault => fault = true,
+                track::Effect::Adjust(weight) => priority += weight,
+            }
+        }
+        let priority = priority.clamp(1, 255) as u8;
+        let was_faulted = instance.faulted;
+        let old_priority = instance.tracked_priority;
+        self.instances[position].faulted = fault;
+        self.instances[position].tracked_priority = priority;
+        if priority != old_priority {
+            let name = &self.instances[position].machine.settings().name;
+            tracing::info!(
+                "({name}) Changing effective priority from {old_priority} to {priority}"
+            );
+            self.handle_event(position, now, Event::PriorityChange(priority))
+                .await;
+        }
+        if fault != was_faulted {
+            let event = if fault {
+                Event::InterfaceDown
+            } else {
+                Event::InterfaceUp
+            };
+            self.handle_event(position, now, event).await;
+        }
+        if !waiting && !self.instances[position].started {
+            self.instances[position].started = true;
+            self.handle_event(position, now, Event::Start).await;
+        }
+    }
+
+    /// Gives an advert to the instances of its interface, family and VRID.
+    async fn dispatch(&mut self, index: u32, datagram: Datagram) {
+        let Some(&virtual_router_id) = datagram.payload.get(1) else {
+            return;
+        };
+        let family = Family::of(&datagram.source);
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            let instance = &self.instances[position];
+            let settings = instance.machine.settings();
+            if instance.interface.index != index
+                || settings.family != family
+                || settings.virtual_router_id != virtual_router_id
+            {
+                continue;
+            }
+            let event = match parse(&datagram) {
+                Ok(advert) => Event::Advert(Received {
+                    source: datagram.source,
+                    destination: datagram.destination,
+                    hop_limit: datagram.hop_limit,
+                    advert,
+                }),
+                Err(error) => {
+                    tracing::debug!(
+                        "({}) dropped a packet from {}: {error:?}",
+                        settings.name,
+                        datagram.source
+                    );
+                    Event::Malformed(error)
+                }
+            };
+            self.handle_event(position, now, event).await;
+        }
+    }
+
+    async fn handle_event(&mut self, position: usize, now: Instant, event: Event) {
+        let instance = &mut self.instances[position];
+        if let Event::Advert(received) = &event {
+            let settings = instance.machine.settings();
+            if instance.machine.state() == State::Backup && received.advert.priority == 0 {
+                tracing::info!(
+                    "({}) Backup received priority 0 advertisement",
+                    settings.name
+                );
+            } else if instance.machine.state() == State::Master
+                && received.advert.priority > instance.machine.effective_priority()
+            {
+                tracing::info!(
+                    "({}) Master received advert from {} with higher priority {}, ours {}",
+                    settings.name,
+                    received.source,
+                    received.advert.priority,
+                    instance.machine.effective_priority()
+                );
+            }
+        }
+        let drops_before = instance.machine.statistics().total_drops();
+        let actions = instance.machine.handle(now, event);
+        if instance.machine.statistics().total_drops() != drops_before {
+            tracing::debug!(
+                "({}) advert dropped ({} so far)",
+                instance.machine.settings().name,
+                instance.machine.statistics().total_drops()
+            );
+        }
+        // keepalived says which state it enters before it acts on it
+        // (the addresses, the gratuitous ARPs); the notify scripts run
+        // after, in the actions' order.
+        for action in &actions {
+            if let Action::EnterState(state) = action {
+                let instance = &mut self.instances[position];
+                let name = &instance.machine.settings().name;
+                let starting = std::mem::replace(&mut instance.starting, false);
+                match state {
+                    State::Master => tracing::info!("({name}) Entering MASTER STATE"),
+                    State::Backup if starting => {
+                        tracing::info!("({name}) Entering BACKUP STATE (init)")
+                    }
+                    State::Backup => tracing::info!("({name}) Entering BACKUP STATE"),
+                    State::Fault => tracing::info!("({name}) Entering FAULT STATE"),
+                    // Said once the addresses are gone, below.
+                    State::Initialize => {}
+                }
+            }
+        }
+        for action in actions {
+            self.apply(position, action).await;
+        }
+    }
+
+    async fn apply(&mut self, position: usize, action: Action) {
+        let instance = &mut self.instances[position];
+        let name = instance.machine.settings().name.clone();
+        match action {
+            Action::SendAdvert { priority } => {
+                let Some(sender) = &instance.sender else {
+                    return;
+                };
+                let advert = instance.machine.advert(priority);
+                let source = sender.source();
+                for destination in &instance.destinations {
+                    let bytes = advert.to_bytes(&source, destination);
+                    if let Err(error) = sender.send(&bytes, *destination) {
+                        tracing::warn!("({name}) cannot send an advert to {destination}: {error}");
+                    }
+                }
+            }
+            Action::AddAddresses => {
+                tracing::info!("({name}) setting the virtual addresses");
+                for message in &instance.addresses {
+                    if let Err(error) = addresses::add(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual address: {error}");
+                    }
+                }
+                // After the addresses: a route's source or gateway may be
+                // one of them.
+                for message in &instance.routes {
+                    if let Err(error) = routes::add_route(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual route: {error}");
+                    }
+                }
+                for message in &instance.rules {
+                    if let Err(error) = routes::add_rule(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot add a virtual rule: {error}");
+                    }
+                }
+            }
+            Action::RemoveAddresses => {
+                // No announcement of addresses this router no longer has.
+                if let Some(announcing) = instance.announcing.take() {
+                    announcing.abort();
+                }
+                tracing::info!("({name}) removing the virtual addresses");
+                for message in &instance.rules {
+                    if let Err(error) = routes::remove_rule(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual rule: {error}");
+                    }
+                }
+                for message in &instance.routes {
+                    if let Err(error) = routes::remove_route(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual route: {error}");
+                    }
+                }
+                for message in &instance.addresses {
+                    if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
+                        tracing::error!("({name}) cannot remove a virtual address: {error}");
+                    }
+                }
+            }
+            Action::Announce { repeat } => {
+                if let Some(previous) = instance.announcing.take() {
+                    previous.abort();
+                }
+                instance.announcing = Some(tokio::spawn(announce(
+                    instance.announced.clone(),
+                    repeat,
+                    instance.garp_interval,
+                    instance.gna_interval,
+                    name.clone(),
+                )));
+            }
+            Action::EnterState(state) => {
+                if state == State::Initialize {
+                    tracing::info!("({name}) Stopped");
+                }
+                notify(
+                    &self.configuration,
+                    &instance.notify,
+                    &name,
+                    state,
+                    instance.machine.effective_priority(),
+                );
+            }
+            Action::MasterReceivedLowerPriority { source } => {
+                tracing::info!(
+                    "({name}) Master received an advert with a lower priority from {source}"
+                );
+                if let Some(script) = &instance.notify.master_rx_lower_priority {
+                    spawn_script(&self.configuration, script, &[]);
+                }
+            }
+        }
+    }
+}
+
+/// The `track_interface` entries of `model`, their links' state recorded
+/// in `links`.
+async fn tracked_links(
+    handle: &rtnetlink::Handle,
+    model: &config::VrrpInstance,
+    name: &str,
+    links: &mut HashMap<u32, bool>,
+) -> Result<Vec<TrackedLink>, VrrpError> {
+    let mut tracked_links = Vec::new();
+    for tracked in &model.tracking.interfaces {
+        let link = addresses::link(handle, &tracked.name)
+            .await
+            .map_err(|error| VrrpError::Interface {
+                instance: name.to_owned(),
+                interface: tracked.name.clone(),
+                error,
+            })?;
+        links.insert(link.header.index, addresses::is_up(&link));
+        tracked_links.push(TrackedLink {
+            index: link.header.index,
+            weight: tracked.weight.unwrap_or(0),
+            reverse: tracked.reverse,
+        });
+    }
+    Ok(tracked_links)
+}
+
+/// The `track_script` entries of `model`, each script's initial state
+/// recorded in `scripts`.
+fn tracked_scripts(
+    configuration: &config::Config,
+    model: &config::VrrpInstance,
+    name: &str,
+    scripts: &mut HashMap<String, Option<bool>>,
+) -> Vec<TrackedScript> {
+    let mut tracked_scripts = Vec::new();
+    for tracked in &model.tracking.scripts {
+        let Some(script) = configuration
+            .vrrp_scripts
+            .iter()
+            .find(|script| script.name == tracked.name)
+        else {
+            // keepalived ignores it too, with a warning.
+            tracing::warn!(
+                "({name}) track_script {}: no vrrp_script of that name; ignored",
+                tracked.name
+            );
+            continue;
+        };
+        scripts.insert(script.name.clone(), script.init_fail.then_some(false));
+        tracked_scripts.push(TrackedScript {
+            name: script.name.clone(),
+            weight: tracked.weight.unwrap_or(script.weight),
+            reverse: tracked.reverse || script.weight_reverse,
+        });
+    }
+    tracked_scripts
+}
+
+/// The `track_file` entries of `model`, each file initialised
+/// (`init_file`) and its value recorded in `files`.
+fn tracked_files(
+    configuration: &config::Config,
+    model: &config::VrrpInstance,
+    name: &str,
+    files: &mut HashMap<String, i64>,
+) -> Vec<TrackedFile> {
+    let mut tracked_files = Vec::new();
+    for tracked in &model.tracking.files {
+        let Some((file, path)) = configuration
+            .track_files
+            .iter()
+            .find(|file| file.name == tracked.name)
+            .and_then(|file| Some((file, std::path::Path::new(file.file.as_ref()?))))
+        else {
+            tracing::warn!(
+                "({name}) track_file {}: no track_file with a file of that name; ignored",
+                tracked.name
+            );
+            continue;
+        };
+        if let Some(init) = &file.init_file
+            && let Err(error) = track::initialise_file(path, init)
+        {
+            tracing::warn!(
+                "track_file {}: cannot write {}: {error}",
+                file.name,
+                path.display()
+            );
+        }
+        files.insert(file.name.clone(), track::read_file_value(path));
+        tracked_files.push(TrackedFile {
+            name: file.name.clone(),
+            weight: tracked.weight.unwrap_or(file.weight),
+            reverse: tracked.reverse || file.weight_reverse,
+        });
+    }
+    tracked_files
+}
+
+/// Where the adverts go: the multicast group (`mcast_dst_ip`, else
+/// `vrrp_mcast_group4/6`, else RFC's), or every unicast peer.
+fn destinations(
+    model: &config::VrrpInstance,
+    settings: &InstanceSettings,
+    defaults: &config::VrrpDefaults,
+) -> Vec<IpAddr> {
+    if settings.unicast_peers.is_empty() {
+        let group = model
+            .multicast_destination
+            .or(match settings.family {
+                Family::Ipv4 => defaults.mcast_group4,
+                Family::Ipv6 => defaults.mcast_group6,
+            })
+            .unwrap_or_else(|| io::group(settings.family));
+        vec![group]
+    } else {
+        settings
+            .unicast_peers
+            .iter()
+            .map(|peer| peer.address)
+            .collect()
+    }
+}
+
+/// `virtual_ipaddress` and `virtual_ipaddress_excluded` as rtnetlink
+/// messages, and the addresses announced, each on its own interface (the
+/// instance's, or its `dev`), as keepalived does.
+async fn virtual_addresses(
+    handle: &rtnetlink::Handle,
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+    announcers: &mut HashMap<u32, Arc<Announcer>>,
+) -> Result<(Vec<AddressMessage>, Vec<(Arc<Announcer>, IpAddr)>), VrrpError> {
+    let mut messages = Vec::new();
+    let mut announced = Vec::new();
+    for address in model
+        .virtual_addresses
+        .iter()
+        .chain(&model.excluded_addresses)
+    {
+        let device = match &address.device {
+            None => interface.clone(),
+            Some(device) if *device == interface.name => interface.clone(),
+            Some(device) => addresses::interface(handle, device)
+                .await
+                .map_err(|error| VrrpError::Interface {
+                    instance: name.to_owned(),
+                    interface: device.clone(),
+                    error,
+                })?,
+        };
+        messages.push(addresses::message(address, device.index));
+        let announcer = match announcers.get(&device.index) {
+            Some(announcer) => announcer.clone(),
+            None => {
+                let announcer = Arc::new(
+                    Announcer::open(&device)
+                        .map_err(|error| VrrpError::Socket(name.to_owned(), error))?,
+                );
+                announcers.insert(device.index, announcer.clone());
+                announcer
+            }
+        };
+        announced.push((announcer, address.address.address));
+    }
+    Ok((messages, announced))
+}
+
+/// `virtual_routes` and `virtual_rules` as rtnetlink messages; a line
+/// pulse cannot express is logged and left out.
+fn routes_and_rules(
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+) -> (Vec<RouteMessage>, Vec<RuleMessage>) {
+    let mut route_messages = Vec::new();
+    for route in &model.virtual_routes {
+        match routes::route_message(route, interface.index) {
+            Ok(message) => route_messages.push(message),
+            Err(why) => tracing::warn!(
+                "({name}) virtual route {}: {why}; not added",
+                route.destination
+            ),
+        }
+    }
+    let mut rule_messages = Vec::new();
+    for rule in &model.virtual_rules {
+        match routes::rule_message(rule) {
+            Ok(message) => rule_messages.push(message),
+            Err(why) => tracing::warn!(
+                "({name}) virtual rule {}: {why}; not added",
+                rule.options.join(" ")
+            ),
+        }
+    }
+    (route_messages, rule_messages)
+}
+
+/// Parses an advert; a unicast one whose checksum fails is tried again
+/// with the multicast group as destination, which keepalived before 2.2
+/// (and 2.2 with `unicast_checksum_compat`) put in the pseudo header.
+fn parse(datagram: &Datagram) -> Result<Repr, packet::Error> {
+    let packet = Packet::new_unchecked(&datagram.payload[..]);
+    match Repr::parse(&packet, &datagram.source, &datagram.destination) {
+        Err(packet::Error::BadChecksum) if !datagram.destination.is_multicast() => {
+            let group = io::group(Family::of(&datagram.source));
+            Repr::parse(&packet, &datagram.source, &group)
+        }
+        result => result,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `repeat` rounds of one message per address, `garp_interval` (IPv4) or
+/// `gna_interval` (IPv6) apart, as keepalived spaces them.
+async fn announce(
+    addresses: Vec<(Arc<Announcer>, IpAddr)>,
+    repeat: u32,
+    garp_interval: Duration,
+    gna_interval: Duration,
+    name: String,
+) {
+    tracing::info!(
+        "({name}) announcing {} {repeat} time(s) (gratuitous ARP, unsolicited neighbour \
+         advertisement)",
+        addresses
+            .iter()
+            .map(|(announcer, address)| format!("{address} on {}", announcer.interface_name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for _ in 0..repeat {
+        for (announcer, address) in &addresses {
+            if let Err(error) = announcer.announce(*address) {
+                tracing::warn!(
+                    "({name}) cannot announce {address} on {}: {error}",
+                    announcer.interface_name()
+                );
+            }
+            let interval = match address {
+                IpAddr::V4(_) => garp_interval,
+                IpAddr::V6(_) => gna_interval,
+            };
+            if !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+        }
+    }
+}
+
+/// Runs the instance's notify scripts for `state`: the state's own
+/// (`notify_master`...) as written, and `notify` with keepalived's four
+/// arguments: `INSTANCE`, the name, the state and the priority.
+fn notify(
+    configuration: &config::Config,
+    scripts: &config::Notify,
+    name: &str,
+    state: State,
+    priority: u8,
+) {
+    let (own, word) = match state {
+        State::Master => (&scripts.master, "MASTER"),
+        State::Backup => (&scripts.backup, "BACKUP"),
+        State::Fault => (&scripts.fault, "FAULT"),
+        State::Initialize => (&scripts.stop, "STOP"),
+    };
+    if let Some(script) = own {
+        spawn_script(configuration, script, &[]);
+    }
+    if let Some(script) = &scripts.any {
+        spawn_script(
+            configuration,
+            script,
+            &["INSTANCE", name, word, &priority.to_string()],
+        );
+    }
+}
+
+/// Starts a script and logs how it ended, never waiting for it here.
+fn spawn_script(configuration: &config::Config, script: &config::Script, arguments: &[&str]) {
+    match crate::scripts::command(script, &configuration.global) {
+        Ok(mut command) => {
+            command.args(arguments);
+            match command.spawn() {
+                Ok(mut child) => {
+                    let what = script.command.clone();
+                    tokio::spawn(async move {
+                        match child.wait().await {
+                            Ok(status) if status.success() => tracing::debug!("{what}: {status}"),
+                            Ok(status) => tracing::warn!("{what}: {status}"),
+                            Err(error) => tracing::warn!("{what}: {error}"),
+                        }
+                    });
+                }
+                Err(error) => tracing::error!("cannot run {}: {error}", script.command),
+            }
+        }
+        Err(why) => tracing::error!("cannot run {}: {why}", script.command),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::vrrp::{Addresses, Kind};
+
+    fn advert() -> Repr {
+        Repr {
+            virtual_router_id: 51,
+            priority: 100,
+            kind: Kind::Version3 {
+                max_advert_interval: 100,
+            },
+            addresses: Addresses::Ipv4(vec![Ipv4Addr::new(192, 0, 2, 100)]),
+        }
+    }
+
+    fn datagram(payload: Vec<u8>, destination: IpAddr) -> Datagram {
+        Datagram {
+            source: IpAddr::from([192, 0, 2, 1]),
+            destination,
+            hop_limit: 255,
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_unicast_advert_checksummed_with_the_group_is_accepted() {
+        let source = IpAddr::from([192, 0, 2, 1]);
+        let peer = IpAddr::from([192, 0, 2, 2]);
+        let group = io::group(Family::Ipv4);
+        // keepalived before 2.2, or with unicast_checksum_compat.
+        let old_style = advert().to_bytes(&source, &group);
+        assert_eq!(parse(&datagram(old_style, peer)), Ok(advert()));
+        let new_style = advert().to_bytes(&source, &peer);
+        assert_eq!(parse(&datagram(new_style, peer)), Ok(advert()));
+    }
+
+    #[test]
+    fn a_multicast_advert_is_checked_with_the_group_only() {
+        let source = IpAddr::from([192, 0, 2, 1]);
+        let peer = IpAddr::from([192, 0, 2, 2]);
+        let group = io::group(Family::Ipv4);
+        let for_the_peer = advert().to_bytes(&source, &peer);
+        assert_eq!(
+            parse(&datagram(for_the_peer, group)),
+            Err(packet::Error::BadChecksum)
+        );
+    }
+}
