@@ -360,7 +360,10 @@ fn daemon_runs_vrrp_and_ipvs_together() {
     let configuration = directory.join("keepalived.conf");
     std::fs::write(
         &configuration,
-        "vrrp_instance VI_1 {
+        "global_defs {
+    lvs_sync_daemon d0 VI_1
+}
+vrrp_instance VI_1 {
     interface d0
     virtual_router_id 7
     version 3
@@ -407,10 +410,23 @@ virtual_server 10.7.0.100 80 {
                 read(&mut client).expect("read").service(&key).is_some()
             })
             .expect("thread");
-        (holds, service)
+        let daemons: Vec<(ipvs::SyncState, u32)> = namespace
+            .run(|| {
+                let mut client = Client::connect().expect("connect");
+                client
+                    .daemons()
+                    .expect("daemons")
+                    .into_iter()
+                    .map(|daemon| (daemon.state, daemon.sync_id))
+                    .collect()
+            })
+            .expect("thread");
+        (holds, service, daemons)
     };
     let started = Instant::now();
-    while state() != (true, true) {
+    // Master: the address, the service, and the master sync daemon (its
+    // sync id the instance's VRID).
+    while state() != (true, true, vec![(ipvs::SyncState::Master, 7)]) {
         let log = std::fs::read_to_string(directory.join("pulse.log")).unwrap_or_default();
         assert!(
             started.elapsed() < Duration::from_secs(60),
@@ -426,5 +442,12 @@ virtual_server 10.7.0.100 80 {
     let log = std::fs::read_to_string(directory.join("pulse.log")).unwrap_or_default();
     assert!(status.success(), "{status}\n{log}");
     assert!(log.contains("(VI_1) Entering MASTER STATE"), "{log}");
-    assert_eq!(state(), (false, false), "left behind\n{log}");
+    // The sync daemon followed the instance: backup first, then master.
+    let backup = log.find("starting the backup sync daemon on d0 (sync id 7)");
+    let master = log.find("starting the master sync daemon on d0 (sync id 7)");
+    assert!(
+        backup.is_some() && master.is_some() && backup < master,
+        "{log}"
+    );
+    assert_eq!(state(), (false, false, vec![]), "left behind\n{log}");
 }

@@ -235,8 +235,6 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "lvs_sync_daemon" => {
                 global.lvs_sync_daemon = read_lvs_sync_daemon(child, context);
-                // It follows a VRRP instance, which pulse does not run yet.
-                context.not_acted_on(child);
             }
             "startup_script" => {
                 global.startup_script = common::script_checked(child, Some(context))

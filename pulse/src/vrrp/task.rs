@@ -816,6 +816,16 @@ impl Vrrp {
                 if state == State::Initialize {
                     tracing::info!("({name}) Stopped");
                 }
+                if let Some(sync) = &self.configuration.global.lvs_sync_daemon
+                    && sync.instance == name
+                {
+                    follow_sync_daemon(
+                        sync.clone(),
+                        state,
+                        instance.machine.settings().virtual_router_id,
+                    )
+                    .await;
+                }
                 notify(
                     &self.configuration,
                     &instance.notify,
@@ -1091,6 +1101,33 @@ async fn announce(
                 tokio::time::sleep(interval).await;
             }
         }
+    }
+}
+
+/// `lvs_sync_daemon` follows its instance, as keepalived's VRRP process
+/// has it: master daemon while MASTER, backup daemon otherwise (leaving
+/// MASTER for FAULT included), none once stopped. The IPVS calls block
+/// for a millisecond: they run on the blocking pool.
+async fn follow_sync_daemon(sync: config::LvsSyncDaemon, state: State, virtual_router_id: u8) {
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut client = ipvs::Client::connect()?;
+        match state {
+            State::Master => crate::sync_daemon::follow(
+                &mut client,
+                &crate::sync_daemon::daemon(&sync, ipvs::SyncState::Master, virtual_router_id),
+            ),
+            State::Backup | State::Fault => crate::sync_daemon::follow(
+                &mut client,
+                &crate::sync_daemon::daemon(&sync, ipvs::SyncState::Backup, virtual_router_id),
+            ),
+            State::Initialize => crate::sync_daemon::stop(&mut client),
+        }
+    })
+    .await;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::error!("lvs_sync_daemon: {error}"),
+        Err(error) => tracing::error!("lvs_sync_daemon: {error}"),
     }
 }
 
