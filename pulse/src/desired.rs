@@ -38,8 +38,9 @@
 //! - Services (ipvswrapper.c `ipvs_set_srule`): the scheduler, the flags
 //!   (`ops`, `flag-1..3`/`sh-*`/`mh-*`, `hashed`, which the kernel ignores);
 //!   with a persistence timeout, `PERSISTENT`, the timeout, the granularity
-//!   as netmask and the persistence engine; otherwise the full netmask and
-//!   no engine.
+//!   as netmask (except for a group's services, which keepalived sends with
+//!   the full netmask) and the persistence engine; otherwise the full
+//!   netmask and no engine.
 //! - Destination ports (`ipvs_cmd`, `ipvs_group_cmd`): NAT keeps the real
 //!   server's port; DR and TUN take the service's, which is 0 for fwmark
 //!   services.
@@ -538,7 +539,17 @@ fn service(virtual_server: &config::VirtualServer, key: ServiceKey) -> Service {
     if timeout != 0 {
         service.flags.insert(ServiceFlags::PERSISTENT);
         service.timeout = timeout;
+        // A group's services keep the full netmask whatever the
+        // granularity: keepalived's `ipvs_group_range_cmd` and the fwmark
+        // loop of `ipvs_group_cmd` overwrite the netmask `ipvs_set_srule`
+        // set with the family's full one (seen in the lab: `ipvsadm -S`
+        // shows no `-M` for them).
+        let grouped = matches!(
+            virtual_server.address,
+            config::VirtualServerAddress::Group(_)
+        );
         match (virtual_server.persistence_granularity, key.family()) {
+            _ if grouped => {}
             (Some(config::Granularity::Netmask(mask)), Family::Inet) => {
                 service.netmask = Netmask::Ipv4(mask)
             }
