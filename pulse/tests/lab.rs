@@ -17,6 +17,9 @@ use pulse::reconcile::{Ownership, plan, read};
 use pulse::reconciler::{Channels, Reconciler, StopMode, run};
 use tokio::sync::{mpsc, oneshot};
 
+#[path = "lab/differential.rs"]
+mod differential;
+
 const CONFIGURATION: &str = "
 global_defs {
     lvs_timeouts tcp 800 udp 200
