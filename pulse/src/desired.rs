@@ -202,27 +202,36 @@ pub fn desired(
             result.notify_on_stop.push(name);
         }
         for key in service_keys(virtual_server, configuration) {
-            // keepalived refuses a second virtual server with the same
-            // service; a duplicate from a group overlap keeps the first.
-            if !seen.insert(key) {
-                continue;
+            let destinations = pool.iter().map(|member| member.destination(key));
+            // A service a virtual server or group entry before this one
+            // has already (two virtual servers with the same address, or
+            // a group overlapping one): keepalived's second ADD fails as
+            // the service exists, but its ADD_DESTs go into that service,
+            // so it keeps the first one's parameters and gains the
+            // destinations it did not have (seen in the lab).
+            let entry = if seen.insert(key) {
+                result.table.services.push(TableService {
+                    service: service(virtual_server, key),
+                    destinations: Vec::new(),
+                });
+                result.table.services.last_mut()
+            } else {
+                result
+                    .table
+                    .services
+                    .iter_mut()
+                    .find(|entry| entry.service.key == key)
+            };
+            let Some(entry) = entry else { continue };
+            for destination in destinations {
+                if !entry
+                    .destinations
+                    .iter()
+                    .any(|known| known.socket_address() == destination.socket_address())
+                {
+                    entry.destinations.push(destination);
+                }
             }
-            let destinations = pool.iter().map(|member| member.destination(key)).fold(
-                Vec::<Destination>::new(),
-                |mut list, destination| {
-                    if !list
-                        .iter()
-                        .any(|known| known.socket_address() == destination.socket_address())
-                    {
-                        list.push(destination);
-                    }
-                    list
-                },
-            );
-            result.table.services.push(TableService {
-                service: service(virtual_server, key),
-                destinations,
-            });
         }
     }
     result

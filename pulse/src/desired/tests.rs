@@ -455,6 +455,53 @@ fn real_servers_weighing_nothing_in_all_leave_the_sorry_server_in() {
 }
 
 #[test]
+fn a_service_configured_twice_keeps_the_first_parameters_and_gains_destinations() {
+    let configuration = load(
+        "virtual_server_group overlap {
+    192.0.2.1-2 80
+}
+virtual_server 192.0.2.2 80 {
+    protocol TCP
+    lvs_sched rr
+    lvs_method NAT
+    real_server 10.0.0.1 80 { weight 4 }
+}
+virtual_server group overlap {
+    protocol TCP
+    lvs_sched wlc
+    lvs_method NAT
+    real_server 10.0.0.1 80 { weight 9 }
+    real_server 10.0.0.2 80 { }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let services: Vec<(String, &str)> = desired
+        .table
+        .services
+        .iter()
+        .map(|entry| {
+            (
+                entry.service.key.to_string(),
+                entry.service.scheduler.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(services.len(), 2);
+    assert_eq!(services[0].1, "rr");
+    assert_eq!(services[1].1, "wlc");
+    // The shared service: the first virtual server's destination keeps its
+    // weight, the group's other one joins.
+    assert_eq!(
+        pool(&desired, 0),
+        [(address("10.0.0.1:80"), 4), (address("10.0.0.2:80"), 1)]
+    );
+    assert_eq!(
+        pool(&desired, 1),
+        [(address("10.0.0.1:80"), 9), (address("10.0.0.2:80"), 1)]
+    );
+}
+
+#[test]
 fn nanny_state_changes_feed_the_health() {
     let mut health = Health::default();
     health.record(&StateChange {

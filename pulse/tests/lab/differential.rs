@@ -425,6 +425,93 @@ virtual_server fwmark 15 {
         listen: &[],
     },
     Case {
+        name: "flags-and-their-order",
+        configuration: "
+virtual_server 192.0.2.80 80 {
+    protocol TCP
+    sh-port
+    lvs_sched sh
+    sh-fallback
+    lvs_method NAT
+    real_server 10.0.2.11 80 { }
+}
+virtual_server 192.0.2.81 80 {
+    protocol TCP
+    lvs_sched rr
+    hashed
+    flag-2
+    flag-3
+    lvs_method NAT
+    real_server 10.0.2.11 80 { }
+}
+virtual_server 192.0.2.82 80 {
+    protocol TCP
+    lvs_sched wrr
+    mh-port
+    lvs_method NAT
+    real_server 10.0.2.11 80 { }
+}",
+        listen: &[],
+    },
+    Case {
+        name: "cross-family-tunnels",
+        configuration: "
+virtual_server 192.0.2.83 80 {
+    protocol TCP
+    lvs_sched rr
+    lvs_method TUN
+    real_server 2001:db8::11 80 { }
+    real_server 10.0.2.11 80 { }
+}
+virtual_server fwmark 16 {
+    ip_family inet6
+    lvs_sched rr
+    lvs_method TUN type gue port 7000
+    real_server 10.0.2.12 80 { }
+}
+virtual_server fwmark 17 {
+    lvs_sched rr
+    lvs_method TUN
+    real_server 2001:db8::12 80 { }
+}",
+        listen: &[],
+    },
+    Case {
+        name: "virtual-server-weight-and-overlap",
+        configuration: "
+virtual_server_group overlap {
+    192.0.2.90-91 80
+}
+virtual_server 192.0.2.91 80 {
+    protocol TCP
+    lvs_sched rr
+    lvs_method NAT
+    weight 4
+    real_server 10.0.2.11 80 { }
+    real_server 10.0.2.12 80 { weight 2 }
+}
+virtual_server group overlap {
+    protocol TCP
+    lvs_sched wlc
+    lvs_method NAT
+    real_server 10.0.2.11 80 { weight 9 }
+    real_server 10.0.2.13 80 { }
+}
+virtual_server 192.0.2.92 80 {
+    protocol TCP
+    lvs_sched rr
+    lvs_method NAT
+    real_server 10.0.2.11 80 { }
+}
+virtual_server 192.0.2.92 80 {
+    protocol TCP
+    lvs_sched lc
+    lvs_method DR
+    real_server 10.0.2.14 80 { }
+}",
+        listen: &[],
+    },
+    Case {
         name: "tcp-checks-passing",
         configuration: "
 virtual_server 192.0.2.14 80 {
