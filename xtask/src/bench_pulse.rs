@@ -17,6 +17,10 @@
 //!   SIGHUP to the kernel showing the new weight, polling that virtual
 //!   server's destinations only.
 //!
+//! Each run also gets a NOTIFY_SOCKET, and the times at which the daemon
+//! said READY=1 (systemd's notify protocol) after start and after SIGHUP
+//! are printed beside, when it did.
+//!
 //! Both run with their pid files, logs on a file, and `--dont-release-ipvs`
 //! so that stopping them (SIGTERM) does not spend minutes emptying the
 //! table. Prints every round and the median ratios; timings are printed,
@@ -24,8 +28,11 @@
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -64,6 +71,11 @@ struct Figures {
     /// table.
     start_seen_by: &'static str,
     reload: Duration,
+    /// When the daemon said READY=1 (systemd's notify protocol, on the
+    /// NOTIFY_SOCKET each run gets) after spawning and after SIGHUP, if it
+    /// did.
+    ready_at_start: Option<Duration>,
+    ready_after_reload: Option<Duration>,
 }
 
 /// In the guest: the benchmark.
@@ -144,6 +156,23 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
             keepalived.reload.as_secs_f64(),
             pulse.reload.as_secs_f64(),
         );
+        let ready = |figures: &Figures| {
+            let show = |time: Option<Duration>| {
+                time.map_or("-".to_owned(), |time| {
+                    format!("{:.3} s", time.as_secs_f64())
+                })
+            };
+            format!(
+                "{} after start, {} after SIGHUP",
+                show(figures.ready_at_start),
+                show(figures.ready_after_reload)
+            )
+        };
+        println!(
+            "       READY=1: keepalived {}; pulse {}",
+            ready(keepalived),
+            ready(pulse)
+        );
         for (daemon, figures) in daemons.iter().zip(&figures) {
             if figures.start_seen_by != "last service" {
                 println!(
@@ -206,11 +235,15 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
     let log = directory.join("daemon.log");
     let arguments = (daemon.arguments)(&configuration, directory);
 
+    let notify_path = directory.join("notify.socket");
+    let _ = std::fs::remove_file(&notify_path);
+    let readiness = Readiness::listen(&notify_path)?;
     let (mut child, started) = namespace.run(|| -> Result<(Child, Instant)> {
         let file = std::fs::File::create(&log)?;
         let mut command = Command::new(&daemon.program);
         command
             .args(&arguments)
+            .env("NOTIFY_SOCKET", &notify_path)
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file);
@@ -230,6 +263,7 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
         std::fs::rename(directory.join("keepalived.conf.new"), &configuration)?;
         let reloaded = service_key(RELOADED_SERVICE.min(services - 1));
         let real_server = real_server_address(RELOADED_REAL_SERVER);
+        let ready_at_start = readiness.first_after(started, Duration::ZERO);
         let started = Instant::now();
         signal(&child, libc::SIGHUP)?;
         let reload = poll(&mut child, started, "the new weight", || {
@@ -241,19 +275,90 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
         if !table_complete(&mut client, services, Some(RELOADED_WEIGHT))? {
             bail!("after the reload the table is not the configuration's");
         }
+        // A daemon that spoke the protocol at start says READY=1 once the
+        // reload is applied, possibly after the kernel showed it.
+        let ready_after_reload = match ready_at_start {
+            Some(_) => readiness.first_after(started, Duration::from_secs(10)),
+            None => None,
+        };
         Ok(Figures {
             start,
             start_seen_by,
             reload,
+            ready_at_start,
+            ready_after_reload,
         })
     })();
     stop(&mut child);
+    readiness.close();
     outcome.map_err(|error| {
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         error.context(format!("the last lines of its log:\n{}", tail.join("\n")))
     })
+}
+
+/// The READY=1 messages a daemon sends to its NOTIFY_SOCKET, timestamped
+/// as they arrive by a thread.
+struct Readiness {
+    times: Arc<Mutex<Vec<Instant>>>,
+    done: Arc<AtomicBool>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Readiness {
+    fn listen(path: &Path) -> Result<Readiness> {
+        let socket =
+            UnixDatagram::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
+        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let times = Arc::new(Mutex::new(Vec::new()));
+        let done = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (times, done) = (times.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut buffer = [0_u8; 4096];
+                while !done.load(Ordering::Relaxed) {
+                    if let Ok(length) = socket.recv(&mut buffer)
+                        && String::from_utf8_lossy(&buffer[..length])
+                            .lines()
+                            .any(|line| line == "READY=1")
+                    {
+                        times.lock().unwrap().push(Instant::now());
+                    }
+                }
+            })
+        };
+        Ok(Readiness {
+            times,
+            done,
+            reader,
+        })
+    }
+
+    /// How long after `since` the first READY=1 after it came, waiting up
+    /// to `patience` for one.
+    fn first_after(&self, since: Instant, patience: Duration) -> Option<Duration> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let first = self
+                .times
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|time| **time >= since)
+                .map(|time| time.duration_since(since));
+            if first.is_some() || Instant::now() >= deadline {
+                return first;
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    fn close(self) {
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.reader.join();
+    }
 }
 
 /// From spawn to a complete table: the time, and how it was seen.
