@@ -531,6 +531,7 @@ virtual_server 192.0.2.14 80 {
         }
     }
     real_server 10.0.2.12 80 {
+        alpha
         TCP_CHECK {
             connect_ip 127.0.0.1
             connect_port 9002
@@ -567,6 +568,10 @@ virtual_server group checked {
 /// How many cases run at a time: each runs keepalived, pulse and a few
 /// ipvsadm processes, on the guest's two emulated CPUs.
 const PARALLEL: usize = 6;
+
+/// How long after its start a daemon running checkers may be taken as
+/// settled: three `delay_loop`s of the cases (1 s) and a connect.
+const CHECKED_SETTLE: Duration = Duration::from_secs(4);
 
 /// How long a daemon may take to settle, all cases running at once.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -692,7 +697,7 @@ fn keepalived_table(
         .arg("-c")
         .arg(directory.join("checkers.pid"));
     let mut daemon = Daemon::spawn(command, &log)?;
-    let table = settled(&namespace, &mut daemon).and_then(|_| snapshot(&namespace));
+    let table = settled(&namespace, &mut daemon, case).and_then(|_| snapshot(&namespace));
     daemon.stop();
     table.map_err(|error| format!("keepalived: {error}\n{}", daemon.log()))
 }
@@ -720,7 +725,7 @@ fn pulse_table(
         .env("NOTIFY_SOCKET", &notify_path);
     let mut daemon = Daemon::spawn(command, &log)?;
     let table = ready(&notifications, &mut daemon)
-        .and_then(|_| settled(&namespace, &mut daemon))
+        .and_then(|_| settled(&namespace, &mut daemon, case))
         .and_then(|_| snapshot(&namespace));
     daemon.stop();
     table.map_err(|error| format!("pulse: {error}\n{}", daemon.log()))
@@ -751,6 +756,7 @@ fn pulse_library_table(index: usize, configuration: &Path) -> Result<Vec<String>
 struct Daemon {
     child: Child,
     log: PathBuf,
+    started: Instant,
 }
 
 impl Daemon {
@@ -765,6 +771,7 @@ impl Daemon {
         Ok(Daemon {
             child,
             log: log.to_owned(),
+            started: Instant::now(),
         })
     }
 
@@ -847,7 +854,17 @@ fn ready(notifications: &UnixDatagram, daemon: &mut Daemon) -> Result<(), String
 
 /// Waits until the namespace's table has services and two reads 300 ms
 /// apart agree.
-fn settled(namespace: &Namespace, daemon: &mut Daemon) -> Result<(), String> {
+///
+/// A case with checkers settles no earlier than [`CHECKED_SETTLE`] after
+/// the daemon started: an `alpha` real server enters the pool only after
+/// its first check, which comes up to one `delay_loop` after the start.
+fn settled(namespace: &Namespace, daemon: &mut Daemon, case: &Case) -> Result<(), String> {
+    let earliest = daemon.started
+        + if case.listen.is_empty() {
+            Duration::ZERO
+        } else {
+            CHECKED_SETTLE
+        };
     let mut client = namespace
         .run(Client::connect)
         .map_err(|error| error.to_string())?
@@ -856,7 +873,10 @@ fn settled(namespace: &Namespace, daemon: &mut Daemon) -> Result<(), String> {
     let mut previous: Option<Table> = None;
     loop {
         let table = read(&mut client).map_err(|error| error.to_string())?;
-        if !table.services.is_empty() && previous.as_ref() == Some(&table) {
+        if !table.services.is_empty()
+            && previous.as_ref() == Some(&table)
+            && Instant::now() >= earliest
+        {
             return Ok(());
         }
         previous = Some(table);
