@@ -34,6 +34,16 @@ enum Flag {
     DumpConfig,
     Version,
     Help,
+    DontFork,
+    NoSyslog,
+    LogConsole,
+    LogDetail,
+    PidFile,
+    DontReleaseIpvs,
+    /// `-C`: the checker (LVS) part only, which is all pulse runs so far.
+    CheckOnly,
+    /// `-P`: the VRRP part only.
+    VrrpOnly,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -60,22 +70,22 @@ use Takes::*;
 /// keepalived 2.2.7's options (`keepalived --help`), plus `--dump-config`.
 const OPTIONS: &[Spec] = &[
     option(Some('f'), "use-file", Required, UseFile),
-    option(Some('P'), "vrrp", Nothing, Other),
-    option(Some('C'), "check", Nothing, Other),
+    option(Some('P'), "vrrp", Nothing, VrrpOnly),
+    option(Some('C'), "check", Nothing, CheckOnly),
     option(Some('B'), "no_bfd", Nothing, Other),
     option(None, "all", Nothing, Other),
-    option(Some('l'), "log-console", Nothing, Other),
-    option(Some('D'), "log-detail", Nothing, Other),
+    option(Some('l'), "log-console", Nothing, LogConsole),
+    option(Some('D'), "log-detail", Nothing, LogDetail),
     option(Some('S'), "log-facility", Required, Other),
-    option(Some('G'), "no-syslog", Nothing, Other),
+    option(Some('G'), "no-syslog", Nothing, NoSyslog),
     option(Some('u'), "umask", Required, Other),
     option(Some('X'), "release-vips", Nothing, Other),
     option(Some('V'), "dont-release-vrrp", Nothing, Other),
-    option(Some('I'), "dont-release-ipvs", Nothing, Other),
+    option(Some('I'), "dont-release-ipvs", Nothing, DontReleaseIpvs),
     option(Some('R'), "dont-respawn", Nothing, Other),
-    option(Some('n'), "dont-fork", Nothing, Other),
+    option(Some('n'), "dont-fork", Nothing, DontFork),
     option(Some('d'), "dump-conf", Nothing, Other),
-    option(Some('p'), "pid", Required, Other),
+    option(Some('p'), "pid", Required, PidFile),
     option(Some('r'), "vrrp_pid", Required, Other),
     option(Some('T'), "genhash", Nothing, Other),
     option(Some('c'), "checkers_pid", Required, Other),
@@ -112,6 +122,20 @@ pub struct Arguments {
     pub dump_config: bool,
     pub version: bool,
     pub help: bool,
+    /// `-n`: stay in the foreground.
+    pub dont_fork: bool,
+    /// `-l`: log to the console (stderr) too.
+    pub log_console: bool,
+    /// `-G`: not to the system log.
+    pub no_syslog: bool,
+    /// `-D`: detailed logs.
+    pub log_detail: bool,
+    /// `-p FILE`: the pid file.
+    pub pid_file: Option<PathBuf>,
+    /// `--dont-release-ipvs`: leave the IPVS table as it is at stop.
+    pub dont_release_ipvs: bool,
+    pub check_only: bool,
+    pub vrrp_only: bool,
     /// keepalived options accepted but not acted on yet, as written.
     pub not_yet_supported: Vec<String>,
     /// Arguments that are not options: keepalived reports them and goes on.
@@ -128,6 +152,14 @@ impl Default for Arguments {
             dump_config: false,
             version: false,
             help: false,
+            dont_fork: false,
+            log_console: false,
+            no_syslog: false,
+            log_detail: false,
+            pid_file: None,
+            dont_release_ipvs: false,
+            check_only: false,
+            vrrp_only: false,
             not_yet_supported: Vec::new(),
             unexpected: Vec::new(),
         }
@@ -266,6 +298,14 @@ fn apply(parsed: &mut Arguments, spec: &Spec, value: Option<String>, written: &s
         DumpConfig => parsed.dump_config = true,
         Version => parsed.version = true,
         Help => parsed.help = true,
+        DontFork => parsed.dont_fork = true,
+        LogConsole => parsed.log_console = true,
+        NoSyslog => parsed.no_syslog = true,
+        LogDetail => parsed.log_detail = true,
+        PidFile => parsed.pid_file = value.map(PathBuf::from),
+        DontReleaseIpvs => parsed.dont_release_ipvs = true,
+        CheckOnly => parsed.check_only = true,
+        VrrpOnly => parsed.vrrp_only = true,
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
             None => written.to_string(),
@@ -278,6 +318,14 @@ pub const HELP: &str = "\
 Usage: pulse [OPTION...]
   -f, --use-file=FILE          Use the specified configuration file
                                 default '/etc/keepalived/keepalived.conf'
+  -C, --check                  Only run the checkers and IPVS (all pulse runs so far)
+  -n, --dont-fork              Don't fork the daemon process
+  -l, --log-console            Log messages to the console (stderr)
+  -D, --log-detail             Detailed log messages
+  -G, --no-syslog              Don't log via syslog
+  -p, --pid=FILE               Use the specified pidfile (default /run/pulse.pid)
+  -I, --dont-release-ipvs      Don't remove the IPVS services pulse programmed
+                                when it stops (the next pulse adopts them)
   -t, --config-test[=LOG_FILE] Check the configuration and exit; the report goes
                                 to stderr, or to LOG_FILE
       --dump-config            Print the resolved configuration (after includes,
@@ -291,6 +339,9 @@ Usage: pulse [OPTION...]
   -v, --version                Display the version number
   -h, --help                   Display this help message
 
+Signals: SIGHUP reloads the configuration (refused, with the old one kept, if
+it has errors); SIGTERM and SIGINT stop.
 Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.
-Exit status: 0 clean, 4 errors, 5 warnings only, 1 bad command line (docs/pulse.md).
+Exit status: 0 clean, 1 bad command line, 3 cannot run (no IPVS, pid file
+held), 4 configuration errors, 5 warnings only with -t (docs/pulse.md).
 ";

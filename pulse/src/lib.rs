@@ -1,13 +1,16 @@
 //! The Fulcrum daemon: configuration and health checks in, IPVS state out.
 //!
-//! So far only keepalived's configuration check (`-t`) and `--dump-config`;
-//! running the daemon is the subject of later issues. [`run`] holds the
-//! logic, so that the binary stays a thin wrapper and tests can drive it.
+//! [`run`] holds the logic, so that the binary stays a thin wrapper and
+//! tests can drive it: keepalived's configuration check (`-t`),
+//! `--dump-config`, and otherwise the daemon ([`daemon`]).
 
 pub mod cli;
+pub mod daemon;
 pub mod desired;
 pub mod reconcile;
 pub mod reconciler;
+pub mod scripts;
+pub mod vrrp;
 
 use std::io::Write;
 
@@ -20,6 +23,9 @@ pub mod exit {
     pub const CLEAN: i32 = 0;
     /// The command line is wrong (keepalived: "Unknown option", status 1).
     pub const USAGE: i32 = 1;
+    /// The daemon cannot run: no IPVS in the kernel, the pid file held by
+    /// another pulse, no fork.
+    pub const FATAL: i32 = 3;
     /// At least one error: pulse would refuse this configuration
     /// (keepalived's `KEEPALIVED_EXIT_CONFIG`, "cannot run the config").
     pub const ERRORS: i32 = 4;
@@ -64,11 +70,9 @@ pub fn run(
         )?;
     }
     if arguments.config_test.is_none() && !arguments.dump_config {
-        writeln!(
-            stderr,
-            "pulse: running the daemon is not implemented yet; use -t/--config-test or --dump-config"
-        )?;
-        return Ok(exit::USAGE);
+        stdout.flush()?;
+        stderr.flush()?;
+        return Ok(daemon::run(&arguments));
     }
     check(&arguments, stdout, stderr)
 }
@@ -173,7 +177,8 @@ mod tests {
     fn grouped_abbreviated_and_unknown_options() {
         let arguments = parse(&["-lnt", "-i", "main", "--all-c", "--dump-config"]).unwrap();
         assert_eq!(arguments.config_test, Some(cli::ConfigTest::Stderr));
-        assert_eq!(arguments.not_yet_supported, ["-l", "-n"]);
+        assert!(arguments.log_console && arguments.dont_fork);
+        assert!(arguments.not_yet_supported.is_empty());
         assert_eq!(arguments.config_id, Some("main".into()));
         assert!(arguments.all_config && arguments.dump_config);
         // -tn: the optional argument of -t swallows the rest of the group.

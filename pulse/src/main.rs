@@ -3,8 +3,9 @@
 fn main() -> anyhow::Result<()> {
     let status = pulse::run(
         std::env::args_os().skip(1),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
+        // Not locked: the daemon's threads log to stderr while run() runs.
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
     )?;
     std::process::exit(status)
 }

@@ -183,9 +183,10 @@ impl Reconciler {
         self.configuration = configuration;
     }
 
-    /// One pass: desired table, kernel table, plan, apply. Returns the
-    /// operations applied (each logged) and the quorum notifications.
-    pub fn pass(&mut self, reason: Reason) -> Result<Vec<Notification>, ReconcileError> {
+    /// One pass: desired table, kernel table, plan, apply. Returns how many
+    /// operations were applied (each is logged) and the quorum
+    /// notifications.
+    pub fn pass(&mut self, reason: Reason) -> Result<(usize, Vec<Notification>), ReconcileError> {
         let computed = desired(&self.configuration, &self.health, &self.quorum);
         let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
         let operations = plan(&kernel, &computed.table, &self.ownership);
@@ -274,7 +275,7 @@ impl Reconciler {
             })
             .collect();
         applied.map_err(ReconcileError::Apply)?;
-        Ok(notifications)
+        Ok((operations.len(), notifications))
     }
 
     /// What keepalived does at stop (`clear_services`): flush the whole
@@ -348,12 +349,25 @@ pub fn stop_notifications(
     notifications
 }
 
+/// How a pass went, for whoever waits on it: the number of operations
+/// applied, or the error, as text.
+pub type PassOutcome = Result<usize, String>;
+
+/// A new configuration, already loaded and checked.
+pub struct Reload {
+    pub configuration: Arc<config::Config>,
+    /// Told once the new configuration's pass is over (systemd's READY
+    /// after RELOADING).
+    pub applied: Option<oneshot::Sender<PassOutcome>>,
+}
+
 /// The channels the loop listens and talks on.
 pub struct Channels {
     /// nanny's state changes (`nanny::scheduler::Handle::events`).
     pub states: mpsc::Receiver<StateChange>,
-    /// New configurations, already loaded and checked.
-    pub reloads: mpsc::Receiver<Arc<config::Config>>,
+    pub reloads: mpsc::Receiver<Reload>,
+    /// Told once the start pass is over (systemd's READY).
+    pub started: Option<oneshot::Sender<PassOutcome>>,
     /// Fires once to stop, saying what to do with the table.
     pub stop: oneshot::Receiver<StopMode>,
     /// Scripts to run.
@@ -368,6 +382,7 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
     // The first tick is immediate: the start pass.
     timer.tick().await;
     let mut reason = Some(Reason::Start);
+    let mut waiting = channels.started.take();
     let mut states_open = true;
     let mut reloads_open = true;
     let stop = loop {
@@ -375,9 +390,18 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             let (returned, outcome) =
                 in_blocking_pool(reconciler, move |reconciler| reconciler.pass(why)).await;
             reconciler = returned;
-            match outcome {
-                Ok(notifications) => notify(&channels.notifications, notifications),
-                Err(error) => tracing::error!("{why}: {error}"),
+            let told = match outcome {
+                Ok((applied, notifications)) => {
+                    notify(&channels.notifications, notifications);
+                    Ok(applied)
+                }
+                Err(error) => {
+                    tracing::error!("{why}: {error}");
+                    Err(error.to_string())
+                }
+            };
+            if let Some(waiting) = waiting.take() {
+                let _ = waiting.send(told);
             }
         }
         if !states_open && !reloads_open {
@@ -396,9 +420,10 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                 }
                 None => states_open = false,
             },
-            configuration = channels.reloads.recv(), if reloads_open => match configuration {
-                Some(configuration) => {
-                    reconciler.reload(configuration);
+            reload = channels.reloads.recv(), if reloads_open => match reload {
+                Some(reload) => {
+                    reconciler.reload(reload.configuration);
+                    waiting = reload.applied;
                     reason = Some(Reason::Reload);
                 }
                 None => reloads_open = false,

@@ -262,6 +262,7 @@ fn reconciler_follows_health_and_repairs_drift_within_a_second() {
         Channels {
             states,
             reloads,
+            started: None,
             stop,
             notifications: notifications_sender,
         },

@@ -121,7 +121,9 @@ fn signal_group(group: libc::pid_t, signal: libc::c_int) {
     }
 }
 
-fn lookup_user(user: &str, group: Option<&str>) -> Result<(u32, u32), Failure> {
+/// The user and group ids a script runs as: the user's primary group
+/// unless `group` names another.
+pub fn lookup_user(user: &str, group: Option<&str>) -> Result<(u32, u32), Failure> {
     let unknown = |what: &str, name: &str| Failure::Other(format!("unknown {what} {name:?}"));
     let user_name = std::ffi::CString::new(user).map_err(|_| unknown("user", user))?;
     // SAFETY: getpwnam returns a pointer to static storage or null; it is

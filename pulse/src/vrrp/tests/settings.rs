@@ -1,0 +1,135 @@
+use std::time::Duration;
+
+use super::captures::*;
+use super::settings_of;
+use crate::vrrp::packet::Family;
+use crate::vrrp::settings::{AuthenticationSettings, Version};
+use crate::vrrp::{Machine, Packet, Repr};
+
+/// The adverts the machine builds from the captured configurations are
+/// keepalived's, byte for byte.
+#[test]
+fn adverts_from_the_configuration_are_keepalived_s() {
+    for (config, priority, bytes, source, destination) in [
+        (V2_CONFIG, 150, &V2_PRIORITY_150[..], SOURCE_V4, GROUP_V4),
+        (V2_CONFIG, 0, &V2_PRIORITY_0[..], SOURCE_V4, GROUP_V4),
+        (V3_CONFIG, 200, &V3_PRIORITY_200[..], SOURCE_V4, GROUP_V4),
+        (V3_CONFIG, 0, &V3_PRIORITY_0[..], SOURCE_V4, GROUP_V4),
+        (
+            V3_IPV6_CONFIG,
+            120,
+            &V3_IPV6_PRIORITY_120[..],
+            SOURCE_V6,
+            GROUP_V6,
+        ),
+        (
+            V3_IPV6_CONFIG,
+            0,
+            &V3_IPV6_PRIORITY_0[..],
+            SOURCE_V6,
+            GROUP_V6,
+        ),
+        (
+            V3_UNICAST_CONFIG,
+            100,
+            &V3_UNICAST_PRIORITY_100[..],
+            SOURCE_V4,
+            PEER_V4,
+        ),
+        (
+            V3_UNICAST_CONFIG,
+            0,
+            &V3_UNICAST_PRIORITY_0[..],
+            SOURCE_V4,
+            PEER_V4,
+        ),
+    ] {
+        let machine = Machine::new(settings_of(config));
+        let advert = machine.advert(priority);
+        assert_eq!(advert.to_bytes(&source, &destination), bytes);
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(bytes).unwrap(), &source, &destination),
+            Ok(advert)
+        );
+    }
+}
+
+#[test]
+fn resolved_values() {
+    let settings = settings_of(V2_CONFIG);
+    assert_eq!(settings.version, Version::V2);
+    assert_eq!(settings.family, Family::Ipv4);
+    assert_eq!(settings.virtual_router_id, 51);
+    assert_eq!(settings.priority, 150);
+    assert_eq!(
+        settings.authentication,
+        AuthenticationSettings::Password(*b"secret12")
+    );
+    assert!(settings.preempt);
+    assert_eq!(settings.down_timer_adverts, 3);
+    assert_eq!(settings.garp.master_delay, Duration::from_secs(5));
+    assert_eq!(settings.garp.master_repeat, 5);
+    assert_eq!(settings.garp.lower_priority_delay, Duration::from_secs(5));
+    assert_eq!(settings.garp.lower_priority_repeat, 5);
+    assert_eq!(settings.garp.master_refresh, None);
+
+    let settings = settings_of(V3_CONFIG);
+    assert_eq!(settings.version, Version::V3);
+    assert_eq!(settings.advert_interval, Duration::from_millis(500));
+    assert_eq!(settings.advert_interval_field(), 50);
+
+    let settings = settings_of(V3_UNICAST_CONFIG);
+    assert_eq!(settings.local_address, Some(SOURCE_V4));
+    assert_eq!(settings.unicast_peers.len(), 1);
+    assert_eq!(settings.unicast_peers[0].address, PEER_V4);
+}
+
+#[test]
+fn instance_values_override_global_ones_and_short_passwords_are_padded() {
+    let settings = settings_of(
+        "global_defs {
+            vrrp_garp_master_delay 2
+            vrrp_garp_master_repeat 3
+            vrrp_garp_lower_prio_repeat 1
+            vrrp_garp_master_refresh 60
+        }
+        vrrp_instance I {
+            interface eth0
+            virtual_router_id 7
+            nopreempt
+            preempt_delay 15
+            advert_int 2.4
+            garp_master_repeat 4
+            down_timer_adverts 5
+            authentication {
+                auth_type PASS
+                auth_pass abc
+            }
+            virtual_ipaddress {
+                10.0.0.1
+                fe80::1
+            }
+        }",
+    );
+    assert!(!settings.preempt);
+    // keepalived resets preempt_delay under nopreempt, and so does the
+    // parser.
+    assert_eq!(settings.preempt_delay, Duration::ZERO);
+    // Version 2: whole seconds.
+    assert_eq!(settings.advert_interval, Duration::from_secs(2));
+    assert_eq!(settings.down_timer_adverts, 5);
+    assert_eq!(settings.garp.master_delay, Duration::from_secs(2));
+    assert_eq!(settings.garp.master_repeat, 4);
+    assert_eq!(settings.garp.lower_priority_delay, Duration::from_secs(2));
+    assert_eq!(settings.garp.lower_priority_repeat, 1);
+    assert_eq!(settings.garp.master_refresh, Some(Duration::from_secs(60)));
+    assert_eq!(
+        settings.authentication,
+        AuthenticationSettings::Password(*b"abc\0\0\0\0\0")
+    );
+    // The advert carries the instance family's addresses only.
+    assert_eq!(
+        settings.virtual_addresses,
+        ["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+    );
+}
