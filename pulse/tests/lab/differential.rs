@@ -569,9 +569,9 @@ virtual_server group checked {
 /// ipvsadm processes, on the guest's two emulated CPUs.
 const PARALLEL: usize = 6;
 
-/// How long after its start a daemon running checkers may be taken as
-/// settled: three `delay_loop`s of the cases (1 s) and a connect.
-const CHECKED_SETTLE: Duration = Duration::from_secs(4);
+/// How long after its first programming a daemon running checkers may be
+/// taken as settled: several `delay_loop`s of the cases (1 s each).
+const CHECKED_SETTLE: Duration = Duration::from_secs(6);
 
 /// How long a daemon may take to settle, all cases running at once.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -658,8 +658,7 @@ fn compare(index: usize, case: &Case, directory: &Path) -> Result<(), String> {
     let configuration = case_directory.join("keepalived.conf");
     std::fs::write(&configuration, case.configuration).map_err(|error| error.to_string())?;
     let keepalived = keepalived_table(index, case, &configuration, &case_directory)?;
-    let pulse = pulse_library_table(index, &configuration)?;
-    let _ = pulse_table;
+    let pulse = pulse_table(index, case, &configuration, &case_directory)?;
     if keepalived == pulse {
         return Ok(());
     }
@@ -673,6 +672,10 @@ fn compare(index: usize, case: &Case, directory: &Path) -> Result<(), String> {
         if !keepalived.contains(line) {
             difference.push_str(&format!("+ {line}\n"));
         }
+    }
+    for log in ["keepalived.log", "pulse.log"] {
+        let text = std::fs::read_to_string(case_directory.join(log)).unwrap_or_default();
+        difference.push_str(&format!("--- {log} ---\n{text}"));
     }
     Err(difference)
 }
@@ -731,32 +734,10 @@ fn pulse_table(
     table.map_err(|error| format!("pulse: {error}\n{}", daemon.log()))
 }
 
-/// Until the daemon lands: pulse's library, what the daemon's start pass
-/// does (desired table, plan, apply).
-fn pulse_library_table(index: usize, configuration: &Path) -> Result<Vec<String>, String> {
-    let namespace = Namespace::create(&format!("pd-{index}")).map_err(|error| error.to_string())?;
-    let loaded = fulcrum_config::load(configuration, &Default::default());
-    let desired =
-        pulse::desired::desired(&loaded.config, &Default::default(), &Default::default()).table;
-    namespace
-        .run(|| -> Result<(), String> {
-            let mut client = Client::connect().map_err(|error| error.to_string())?;
-            let kernel = read(&mut client).map_err(|error| error.to_string())?;
-            let operations = pulse::reconcile::plan(&kernel, &desired, &Default::default());
-            client
-                .apply(&operations)
-                .map_err(|error| error.to_string())?;
-            Ok(())
-        })
-        .map_err(|error| error.to_string())??;
-    snapshot(&namespace)
-}
-
 /// A daemon run in a namespace, its stderr and stdout in a log file.
 struct Daemon {
     child: Child,
     log: PathBuf,
-    started: Instant,
 }
 
 impl Daemon {
@@ -771,7 +752,6 @@ impl Daemon {
         Ok(Daemon {
             child,
             log: log.to_owned(),
-            started: Instant::now(),
         })
     }
 
@@ -856,28 +836,29 @@ fn ready(notifications: &UnixDatagram, daemon: &mut Daemon) -> Result<(), String
 /// apart agree.
 ///
 /// A case with checkers settles no earlier than [`CHECKED_SETTLE`] after
-/// the daemon started: an `alpha` real server enters the pool only after
-/// its first check, which comes up to one `delay_loop` after the start.
+/// the table first had services: an `alpha` real server enters the pool
+/// only after its first check, up to a `delay_loop` (warmup) plus a
+/// connect later, and the emulated machine runs several cases at once.
 fn settled(namespace: &Namespace, daemon: &mut Daemon, case: &Case) -> Result<(), String> {
-    let earliest = daemon.started
-        + if case.listen.is_empty() {
-            Duration::ZERO
-        } else {
-            CHECKED_SETTLE
-        };
+    let patience = if case.listen.is_empty() {
+        Duration::ZERO
+    } else {
+        CHECKED_SETTLE
+    };
     let mut client = namespace
         .run(Client::connect)
         .map_err(|error| error.to_string())?
         .map_err(|error| error.to_string())?;
     let started = Instant::now();
+    let mut first_programmed: Option<Instant> = None;
     let mut previous: Option<Table> = None;
     loop {
         let table = read(&mut client).map_err(|error| error.to_string())?;
-        if !table.services.is_empty()
-            && previous.as_ref() == Some(&table)
-            && Instant::now() >= earliest
-        {
-            return Ok(());
+        if !table.services.is_empty() {
+            let since = *first_programmed.get_or_insert_with(Instant::now);
+            if previous.as_ref() == Some(&table) && since.elapsed() >= patience {
+                return Ok(());
+            }
         }
         previous = Some(table);
         daemon.running()?;
