@@ -15,7 +15,11 @@
 //!   complete.
 //! - **reload**: one real server's weight changed in the file, then from
 //!   SIGHUP to the kernel showing the new weight, polling that virtual
-//!   server's destinations only.
+//!   server's destinations only. The first SIGHUP is sent as soon as the
+//!   table is complete (and READY=1 seen, for a daemon that sends it), so
+//!   it also waits for whatever the daemon still does after its start; a
+//!   second one, right after the first is applied, measures a reload
+//!   alone.
 //!
 //! Each run also gets a NOTIFY_SOCKET, and the times at which the daemon
 //! said READY=1 (systemd's notify protocol) after start and after SIGHUP
@@ -49,6 +53,10 @@ const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// under emulation before the benchmark gives up.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
 
+/// How long to wait for a READY=1 once the kernel shows what it announces
+/// (keepalived, not run by systemd, sends none).
+const READY_PATIENCE: Duration = Duration::from_secs(3);
+
 /// The virtual server and real server whose weight the reload changes, and
 /// the new weight.
 const RELOADED_SERVICE: usize = 500;
@@ -71,6 +79,9 @@ struct Figures {
     /// table.
     start_seen_by: &'static str,
     reload: Duration,
+    /// A second reload (weight changed again) right after the first was
+    /// applied.
+    second_reload: Duration,
     /// When the daemon said READY=1 (systemd's notify protocol, on the
     /// NOTIFY_SOCKET each run gets) after spawning and after SIGHUP, if it
     /// did.
@@ -173,6 +184,11 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
             ready(keepalived),
             ready(pulse)
         );
+        println!(
+            "       a second SIGHUP right after: keepalived {:.3} s, pulse {:.3} s",
+            keepalived.second_reload.as_secs_f64(),
+            pulse.second_reload.as_secs_f64()
+        );
         for (daemon, figures) in daemons.iter().zip(&figures) {
             if figures.start_seen_by != "last service" {
                 println!(
@@ -204,11 +220,27 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
         median_of(1, |figures| figures.reload),
         median(&mut reload_ratios)
     );
+    let mut second_ratios: Vec<f64> = all
+        .iter()
+        .map(|figures| {
+            figures[0].second_reload.as_secs_f64() / figures[1].second_reload.as_secs_f64()
+        })
+        .collect();
+    println!(
+        "median second reload: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
+        median_of(0, |figures| figures.second_reload),
+        median_of(1, |figures| figures.second_reload),
+        median(&mut second_ratios)
+    );
     println!(
         "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
          configuration; both log to a file, pulse one line per applied operation)"
     );
-    let _ = std::fs::remove_dir_all(&directory);
+    if std::env::var_os("FULCRUM_BENCH_KEEP").is_some() {
+        println!("kept: {} (configurations, logs)", directory.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&directory);
+    }
     Ok(())
 }
 
@@ -256,35 +288,45 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
     let outcome = (|| -> Result<Figures> {
         let (start, start_seen_by) = wait_for_start(&mut client, services, started, &mut child)?;
 
-        std::fs::write(
-            directory.join("keepalived.conf.new"),
-            generate(services, Some(RELOADED_WEIGHT)),
-        )?;
-        std::fs::rename(directory.join("keepalived.conf.new"), &configuration)?;
-        let reloaded = service_key(RELOADED_SERVICE.min(services - 1));
-        let real_server = real_server_address(RELOADED_REAL_SERVER);
-        let ready_at_start = readiness.first_after(started, Duration::ZERO);
-        let started = Instant::now();
-        signal(&child, libc::SIGHUP)?;
-        let reload = poll(&mut child, started, "the new weight", || {
-            Ok(client.destinations(&reloaded)?.iter().any(|destination| {
-                destination.socket_address() == real_server && destination.weight == RELOADED_WEIGHT
-            }))
-        })?;
-        // Untimed: the reload left everything else in place.
-        if !table_complete(&mut client, services, Some(RELOADED_WEIGHT))? {
-            bail!("after the reload the table is not the configuration's");
-        }
-        // A daemon that spoke the protocol at start says READY=1 once the
-        // reload is applied, possibly after the kernel showed it.
-        let ready_after_reload = match ready_at_start {
-            Some(_) => readiness.first_after(started, Duration::from_secs(10)),
-            None => None,
+        // pulse says READY=1 once its start pass is applied, which may be
+        // a little after the kernel showed the last destination.
+        let ready_at_start = readiness.first_after(started, READY_PATIENCE);
+        let mut reload = |weight: u32| -> Result<(Duration, Option<Duration>)> {
+            std::fs::write(
+                directory.join("keepalived.conf.new"),
+                generate(services, Some(weight)),
+            )?;
+            std::fs::rename(directory.join("keepalived.conf.new"), &configuration)?;
+            let reloaded = service_key(RELOADED_SERVICE.min(services - 1));
+            let real_server = real_server_address(RELOADED_REAL_SERVER);
+            let started = Instant::now();
+            signal(&child, libc::SIGHUP)?;
+            let took = poll(&mut child, started, "the new weight", || {
+                Ok(client.destinations(&reloaded)?.iter().any(|destination| {
+                    destination.socket_address() == real_server && destination.weight == weight
+                }))
+            })?;
+            // Untimed: the reload left everything else in place.
+            if !table_complete(&mut client, services, Some(weight))? {
+                bail!("after the reload the table is not the configuration's");
+            }
+            // A daemon that spoke the protocol at start says READY=1 once
+            // the reload is applied, possibly after the kernel showed it.
+            let ready = match ready_at_start {
+                Some(_) => readiness.first_after(started, READY_PATIENCE),
+                None => None,
+            };
+            Ok((took, ready))
         };
+        let (reload_time, ready_after_reload) = reload(RELOADED_WEIGHT)?;
+        // Once the first reload is applied, whatever the daemon still had to
+        // do after its start is done too: the second one is a reload alone.
+        let (second_reload, _) = reload(RELOADED_WEIGHT + 1)?;
         Ok(Figures {
             start,
             start_seen_by,
-            reload,
+            reload: reload_time,
+            second_reload,
             ready_at_start,
             ready_after_reload,
         })
@@ -406,7 +448,7 @@ fn poll(
 }
 
 /// Whether the kernel holds exactly the generated table (`reloaded`: with
-/// the changed weight).
+/// that weight for the real server the reloads change).
 fn table_complete(client: &mut Client, services: usize, reloaded: Option<u32>) -> Result<bool> {
     let kernel = client.services()?;
     if kernel.len() != services {
