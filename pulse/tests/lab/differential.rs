@@ -688,7 +688,8 @@ fn keepalived_table(
     configuration: &Path,
     directory: &Path,
 ) -> Result<Vec<String>, String> {
-    let namespace = Namespace::create(&format!("kd-{index}")).map_err(|error| error.to_string())?;
+    let namespace = Namespace::create(&format!("pulse-differential-keepalived-{index}"))
+        .map_err(|error| error.to_string())?;
     let _listeners = listen(&namespace, case.listen)?;
     let log = directory.join("keepalived.log");
     let mut command = namespace.command("keepalived");
@@ -713,7 +714,8 @@ fn pulse_table(
     configuration: &Path,
     directory: &Path,
 ) -> Result<Vec<String>, String> {
-    let namespace = Namespace::create(&format!("pd-{index}")).map_err(|error| error.to_string())?;
+    let namespace = Namespace::create(&format!("pulse-differential-pulse-{index}"))
+        .map_err(|error| error.to_string())?;
     let _listeners = listen(&namespace, case.listen)?;
     let notify_path = directory.join("notify.socket");
     let _ = std::fs::remove_file(&notify_path);
