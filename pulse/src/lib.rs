@@ -10,6 +10,7 @@ pub mod desired;
 pub mod reconcile;
 pub mod reconciler;
 pub mod scripts;
+pub mod sync_daemon;
 pub mod vrrp;
 
 use std::io::Write;

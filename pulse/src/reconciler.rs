@@ -26,7 +26,7 @@ use nanny::scheduler::StateChange;
 use nanny::spec::VirtualServerName;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::desired::{Health, QuorumStates, desired};
+use crate::desired::{Health, QuorumStates, Table, desired};
 use crate::reconcile::{Ownership, plan, read};
 
 /// How often the kernel's table is read back to find hand edits.
@@ -106,6 +106,122 @@ pub struct Reconciler {
     health: Health,
     quorum: QuorumStates,
     ownership: Ownership,
+    /// The operations the kernel refused in the last pass, as text: the
+    /// next pass retries them without logging each retry as news (a
+    /// scheduler the kernel lacks would otherwise log an error a second).
+    failing: HashSet<String>,
+    /// What a reload removed while it still carried connections: kept in
+    /// the table, at weight 0, until the kernel counts no connection on it
+    /// (see [`Reconciler::reload`]).
+    draining: Draining,
+}
+
+/// Destinations and services on their way out after a reload.
+#[derive(Debug, Default)]
+struct Draining {
+    destinations: HashSet<(ServiceKey, SocketAddr)>,
+    services: HashSet<ServiceKey>,
+}
+
+impl Draining {
+    /// What the move from `before` to `after` (desired tables) removes.
+    fn record(&mut self, before: &Table, after: &Table) {
+        for entry in &before.services {
+            let key = entry.service.key;
+            match after.service(&key) {
+                None => {
+                    self.services.insert(key);
+                }
+                Some(kept) => {
+                    for destination in &entry.destinations {
+                        let address = destination.socket_address();
+                        if !kept
+                            .destinations
+                            .iter()
+                            .any(|other| other.socket_address() == address)
+                        {
+                            self.destinations.insert((key, address));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts back into `wanted` what is draining and still carries
+    /// connections, at weight 0; forgets the rest, which the plan then
+    /// deletes.
+    fn keep(&mut self, kernel: &Table, wanted: &mut Table) {
+        let draining = std::mem::take(self);
+        for key in draining.services {
+            if wanted.service(&key).is_some() {
+                // Configured again.
+                continue;
+            }
+            let Some(present) = kernel.service(&key) else {
+                continue;
+            };
+            let busy: Vec<ipvs::Destination> = present
+                .destinations
+                .iter()
+                .filter(|destination| carries_connections(destination))
+                .map(|destination| ipvs::Destination {
+                    weight: 0,
+                    ..destination.clone()
+                })
+                .collect();
+            if busy.is_empty() {
+                tracing::info!("{key} drained");
+                continue;
+            }
+            wanted.services.push(crate::desired::TableService {
+                service: present.service.clone(),
+                destinations: busy,
+            });
+            self.services.insert(key);
+        }
+        for (key, address) in draining.destinations {
+            let Some(entry) = wanted
+                .services
+                .iter_mut()
+                .find(|entry| entry.service.key == key)
+            else {
+                continue;
+            };
+            if entry
+                .destinations
+                .iter()
+                .any(|destination| destination.socket_address() == address)
+            {
+                continue;
+            }
+            let Some(present) = kernel.service(&key).and_then(|present| {
+                present
+                    .destinations
+                    .iter()
+                    .find(|destination| destination.socket_address() == address)
+            }) else {
+                continue;
+            };
+            if !carries_connections(present) {
+                tracing::info!("{address} of {key} drained");
+                continue;
+            }
+            entry.destinations.push(ipvs::Destination {
+                weight: 0,
+                ..present.clone()
+            });
+            self.destinations.insert((key, address));
+        }
+    }
+}
+
+/// Connections the kernel still forwards to `destination`: persistence
+/// templates do not count (they carry no traffic, and expire on their own).
+fn carries_connections(destination: &ipvs::Destination) -> bool {
+    destination
+        .counters
+        .is_some_and(|counters| counters.active > 0 || counters.inactive > 0)
 }
 
 impl Reconciler {
@@ -125,6 +241,8 @@ impl Reconciler {
             health: Health::default(),
             quorum: QuorumStates::new(),
             ownership,
+            failing: HashSet::new(),
+            draining: Draining::default(),
         }
     }
 
@@ -184,7 +302,21 @@ impl Reconciler {
     /// Moves to a new configuration; the next pass applies it. Quorum
     /// states and health carry over for virtual and real servers still
     /// configured (keepalived's `clear_diff_services` copies them).
+    ///
+    /// Real servers and virtual servers the new configuration drops are
+    /// drained rather than deleted at once: deleting a destination makes
+    /// the kernel drop the packets of its established connections (with
+    /// the default `expire_nodest_conn` 0 they hang until they time out),
+    /// and deleting a service drops all of its connections. So they stay
+    /// at weight 0, which takes no new connection, and go once the kernel
+    /// counts none on them (each pass reads the counters: within a second
+    /// of the last one ending). keepalived deletes them at once. Health
+    /// failures still remove at once, as keepalived does: a dead server's
+    /// connections are lost anyway.
     pub fn reload(&mut self, configuration: Arc<config::Config>) {
+        let before = desired(&self.configuration, &self.health, &self.quorum).table;
+        let after = desired(&configuration, &self.health, &self.quorum).table;
+        self.draining.record(&before, &after);
         self.positions = positions(&configuration);
         self.configuration = configuration;
     }
@@ -199,13 +331,20 @@ impl Reconciler {
     /// operations were applied (each is logged) and the quorum
     /// notifications.
     pub fn pass(&mut self, reason: Reason) -> Result<(usize, Vec<Notification>), ReconcileError> {
-        let computed = desired(&self.configuration, &self.health, &self.quorum);
+        let mut computed = desired(&self.configuration, &self.health, &self.quorum);
         let kernel = read(&mut self.client).map_err(ReconcileError::Read)?;
+        self.draining.keep(&kernel, &mut computed.table);
         let operations = plan(&kernel, &computed.table, &self.ownership);
+        let previously_failing = std::mem::take(&mut self.failing);
         for operation in &operations {
+            let text = operation.to_string();
+            if previously_failing.contains(&text) {
+                tracing::debug!("{reason}: retrying {text}");
+                continue;
+            }
             match reason {
-                Reason::DriftCheck => tracing::warn!("repairing a hand edit: {operation}"),
-                _ => tracing::info!("{reason}: {operation}"),
+                Reason::DriftCheck => tracing::warn!("repairing a hand edit: {text}"),
+                _ => tracing::info!("{reason}: {text}"),
             }
         }
         let applied = if operations.is_empty() {
@@ -218,12 +357,25 @@ impl Reconciler {
         let mut owned: HashSet<ServiceKey> = computed.table.keys();
         if let Err(error) = &applied {
             for (index, failure) in &error.failures {
-                tracing::error!("{reason}: {failure}");
+                let text = operations[*index].to_string();
+                // The failure names the operation.
+                if previously_failing.contains(&text) {
+                    tracing::debug!("{reason}: refused again: {failure}");
+                } else {
+                    tracing::error!("{reason}: refused: {failure}");
+                }
+                self.failing.insert(text);
                 if let Operation::DeleteService(key) = &operations[*index] {
                     owned.insert(*key);
                 }
             }
-            if let Some((index, _)) = error.interrupted {
+            if let Some((index, failure)) = &error.interrupted {
+                let index = *index;
+                tracing::error!(
+                    "{reason}: the exchange with the kernel failed at {} ({failure}); \
+                     the next pass reads the table again",
+                    operations[index]
+                );
                 owned.extend(
                     operations[index..]
                         .iter()
@@ -414,7 +566,11 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                     Ok(applied)
                 }
                 Err(error) => {
-                    tracing::error!("{why}: {error}");
+                    match &error {
+                        // Each refused operation is logged by the pass.
+                        ReconcileError::Apply(_) => tracing::debug!("{why}: {error}"),
+                        ReconcileError::Read(_) => tracing::error!("{why}: {error}"),
+                    }
                     Err(error.to_string())
                 }
             };
@@ -496,6 +652,133 @@ async fn in_blocking_pool<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::desired::TableService;
+    use ipvs::{ConnectionCounters, Destination, Forwarding, Protocol, Service};
+
+    fn web() -> ServiceKey {
+        ServiceKey::Address {
+            protocol: Protocol::Tcp,
+            address: "192.0.2.1".parse().unwrap(),
+            port: 80,
+        }
+    }
+
+    fn destination(address: &str, weight: u32, active: u32, inactive: u32) -> Destination {
+        Destination {
+            weight,
+            counters: Some(ConnectionCounters {
+                active,
+                inactive,
+                persistent: 7,
+            }),
+            ..Destination::new(address.parse().unwrap(), Forwarding::Masquerade)
+        }
+    }
+
+    fn table(services: Vec<(ServiceKey, Vec<Destination>)>) -> Table {
+        Table {
+            services: services
+                .into_iter()
+                .map(|(key, destinations)| TableService {
+                    service: Service::new(key, "rr"),
+                    destinations,
+                })
+                .collect(),
+            timeouts: Default::default(),
+        }
+    }
+
+    fn weights(table: &Table) -> Vec<(ServiceKey, String, u32)> {
+        table
+            .services
+            .iter()
+            .flat_map(|entry| {
+                entry.destinations.iter().map(|destination| {
+                    (
+                        entry.service.key,
+                        destination.socket_address().to_string(),
+                        destination.weight,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn what_a_reload_removes_drains_at_weight_0_until_it_has_no_connection() {
+        let dns = ServiceKey::Address {
+            protocol: Protocol::Udp,
+            address: "192.0.2.2".parse().unwrap(),
+            port: 53,
+        };
+        let before = table(vec![
+            (
+                web(),
+                vec![
+                    destination("10.0.0.1:80", 1, 0, 0),
+                    destination("10.0.0.2:80", 1, 0, 0),
+                    destination("10.0.0.3:80", 1, 0, 0),
+                ],
+            ),
+            (dns, vec![destination("10.0.0.9:53", 1, 0, 0)]),
+        ]);
+        let after = table(vec![(web(), vec![destination("10.0.0.1:80", 1, 0, 0)])]);
+        let mut draining = Draining::default();
+        draining.record(&before, &after);
+
+        // .2 has an active connection, .3 none; the removed service has
+        // an inactive one.
+        let kernel = table(vec![
+            (
+                web(),
+                vec![
+                    destination("10.0.0.1:80", 1, 0, 0),
+                    destination("10.0.0.2:80", 1, 1, 0),
+                    destination("10.0.0.3:80", 1, 0, 0),
+                ],
+            ),
+            (dns, vec![destination("10.0.0.9:53", 1, 0, 1)]),
+        ]);
+        let mut wanted = after.clone();
+        draining.keep(&kernel, &mut wanted);
+        assert_eq!(
+            weights(&wanted),
+            [
+                (web(), "10.0.0.1:80".into(), 1),
+                (web(), "10.0.0.2:80".into(), 0),
+                (dns, "10.0.0.9:53".into(), 0),
+            ]
+        );
+        // The plan sets the weights to 0 and deletes .3 alone, last.
+        let operations = plan(&kernel, &wanted, &Ownership::after(&after));
+        let texts: Vec<String> = operations.iter().map(ToString::to_string).collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert!(
+            matches!(&operations[..], [
+                Operation::UpdateDestination(_, second),
+                Operation::UpdateDestination(_, service),
+                Operation::DeleteDestination(_, third),
+            ] if second.weight == 0 && service.weight == 0 && third.to_string() == "10.0.0.3:80"),
+            "{texts:?}"
+        );
+
+        // Their connections end (persistence templates do not count): the
+        // next pass deletes them.
+        let kernel = table(vec![
+            (
+                web(),
+                vec![
+                    destination("10.0.0.1:80", 1, 0, 0),
+                    destination("10.0.0.2:80", 0, 0, 0),
+                ],
+            ),
+            (dns, vec![destination("10.0.0.9:53", 0, 0, 0)]),
+        ]);
+        let mut wanted = after.clone();
+        draining.keep(&kernel, &mut wanted);
+        assert_eq!(weights(&wanted), [(web(), "10.0.0.1:80".into(), 1)]);
+        assert!(draining.destinations.is_empty() && draining.services.is_empty());
+    }
 
     fn load(text: &str) -> config::Config {
         fulcrum_config::load_str("test.conf", text, &Default::default()).config

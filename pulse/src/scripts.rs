@@ -29,8 +29,11 @@ pub async fn run(
 ) {
     while let Some(notification) = notifications.recv().await {
         let (what, script) = describe(&notification);
-        tracing::info!("{what}");
-        let Some(script) = script else { continue };
+        let Some(script) = script else {
+            tracing::debug!("{what}: no script");
+            continue;
+        };
+        tracing::info!("{what}: running {}", script.command);
         let configuration = configuration();
         match command(&script, &configuration.global) {
             Ok(mut command) => match command.spawn() {

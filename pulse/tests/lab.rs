@@ -17,8 +17,14 @@ use pulse::reconcile::{Ownership, plan, read};
 use pulse::reconciler::{Channels, Reconciler, StopMode, run};
 use tokio::sync::{mpsc, oneshot};
 
+#[path = "lab/daemon.rs"]
+mod daemon;
 #[path = "lab/differential.rs"]
 mod differential;
+#[path = "lab/sync_daemon.rs"]
+mod sync_daemon;
+#[path = "lab/traffic.rs"]
+mod traffic;
 
 const CONFIGURATION: &str = "
 global_defs {

@@ -12,6 +12,9 @@ use anyhow::{Context, Result, bail};
 
 use crate::Namespace;
 
+/// How long a responder waits for the request on an open connection.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A responder listening in a namespace; it stops when dropped.
 pub struct Responder {
     name: String,
@@ -71,21 +74,22 @@ impl Drop for Responder {
     }
 }
 
-fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &AtomicU64) {
-    let response = format!(
+fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &Arc<AtomicU64>) {
+    let response: Arc<str> = format!(
         "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
-    );
+    )
+    .into();
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((mut stream, _)) => {
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                if read_request(&mut stream).is_ok() {
-                    let _ = stream.write_all(response.as_bytes());
-                    served.fetch_add(1, Ordering::Relaxed);
-                }
-                let _ = stream.shutdown(Shutdown::Write);
+            Ok((stream, _)) => {
+                // A thread per connection: a client may open a connection
+                // and send its request much later (a long-lived connection
+                // kept across a restart of the director's daemon), which
+                // must not hold up the others.
+                let response = response.clone();
+                let served = served.clone();
+                thread::spawn(move || answer(stream, &response, &served));
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(5));
@@ -95,14 +99,25 @@ fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &AtomicU6
     }
 }
 
-/// Reads up to the blank line that ends a request's head.
+fn answer(mut stream: TcpStream, response: &str, served: &AtomicU64) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
+    if read_request(&mut stream).is_ok() {
+        let _ = stream.write_all(response.as_bytes());
+        served.fetch_add(1, Ordering::Relaxed);
+    }
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// Reads up to the blank line that ends a request's head. A connection
+/// closed before (a TCP health check's) is an error: it is not a request.
 fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
     let mut request = Vec::new();
     let mut buffer = [0u8; 1024];
     while !request.windows(4).any(|window| window == b"\r\n\r\n") {
         let count = stream.read(&mut buffer)?;
         if count == 0 {
-            break;
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         request.extend_from_slice(&buffer[..count]);
     }
@@ -112,24 +127,57 @@ fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
 /// One `GET /` to `address` over a new connection, from inside `namespace`;
 /// returns the body.
 pub fn get(namespace: &Namespace, address: SocketAddr) -> Result<String> {
-    let mut stream = namespace
-        .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
-        .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let host = match address.ip() {
-        IpAddr::V4(ip) => ip.to_string(),
-        IpAddr::V6(ip) => format!("[{ip}]"),
-    };
-    write!(stream, "GET / HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .with_context(|| format!("no answer from {address}"))?;
-    let Some((head, body)) = response.split_once("\r\n\r\n") else {
-        bail!("a malformed answer from {address}: {response:?}");
-    };
-    if !head.starts_with("HTTP/1.0 200") {
-        bail!("{address} answered {head:?}");
+    Connection::open(namespace, address)?.get()
+}
+
+/// A connection opened now whose one request is sent later: a connection
+/// that outlives what happens in between (a reload, a restart).
+pub struct Connection {
+    stream: TcpStream,
+    address: SocketAddr,
+}
+
+impl Connection {
+    /// Connects to `address` from inside `namespace`.
+    pub fn open(namespace: &Namespace, address: SocketAddr) -> Result<Connection> {
+        let stream = namespace
+            .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
+            .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
+        Ok(Connection { stream, address })
     }
-    Ok(body.trim_end().to_owned())
+
+    /// Connects to `address` from the calling thread's namespace (a thread
+    /// that entered one with [`Namespace::enter`] or `setns`).
+    pub fn open_here(address: SocketAddr) -> Result<Connection> {
+        let stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))
+            .with_context(|| format!("cannot connect to {address}"))?;
+        Ok(Connection { stream, address })
+    }
+
+    /// The local end: the client's address and port.
+    pub fn local_address(&self) -> Result<SocketAddr> {
+        Ok(self.stream.local_addr()?)
+    }
+
+    /// Sends `GET /` and returns the body of the answer.
+    pub fn get(mut self) -> Result<String> {
+        let address = self.address;
+        self.stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let host = match address.ip() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        write!(self.stream, "GET / HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        let mut response = String::new();
+        self.stream
+            .read_to_string(&mut response)
+            .with_context(|| format!("no answer from {address}"))?;
+        let Some((head, body)) = response.split_once("\r\n\r\n") else {
+            bail!("a malformed answer from {address}: {response:?}");
+        };
+        if !head.starts_with("HTTP/1.0 200") {
+            bail!("{address} answered {head:?}");
+        }
+        Ok(body.trim_end().to_owned())
+    }
 }

@@ -11,7 +11,7 @@ mod namespace;
 pub mod topology;
 
 pub use namespace::{Namespace, run_ip};
-pub use topology::{Host, NatTopology};
+pub use topology::{DirectReturnTopology, Host, NatTopology, Reception};
 
 /// Whether this process runs inside the lab's guest (`cargo xtask lab`).
 pub fn in_lab() -> bool {

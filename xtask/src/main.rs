@@ -44,9 +44,9 @@ enum Task {
     /// The main job in the lab, for a person to watch: a NAT virtual
     /// service with two real servers, and the answers alternating.
     Demo,
-    /// In the guest: the demo itself.
+    /// In the guest: the demo itself, with the pulse binary to run.
     #[command(hide = true)]
-    GuestDemo,
+    GuestDemo { pulse: PathBuf },
     /// 1,000 services x 10 destinations through the library and through
     /// `ipvsadm -R` in one lab run: both times and the ratio.
     Bench,
@@ -146,10 +146,17 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Demo => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
-            Ok(exit_code(lab.run(&guest_command(&["guest-demo"])?)?))
+            let pulse =
+                test::cargo_executables(&repository, &["build", "--package", "pulse"], |target| {
+                    target["name"] == "pulse" && target["kind"] == serde_json::json!(["bin"])
+                })?
+                .pop()
+                .context("cargo built no pulse binary")?;
+            let pulse = pulse.to_str().context("a pulse path that is not UTF-8")?;
+            Ok(exit_code(lab.run(&guest_command(&["guest-demo", pulse])?)?))
         }
-        Task::GuestDemo => {
-            demo::run_in_guest()?;
+        Task::GuestDemo { pulse } => {
+            demo::run_in_guest(&pulse)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::Bench => {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::common;
 use super::{Context, Keyword, Node, values};
-use crate::model::{GlobalDefs, SmtpServer};
+use crate::model::{GlobalDefs, LvsSyncDaemon, SmtpServer};
 
 /// A keyword kept as written: at least `minimum` words.
 const fn raw(name: &'static str, minimum: u8) -> Keyword {
@@ -234,14 +234,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 common::ignored_duplicate(context, child)
             }
             "lvs_sync_daemon" => {
-                read_lvs_sync_daemon(child, context);
-                global.lvs_sync_daemon = Some(
-                    child
-                        .arguments
-                        .iter()
-                        .map(|word| word.text.to_string())
-                        .collect(),
-                );
+                global.lvs_sync_daemon = read_lvs_sync_daemon(child, context);
+                // It follows a VRRP instance, which pulse does not run yet.
                 context.not_acted_on(child);
             }
             "startup_script" => {
@@ -512,36 +506,47 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
     })
 }
 
-/// Checks `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N]
-/// [ttl N] [group ADDR]` (stored as written).
-fn read_lvs_sync_daemon(node: &Node, context: &mut Context) {
+/// `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N] [ttl N]
+/// [group ADDR]`; `None` when a word is wrong (reported).
+fn read_lvs_sync_daemon(node: &Node, context: &mut Context) -> Option<LvsSyncDaemon> {
+    let mut daemon = LvsSyncDaemon {
+        interface: node.arguments[0].text.to_string(),
+        instance: node.arguments[1].text.to_string(),
+        sync_id: None,
+        max_length: None,
+        port: None,
+        ttl: None,
+        group: None,
+    };
+    let mut valid = true;
     let mut words = node.arguments.iter().skip(2);
     while let Some(word) = words.next() {
         let Some(value) = words.next() else {
             context.error(word.span, format!("'{}' needs a value", word.text));
-            return;
+            return None;
         };
-        match word.text.as_str() {
-            "id" => drop(values::integer::<u8>(
-                context,
-                value,
-                0,
-                255,
-                "sync daemon id",
-            )),
-            "maxlen" => drop(values::integer::<u16>(context, value, 1, 65507, "maxlen")),
-            "port" => drop(values::integer::<u16>(context, value, 1, 65535, "port")),
-            "ttl" => drop(values::integer::<u8>(context, value, 1, 255, "ttl")),
-            "group" => drop(values::address(context, value, "multicast group")),
+        let accepted = match word.text.as_str() {
+            "id" => values::integer::<u8>(context, value, 0, 255, "sync daemon id")
+                .map(|id| daemon.sync_id = Some(id)),
+            "maxlen" => values::integer::<u16>(context, value, 1, 65507, "maxlen")
+                .map(|length| daemon.max_length = Some(length)),
+            "port" => values::integer::<u16>(context, value, 1, 65535, "port")
+                .map(|port| daemon.port = Some(port)),
+            "ttl" => values::integer::<u8>(context, value, 1, 255, "ttl")
+                .map(|ttl| daemon.ttl = Some(ttl)),
+            "group" => values::address(context, value, "multicast group")
+                .map(|group| daemon.group = Some(group)),
             other => {
                 context.error(
                     word.span,
                     format!("unknown lvs_sync_daemon option '{other}': expected id, maxlen, port, ttl or group"),
                 );
-                return;
+                return None;
             }
-        }
+        };
+        valid &= accepted.is_some();
     }
+    valid.then_some(daemon)
 }
 
 /// `lvs_timeouts [tcp T] [tcpfin T] [udp T]` (whole seconds).

@@ -464,6 +464,22 @@ fn lvs_sync_daemon_options_are_checked() {
         check("global_defs {\n  lvs_sync_daemon eth0 VI_1 id 12 maxlen 120000 port 2000\n}\n");
     let found = errors(&diagnostics);
     assert_eq!(found.len(), 1, "{found:?}");
+    let (configuration, diagnostics) = check(
+        "global_defs {\n  lvs_sync_daemon eth1 VI_1 id 12 maxlen 1400 port 8848 ttl 2 group 224.0.0.81\n}\n",
+    );
+    assert!(errors(&diagnostics).is_empty());
+    assert_eq!(
+        configuration.global.lvs_sync_daemon,
+        Some(crate::model::LvsSyncDaemon {
+            interface: "eth1".into(),
+            instance: "VI_1".into(),
+            sync_id: Some(12),
+            max_length: Some(1400),
+            port: Some(8848),
+            ttl: Some(2),
+            group: Some("224.0.0.81".parse().unwrap()),
+        })
+    );
 }
 
 #[test]

@@ -35,8 +35,8 @@ pub struct GlobalDefs {
     /// `lvs_timeouts [tcp T] [tcpfin T] [udp T]`.
     pub lvs_timeouts: LvsTimeouts,
     /// `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N] [ttl N]
-    /// [group ADDR]`, stored as written.
-    pub lvs_sync_daemon: Option<Vec<String>>,
+    /// [group ADDR]`.
+    pub lvs_sync_daemon: Option<LvsSyncDaemon>,
     pub vrrp: VrrpDefaults,
     pub startup_script: Option<Script>,
     pub shutdown_script: Option<Script>,
@@ -100,4 +100,23 @@ pub struct VrrpDefaults {
     pub startup_delay: Option<Duration>,
     pub down_timer_adverts: Option<u32>,
     pub notify_priority_changes: Option<bool>,
+}
+
+/// `lvs_sync_daemon`: IPVS's connection synchronisation daemon, which
+/// keepalived runs as master while the named VRRP instance is MASTER and as
+/// backup otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LvsSyncDaemon {
+    pub interface: String,
+    /// The vrrp_instance it follows.
+    pub instance: String,
+    /// `id`: the sync id; keepalived's default is the instance's
+    /// virtual_router_id.
+    pub sync_id: Option<u8>,
+    /// `maxlen`: the largest sync message (the kernel's default otherwise).
+    pub max_length: Option<u16>,
+    pub port: Option<u16>,
+    pub ttl: Option<u8>,
+    /// `group`: the multicast group (the kernel's default otherwise).
+    pub group: Option<std::net::IpAddr>,
 }

@@ -315,7 +315,8 @@ async fn serve(
             }
             change = checkers.events.recv() => match change {
                 Some(change) => {
-                    tracing::info!(
+                    // nanny logged the checker's verdict already.
+                    tracing::debug!(
                         "{} {} {}: {}",
                         change.real_server,
                         if change.initial { "is" } else { "went" },

@@ -1,0 +1,85 @@
+//! The daemon's refusals, which need no IPVS: they run anywhere. What it
+//! does with IPVS is tested in the lab (tests/lab/daemon.rs).
+
+use std::process::Command;
+
+const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+
+fn directory(name: &str) -> std::path::PathBuf {
+    let directory = std::env::temp_dir().join(format!("pulse-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    directory
+}
+
+#[test]
+fn a_configuration_with_errors_never_starts() {
+    let directory = directory("refuse");
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(
+        &configuration,
+        "virtual_server 192.0.2.1 80 {\n lvs_shed rr\n}\n",
+    )
+    .unwrap();
+    let output = Command::new(PULSE)
+        .arg("-f")
+        .arg(&configuration)
+        .arg("-p")
+        .arg(directory.join("pulse.pid"))
+        .args(["-n", "-G"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{said}");
+    // No console log (-l) and no syslog (-G): the problems still reach
+    // whoever started pulse, with their source line.
+    assert!(
+        said.contains(":2:2: error: unknown keyword 'lvs_shed'"),
+        "{said}"
+    );
+    assert!(said.contains(" 2 |  lvs_shed rr"), "{said}");
+    assert!(!directory.join("pulse.pid").exists());
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn vrrp_only_is_refused_until_pulse_runs_vrrp() {
+    let output = Command::new(PULSE)
+        .args(["-P", "-n", "-l", "-G", "-f", "/nonexistent"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("-P/--vrrp"), "{said}");
+}
+
+/// Where the kernel has no IPVS and cannot load it (this project's build
+/// machines), starting says so in one line, with status 3.
+#[test]
+fn a_kernel_without_ipvs_is_one_clear_error() {
+    if std::path::Path::new("/proc/net/ip_vs").exists() {
+        eprintln!("skipped: this kernel has IPVS (the lab tests the daemon there)");
+        return;
+    }
+    let directory = directory("no-ipvs");
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(
+        &configuration,
+        "virtual_server 192.0.2.1 80 {\n protocol TCP\n real_server 10.0.0.1 80 { }\n}\n",
+    )
+    .unwrap();
+    let output = Command::new(PULSE)
+        .arg("-f")
+        .arg(&configuration)
+        .arg("-p")
+        .arg(directory.join("pulse.pid"))
+        .args(["-n", "-l", "-G"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    let errors: Vec<&str> = said.lines().filter(|line| line.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "{said}");
+    assert!(errors[0].contains("IPVS is not available"), "{said}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}

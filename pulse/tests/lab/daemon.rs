@@ -1,0 +1,398 @@
+//! The pulse binary's daemon conventions, in the lab: systemd
+//! notifications, the start-up status of a forking pulse, the pid file,
+//! reloads (refused with errors, the kernel untouched; otherwise only the
+//! difference), notify scripts, and what stop leaves behind.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ipvs::{Client, Destination, Forwarding, Operation, Protocol, Service, ServiceKey};
+use labkit::Namespace;
+
+const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+
+/// A folder of the test's own in the guest's tmpfs.
+fn directory(name: &str) -> PathBuf {
+    let directory = PathBuf::from("/run").join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    directory
+}
+
+/// The notifications pulse sends to a socket of ours (`NOTIFY_SOCKET`).
+struct Notifications {
+    socket: UnixDatagram,
+    path: PathBuf,
+}
+
+impl Notifications {
+    fn bind(directory: &Path) -> Notifications {
+        let path = directory.join("notify.socket");
+        let _ = std::fs::remove_file(&path);
+        let socket = UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        Notifications { socket, path }
+    }
+
+    /// The next message, as its lines.
+    fn next(&self) -> Vec<String> {
+        let mut buffer = [0u8; 4096];
+        let count = self
+            .socket
+            .recv(&mut buffer)
+            .expect("pulse sent nothing within 60 s");
+        String::from_utf8_lossy(&buffer[..count])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Messages up to the next one with READY=1, which is returned.
+    fn until_ready(&self) -> Vec<String> {
+        loop {
+            let message = self.next();
+            if message.iter().any(|line| line == "READY=1") {
+                return message;
+            }
+        }
+    }
+}
+
+fn pulse(namespace: &Namespace, configuration: &Path, pid_file: &Path) -> Command {
+    let mut command = namespace.command(PULSE);
+    command
+        .arg("-f")
+        .arg(configuration)
+        .arg("-p")
+        .arg(pid_file)
+        .args(["-l", "-G"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    command
+}
+
+fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: kill on our own child's id.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+}
+
+/// Every service with its destinations and weights, as text, sorted.
+fn table(client: &mut Client) -> Vec<String> {
+    let mut lines = Vec::new();
+    for service in client.services().unwrap() {
+        let mut destinations: Vec<String> = client
+            .destinations(&service.key)
+            .unwrap()
+            .iter()
+            .map(|destination| format!("{} w{}", destination.socket_address(), destination.weight))
+            .collect();
+        destinations.sort();
+        lines.push(format!("{}: {}", service.key, destinations.join(", ")));
+    }
+    lines.sort();
+    lines
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: not within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+const CONFIGURATION: &str = "
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    lvs_sched wrr
+    real_server 10.0.9.1 80 { weight 2 }
+    real_server 10.0.9.2 80 { weight 3 }
+}
+";
+
+#[test]
+#[ignore = "runs in the lab"]
+fn daemon_notifies_reloads_and_stops_as_keepalived_users_expect() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-daemon").unwrap();
+    let directory = directory("pulse-daemon");
+    let configuration = directory.join("keepalived.conf");
+    let pid_file = directory.join("pulse.pid");
+    std::fs::write(&configuration, CONFIGURATION).unwrap();
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+
+    // Someone else's service: pulse never touches it, even at stop.
+    let foreign = ServiceKey::Address {
+        protocol: Protocol::Udp,
+        address: "198.51.100.1".parse().unwrap(),
+        port: 53,
+    };
+    client
+        .apply(&[
+            Operation::CreateService(Service::new(foreign, "rr")),
+            Operation::CreateDestination(
+                foreign,
+                Destination::new("10.0.8.1:53".parse().unwrap(), Forwarding::Route),
+            ),
+        ])
+        .unwrap();
+    let foreign_line = table(&mut client)[0].clone();
+
+    // Start: READY=1 comes once the table is programmed.
+    let notifications = Notifications::bind(&directory);
+    let mut daemon = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .env("NOTIFY_SOCKET", &notifications.path)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let ready = notifications.until_ready();
+    assert!(
+        ready.iter().any(|line| line.starts_with("STATUS=started")),
+        "{ready:?}"
+    );
+    let started = table(&mut client);
+    assert_eq!(
+        started,
+        [
+            "TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w3".to_owned(),
+            foreign_line.clone()
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap().trim(),
+        daemon.id().to_string(),
+        "-n: the pid file names the process started"
+    );
+
+    // A second pulse on the same pid file is refused: status 3, table
+    // untouched.
+    let second = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(3), "{said}");
+    assert!(said.contains("running already"), "{said}");
+
+    // A reload with an error: refused, READY=1 again, the kernel untouched.
+    std::fs::write(
+        &configuration,
+        CONFIGURATION.replace("weight 3", "weight 7") + "virtual_server {\n",
+    )
+    .unwrap();
+    signal(&daemon, libc::SIGHUP);
+    let reloading = notifications.next();
+    assert!(
+        reloading.iter().any(|line| line == "RELOADING=1")
+            && reloading
+                .iter()
+                .any(|line| line.starts_with("MONOTONIC_USEC=")),
+        "{reloading:?}"
+    );
+    let refused = notifications.until_ready();
+    assert!(
+        refused
+            .iter()
+            .any(|line| line.starts_with("STATUS=reload refused")),
+        "{refused:?}"
+    );
+    assert_eq!(table(&mut client), started);
+
+    // A valid reload: only the weight changes, in place.
+    std::fs::write(
+        &configuration,
+        CONFIGURATION.replace("weight 3", "weight 7"),
+    )
+    .unwrap();
+    signal(&daemon, libc::SIGHUP);
+    let reloaded = notifications.until_ready();
+    assert!(
+        reloaded
+            .iter()
+            .any(|line| line == "STATUS=reloaded: 1 IPVS change applied"),
+        "{reloaded:?}"
+    );
+    assert_eq!(
+        table(&mut client),
+        [
+            "TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w7".to_owned(),
+            foreign_line.clone()
+        ]
+    );
+
+    // --dont-release-ipvs is not given: SIGTERM withdraws pulse's service
+    // and only it; STOPPING=1 first; status 0; the pid file goes.
+    signal(&daemon, libc::SIGTERM);
+    let stopping = notifications.next();
+    assert!(
+        stopping.iter().any(|line| line == "STOPPING=1"),
+        "{stopping:?}"
+    );
+    let status = daemon.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(table(&mut client), std::slice::from_ref(&foreign_line));
+    assert!(!pid_file.exists());
+
+    // Forking (no -n): the command returns once the table is programmed,
+    // with status 0, and the daemon runs on under the pid file.
+    let forked = pulse(&namespace, &configuration, &pid_file)
+        .arg("--dont-release-ipvs")
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(forked.success(), "{forked}");
+    assert_eq!(
+        table(&mut client),
+        [
+            "TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w7".to_owned(),
+            foreign_line.clone()
+        ]
+    );
+    let daemon_pid: libc::pid_t = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signals the daemon named by its pid file.
+    unsafe { libc::kill(daemon_pid, libc::SIGTERM) };
+    wait_until("the forked daemon to stop", || !pid_file.exists());
+    // --dont-release-ipvs: the table stays for the next pulse to adopt.
+    assert_eq!(
+        table(&mut client),
+        [
+            "TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w7".to_owned(),
+            foreign_line.clone()
+        ]
+    );
+
+    // Errors at start: status 4, nothing applied; the problems are on
+    // stderr when the log goes elsewhere (no -l).
+    client.flush().unwrap();
+    std::fs::write(
+        &configuration,
+        "virtual_server 192.0.2.1 80 {\n lvs_shed rr\n}\n",
+    )
+    .unwrap();
+    let refused = namespace
+        .command(PULSE)
+        .arg("-f")
+        .arg(&configuration)
+        .arg("-p")
+        .arg(&pid_file)
+        .args(["-n", "-G"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("keepalived.conf:2:2: error: unknown keyword 'lvs_shed'"),
+        "{said}"
+    );
+    assert!(table(&mut client).is_empty());
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn notify_scripts_run_when_a_real_server_goes_down() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-notify").unwrap();
+    let directory = directory("pulse-notify");
+    let configuration = directory.join("keepalived.conf");
+    let pid_file = directory.join("pulse.pid");
+    let marker = directory.join("down");
+    // Nothing listens on 127.0.0.1:9: the check fails at once.
+    std::fs::write(
+        &configuration,
+        format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server 127.0.0.1 9 {{
+        notify_down \"/usr/bin/touch {}\"
+        TCP_CHECK {{ connect_timeout 1\n retry 0 }}
+    }}
+}}
+",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let mut daemon = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    wait_until("notify_down to run", || marker.exists());
+    // The server is down: it left the table.
+    wait_until("the server to leave", || {
+        table(&mut client) == ["TCP 192.0.2.1:80: ".to_owned()]
+    });
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+/// The kernel refuses destinations in a namespace whose `lo` is down
+/// (EINVAL): pulse logs each refusal once, not at every retry, and the
+/// retries succeed as soon as the cause is gone.
+#[test]
+#[ignore = "runs in the lab"]
+fn refusals_are_logged_once_and_retried_until_they_succeed() {
+    labkit::require_lab();
+    let namespace = Namespace::create_with_lo_down("pulse-refused").unwrap();
+    let directory = directory("pulse-refused");
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(&configuration, CONFIGURATION).unwrap();
+    let notifications = Notifications::bind(&directory);
+    let log = directory.join("pulse.log");
+    let mut daemon = pulse(&namespace, &configuration, &directory.join("pulse.pid"))
+        .arg("-n")
+        .env("NOTIFY_SOCKET", &notifications.path)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let ready = notifications.until_ready();
+    assert!(
+        ready
+            .iter()
+            .any(|line| line.starts_with("STATUS=started: ") && line.contains("operations failed")),
+        "{ready:?}"
+    );
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    // Three drift passes retry the two destinations.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(table(&mut client), ["TCP 192.0.2.1:80: ".to_owned()]);
+    namespace.ip("link set lo up\n").unwrap();
+    wait_until("the retries to succeed", || {
+        table(&mut client) == ["TCP 192.0.2.1:80: 10.0.9.1:80 w2, 10.0.9.2:80 w3".to_owned()]
+    });
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    let log = std::fs::read_to_string(&log).unwrap();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains(" refused: "))
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        2,
+        "one line per destination: {refusals:#?}\n{log}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .all(|line| line.contains("create destination 10.0.9.")),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}
