@@ -38,8 +38,9 @@
 //! - Services (ipvswrapper.c `ipvs_set_srule`): the scheduler, the flags
 //!   (`ops`, `flag-1..3`/`sh-*`/`mh-*`, `hashed`, which the kernel ignores);
 //!   with a persistence timeout, `PERSISTENT`, the timeout, the granularity
-//!   as netmask and the persistence engine; otherwise the full netmask and
-//!   no engine.
+//!   as netmask (except for a group's services, which keepalived sends with
+//!   the full netmask) and the persistence engine; otherwise the full
+//!   netmask and no engine.
 //! - Destination ports (`ipvs_cmd`, `ipvs_group_cmd`): NAT keeps the real
 //!   server's port; DR and TUN take the service's, which is 0 for fwmark
 //!   services.
@@ -201,27 +202,36 @@ pub fn desired(
             result.notify_on_stop.push(name);
         }
         for key in service_keys(virtual_server, configuration) {
-            // keepalived refuses a second virtual server with the same
-            // service; a duplicate from a group overlap keeps the first.
-            if !seen.insert(key) {
-                continue;
+            let destinations = pool.iter().map(|member| member.destination(key));
+            // A service a virtual server or group entry before this one
+            // has already (two virtual servers with the same address, or
+            // a group overlapping one): keepalived's second ADD fails as
+            // the service exists, but its ADD_DESTs go into that service,
+            // so it keeps the first one's parameters and gains the
+            // destinations it did not have (seen in the lab).
+            let entry = if seen.insert(key) {
+                result.table.services.push(TableService {
+                    service: service(virtual_server, key),
+                    destinations: Vec::new(),
+                });
+                result.table.services.last_mut()
+            } else {
+                result
+                    .table
+                    .services
+                    .iter_mut()
+                    .find(|entry| entry.service.key == key)
+            };
+            let Some(entry) = entry else { continue };
+            for destination in destinations {
+                if !entry
+                    .destinations
+                    .iter()
+                    .any(|known| known.socket_address() == destination.socket_address())
+                {
+                    entry.destinations.push(destination);
+                }
             }
-            let destinations = pool.iter().map(|member| member.destination(key)).fold(
-                Vec::<Destination>::new(),
-                |mut list, destination| {
-                    if !list
-                        .iter()
-                        .any(|known| known.socket_address() == destination.socket_address())
-                    {
-                        list.push(destination);
-                    }
-                    list
-                },
-            );
-            result.table.services.push(TableService {
-                service: service(virtual_server, key),
-                destinations,
-            });
         }
     }
     result
@@ -538,7 +548,17 @@ fn service(virtual_server: &config::VirtualServer, key: ServiceKey) -> Service {
     if timeout != 0 {
         service.flags.insert(ServiceFlags::PERSISTENT);
         service.timeout = timeout;
+        // A group's services keep the full netmask whatever the
+        // granularity: keepalived's `ipvs_group_range_cmd` and the fwmark
+        // loop of `ipvs_group_cmd` overwrite the netmask `ipvs_set_srule`
+        // set with the family's full one (seen in the lab: `ipvsadm -S`
+        // shows no `-M` for them).
+        let grouped = matches!(
+            virtual_server.address,
+            config::VirtualServerAddress::Group(_)
+        );
         match (virtual_server.persistence_granularity, key.family()) {
+            _ if grouped => {}
             (Some(config::Granularity::Netmask(mask)), Family::Inet) => {
                 service.netmask = Netmask::Ipv4(mask)
             }

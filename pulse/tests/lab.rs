@@ -19,6 +19,8 @@ use tokio::sync::{mpsc, oneshot};
 
 #[path = "lab/daemon.rs"]
 mod daemon;
+#[path = "lab/differential.rs"]
+mod differential;
 #[path = "lab/sync_daemon.rs"]
 mod sync_daemon;
 #[path = "lab/traffic.rs"]

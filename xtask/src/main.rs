@@ -3,10 +3,13 @@
 //! - `lab -- CMD...`: run CMD as root in a guest with Debian's kernel (real IPVS).
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
+//! - `bench`, `bench-config`, `bench-pulse`: benchmarks against ipvsadm and
+//!   keepalived, printing both figures and the ratios.
 //! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
 mod bench_config;
+mod bench_pulse;
 mod capture;
 mod demo;
 mod lab;
@@ -51,6 +54,17 @@ enum Task {
     /// virtual servers x 10 real servers, here (no IPVS needed): both
     /// times, peak memory and the ratios.
     BenchConfig,
+    /// The pulse daemon against keepalived's checker process (`keepalived
+    /// -C`) in one lab run, on 1,000 virtual servers x 10 real servers:
+    /// from start to the full table, and from SIGHUP to one changed weight
+    /// applied; both times and the ratios.
+    BenchPulse,
+    /// In the guest: the pulse benchmark itself.
+    #[command(hide = true)]
+    GuestBenchPulse {
+        /// The pulse binary to measure.
+        pulse: PathBuf,
+    },
     /// In the guest: the benchmark itself.
     #[command(hide = true)]
     GuestBench {
@@ -179,6 +193,42 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestBench { ipvsctl } => {
             bench::run_in_guest(&ipvsctl)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::BenchPulse => {
+            let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
+            // Measured in release, as keepalived is.
+            let executables = test::cargo_executables(
+                &repository,
+                &[
+                    "build",
+                    "--release",
+                    "--package",
+                    "xtask",
+                    "--package",
+                    "pulse",
+                ],
+                |target| {
+                    (target["name"] == "xtask" || target["name"] == "pulse")
+                        && target["kind"] == serde_json::json!(["bin"])
+                },
+            )?;
+            let find = |name: &str| {
+                executables
+                    .iter()
+                    .find(|path| path.file_name().is_some_and(|file| file == name))
+                    .cloned()
+                    .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
+            };
+            let command = vec![
+                find("xtask")?.to_string_lossy().into_owned(),
+                "guest-bench-pulse".to_owned(),
+                find("pulse")?.to_string_lossy().into_owned(),
+            ];
+            Ok(exit_code(lab.run(&command)?))
+        }
+        Task::GuestBenchPulse { pulse } => {
+            bench_pulse::run_in_guest(&pulse)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::BenchConfig => {

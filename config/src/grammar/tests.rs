@@ -165,6 +165,51 @@ fn sh_flags_depend_on_the_order_of_keywords() {
     assert!(flags.flag_1 && !flags.flag_2);
 }
 
+#[test]
+fn a_real_server_port_0_is_no_port_as_in_keepalived() {
+    // NAT gives it the virtual server's port, and it duplicates a real
+    // server written without one.
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_method NAT\n  real_server 10.0.0.2 0 {\n  }\n  real_server 10.0.0.2 {\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let real_servers = &config.virtual_servers[0].real_servers;
+    assert_eq!(real_servers.len(), 1);
+    assert_eq!(real_servers[0].port, 80);
+}
+
+#[test]
+fn a_nat_sorry_server_without_a_port_keeps_port_0() {
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  lvs_method NAT\n  sorry_server 10.0.0.9\n  real_server 10.0.0.2 80 {\n  }\n}\nvirtual_server 10.0.0.1 81 {\n  protocol TCP\n  lvs_method DR\n  sorry_server 10.0.0.9\n  real_server 10.0.0.2 81 {\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let ports: Vec<u16> = config
+        .virtual_servers
+        .iter()
+        .map(|server| server.sorry_server.as_ref().unwrap().port)
+        .collect();
+    // DR takes the virtual server's port.
+    assert_eq!(ports, [0, 81]);
+}
+
+#[test]
+fn a_quorum_reduced_to_0_gets_keepalived_s_wrapped_hysteresis() {
+    // keepalived: "hysteresis 0 >= quorum 0; setting hysteresis to 4294967295".
+    let (config, diagnostics) = check(
+        "virtual_server 10.0.0.1 80 {\n  protocol TCP\n  real_server 10.0.0.2 80 {\n    weight 0\n  }\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let server = &config.virtual_servers[0];
+    assert_eq!((server.quorum, server.hysteresis), (0, u32::MAX));
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .any(|item| item.message.contains("keepalived sets it to 4294967295"))
+    );
+}
+
 /// The corpus loop: `cargo test -p fulcrum-config corpus_figures -- --ignored --nocapture`.
 /// Counts the files keepalived 2.2.7 accepts cleanly that we accept without
 /// an error, and how many of keepalived's line-level objections we report on

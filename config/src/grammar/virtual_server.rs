@@ -896,9 +896,11 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
                 port = virtual_port;
             }
-        } else if port == 0 {
-            port = virtual_port.unwrap_or(0);
         }
+        // A NAT sorry server without a port keeps port 0: unlike a real
+        // server's, keepalived never gives it the virtual server's
+        // (`validate_check_config` corrects only DR and TUN sorry servers;
+        // seen in the lab: `-r 10.0.9.9:0 -m`).
         server.sorry_server = Some(SorryServer {
             address,
             port,
@@ -924,17 +926,21 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         );
         server.quorum = weight_sum as u32;
     }
-    if server.hysteresis >= server.quorum && server.hysteresis > 0 {
+    if server.hysteresis >= server.quorum {
+        // `quorum - 1` in unsigned arithmetic: a quorum reduced to 0 (real
+        // servers weighing 0 in all) gives a hysteresis of 4294967295, and
+        // then quorum can never be reached, so keepalived serves the sorry
+        // server (seen in the lab with keepalived 2.2.7).
         context.warning(
             pending.span,
             format!(
                 "hysteresis {} must be below the quorum {}: keepalived sets it to {}",
                 server.hysteresis,
                 server.quorum,
-                server.quorum.saturating_sub(1)
+                server.quorum.wrapping_sub(1)
             ),
         );
-        server.hysteresis = server.quorum.saturating_sub(1);
+        server.hysteresis = server.quorum.wrapping_sub(1);
     }
     config.virtual_servers.push(server);
     context.virtual_servers.push(pending);
@@ -1052,6 +1058,9 @@ fn read_real_server<'n, 'a>(
     context: &mut Context,
 ) -> Option<(RealServer, Vec<&'n Node<'a>>)> {
     let (address, port) = address_and_port(context, node, "real server")?;
+    // keepalived reads a written port 0 as no port (`alloc_rs`: "inet_stosockaddr
+    // rejects port 0"), so NAT gives it the virtual server's port too.
+    let port = port.filter(|port| *port != 0);
     let mut real_server = RealServer {
         address,
         port: port.unwrap_or(0),

@@ -392,6 +392,116 @@ virtual_server 192.0.2.2 53 {
 }
 
 #[test]
+fn group_services_keep_the_full_netmask_whatever_the_granularity() {
+    let configuration = load(
+        "virtual_server_group four {
+    192.0.2.10-11 443
+    fwmark 7
+}
+virtual_server group four {
+    protocol TCP
+    lvs_sched rr
+    lvs_method DR
+    persistence_timeout 300
+    persistence_granularity 255.255.255.0
+    real_server 10.0.0.1 443 { }
+}
+virtual_server_group six {
+    2001:db8::10 443
+}
+virtual_server group six {
+    protocol TCP
+    lvs_sched rr
+    lvs_method DR
+    persistence_timeout 100
+    persistence_granularity 96
+    real_server 2001:db8::1 443 { }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let services: Vec<&Service> = desired
+        .table
+        .services
+        .iter()
+        .map(|entry| &entry.service)
+        .collect();
+    assert_eq!(services.len(), 4);
+    for service in services {
+        // Still persistent, with the timeout.
+        assert!(service.flags.contains(ServiceFlags::PERSISTENT));
+        assert!(service.timeout == 300 || service.timeout == 100);
+        assert_eq!(service.netmask, Netmask::full(service.key.family()));
+    }
+}
+
+#[test]
+fn real_servers_weighing_nothing_in_all_leave_the_sorry_server_in() {
+    // The configuration reduces the quorum to 0 and keepalived's hysteresis
+    // wraps to 4294967295: quorum is never reached.
+    let configuration = load(&virtual_server(
+        "    sorry_server 10.0.9.9 80
+    real_server 10.0.0.1 80 { weight 0 }
+    real_server 10.0.0.2 80 {
+        weight 0
+        inhibit_on_failure
+    }",
+    ));
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    assert_eq!(
+        pool(&desired, 0),
+        [(address("10.0.0.2:80"), 0), (address("10.0.9.9:80"), 1)]
+    );
+    assert_eq!(desired.quorum.get(&name(VIRTUAL)), Some(&false));
+}
+
+#[test]
+fn a_service_configured_twice_keeps_the_first_parameters_and_gains_destinations() {
+    let configuration = load(
+        "virtual_server_group overlap {
+    192.0.2.1-2 80
+}
+virtual_server 192.0.2.2 80 {
+    protocol TCP
+    lvs_sched rr
+    lvs_method NAT
+    real_server 10.0.0.1 80 { weight 4 }
+}
+virtual_server group overlap {
+    protocol TCP
+    lvs_sched wlc
+    lvs_method NAT
+    real_server 10.0.0.1 80 { weight 9 }
+    real_server 10.0.0.2 80 { }
+}",
+    );
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let services: Vec<(String, &str)> = desired
+        .table
+        .services
+        .iter()
+        .map(|entry| {
+            (
+                entry.service.key.to_string(),
+                entry.service.scheduler.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(services.len(), 2);
+    assert_eq!(services[0].1, "rr");
+    assert_eq!(services[1].1, "wlc");
+    // The shared service: the first virtual server's destination keeps its
+    // weight, the group's other one joins.
+    assert_eq!(
+        pool(&desired, 0),
+        [(address("10.0.0.1:80"), 4), (address("10.0.0.2:80"), 1)]
+    );
+    assert_eq!(
+        pool(&desired, 1),
+        [(address("10.0.0.1:80"), 9), (address("10.0.0.2:80"), 1)]
+    );
+}
+
+#[test]
 fn nanny_state_changes_feed_the_health() {
     let mut health = Health::default();
     health.record(&StateChange {

@@ -1,0 +1,565 @@
+//! `cargo xtask bench-pulse`: the pulse daemon against keepalived's checker
+//! process (`keepalived -C`) on the same kernel, in one lab run.
+//!
+//! The configuration: 1,000 virtual servers x 10 real servers (NAT, wlc,
+//! weight 1) and no checkers, so both daemons take every real server as up
+//! and program all of it at start. Each round runs each daemon alone in a
+//! fresh network namespace and measures:
+//!
+//! - **start**: from spawning the daemon to the kernel holding all 10,000
+//!   destinations. The kernel is polled every [`POLL_INTERVAL`] by dumping
+//!   the destinations of the last virtual server only (both daemons
+//!   program in configuration order); once it has all ten, the whole table
+//!   is read once and checked, untimed. Should it be incomplete, the whole
+//!   table is polled instead and the time is taken when a read finds it
+//!   complete.
+//! - **reload**: one real server's weight changed in the file, then from
+//!   SIGHUP to the kernel showing the new weight, polling that virtual
+//!   server's destinations only. The first SIGHUP is sent as soon as the
+//!   table is complete (and READY=1 seen, for a daemon that sends it), so
+//!   it also waits for whatever the daemon still does after its start; a
+//!   second one, right after the first is applied, measures a reload
+//!   alone.
+//!
+//! Each run also gets a NOTIFY_SOCKET, and the times at which the daemon
+//! said READY=1 (systemd's notify protocol) after start and after SIGHUP
+//! are printed beside, when it did.
+//!
+//! Both run with their pid files, logs on a file, and `--dont-release-ipvs`
+//! so that stopping them (SIGTERM) does not spend minutes emptying the
+//! table. Prints every round and the median ratios; timings are printed,
+//! never asserted.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use ipvs::{Client, Protocol, ServiceKey};
+use labkit::Namespace;
+
+const SERVICES: usize = 1000;
+const REAL_SERVERS: usize = 10;
+const ROUNDS: usize = 5;
+/// The sleep between two polls of the kernel (each poll is one netlink
+/// dump of ten destinations, well under a millisecond).
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How long either daemon may take to program the table or apply a reload
+/// under emulation before the benchmark gives up.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
+
+/// How long to wait for a READY=1 once the kernel shows what it announces
+/// (keepalived, not run by systemd, sends none).
+const READY_PATIENCE: Duration = Duration::from_secs(3);
+
+/// The virtual server and real server whose weight the reload changes, and
+/// the new weight.
+const RELOADED_SERVICE: usize = 500;
+const RELOADED_REAL_SERVER: usize = 5;
+const RELOADED_WEIGHT: u32 = 7;
+
+/// One of the two daemons.
+struct Daemon {
+    name: &'static str,
+    program: PathBuf,
+    /// Its command line, given the configuration and a directory of its
+    /// own for pid files.
+    arguments: fn(&Path, &Path) -> Vec<String>,
+}
+
+/// What one run of a daemon measured.
+struct Figures {
+    start: Duration,
+    /// How the start was seen: polling the last service, or the whole
+    /// table.
+    start_seen_by: &'static str,
+    reload: Duration,
+    /// A second reload (weight changed again) right after the first was
+    /// applied.
+    second_reload: Duration,
+    /// When the daemon said READY=1 (systemd's notify protocol, on the
+    /// NOTIFY_SOCKET each run gets) after spawning and after SIGHUP, if it
+    /// did.
+    ready_at_start: Option<Duration>,
+    ready_after_reload: Option<Duration>,
+}
+
+/// In the guest: the benchmark.
+pub fn run_in_guest(pulse: &Path) -> Result<()> {
+    let daemons = [
+        Daemon {
+            name: "keepalived",
+            program: PathBuf::from("keepalived"),
+            arguments: |configuration, directory| {
+                vec![
+                    "-C".into(),
+                    "-n".into(),
+                    "-l".into(),
+                    "--dont-release-ipvs".into(),
+                    "-f".into(),
+                    configuration.display().to_string(),
+                    "-p".into(),
+                    directory.join("keepalived.pid").display().to_string(),
+                    "-c".into(),
+                    directory.join("checkers.pid").display().to_string(),
+                ]
+            },
+        },
+        Daemon {
+            name: "pulse",
+            program: pulse.to_owned(),
+            arguments: |configuration, directory| {
+                vec![
+                    "-n".into(),
+                    "-l".into(),
+                    "--dont-release-ipvs".into(),
+                    "-f".into(),
+                    configuration.display().to_string(),
+                    "-p".into(),
+                    directory.join("pulse.pid").display().to_string(),
+                ]
+            },
+        },
+    ];
+    let directory =
+        std::env::temp_dir().join(format!("fulcrum-bench-pulse-{}", std::process::id()));
+    std::fs::create_dir_all(&directory)?;
+    println!(
+        "{SERVICES} virtual servers x {REAL_SERVERS} real servers, no checkers, {ROUNDS} rounds; \
+         the kernel polled every {} ms (one dump of the last virtual server's destinations; \
+         on reload, of the changed one's)",
+        POLL_INTERVAL.as_millis()
+    );
+    warm_up(&daemons, &directory)?;
+    println!(
+        "{:>5}  {:>14}  {:>14}  {:>8}  {:>14}  {:>14}  {:>8}",
+        "round", "keepalived", "pulse", "ratio", "keepalived", "pulse", "ratio"
+    );
+    println!(
+        "{:>5}  {:>40}  {:>40}",
+        "", "start to 10,000 destinations", "SIGHUP to one new weight"
+    );
+    let mut start_ratios = Vec::new();
+    let mut reload_ratios = Vec::new();
+    let mut all = Vec::new();
+    for round in 1..=ROUNDS {
+        let mut figures = Vec::new();
+        for daemon in &daemons {
+            let run_directory = directory.join(format!("{}-{round}", daemon.name));
+            std::fs::create_dir_all(&run_directory)?;
+            figures.push(
+                measure(daemon, SERVICES, &run_directory)
+                    .with_context(|| format!("{} in round {round}", daemon.name))?,
+            );
+        }
+        let (keepalived, pulse) = (&figures[0], &figures[1]);
+        let start_ratio = keepalived.start.as_secs_f64() / pulse.start.as_secs_f64();
+        let reload_ratio = keepalived.reload.as_secs_f64() / pulse.reload.as_secs_f64();
+        println!(
+            "{round:>5}  {:>12.3} s  {:>12.3} s  {start_ratio:>7.1}x  {:>12.3} s  {:>12.3} s  {reload_ratio:>7.1}x",
+            keepalived.start.as_secs_f64(),
+            pulse.start.as_secs_f64(),
+            keepalived.reload.as_secs_f64(),
+            pulse.reload.as_secs_f64(),
+        );
+        let ready = |figures: &Figures| {
+            let show = |time: Option<Duration>| {
+                time.map_or("-".to_owned(), |time| {
+                    format!("{:.3} s", time.as_secs_f64())
+                })
+            };
+            format!(
+                "{} after start, {} after SIGHUP",
+                show(figures.ready_at_start),
+                show(figures.ready_after_reload)
+            )
+        };
+        println!(
+            "       READY=1: keepalived {}; pulse {}",
+            ready(keepalived),
+            ready(pulse)
+        );
+        println!(
+            "       a second SIGHUP right after: keepalived {:.3} s, pulse {:.3} s",
+            keepalived.second_reload.as_secs_f64(),
+            pulse.second_reload.as_secs_f64()
+        );
+        for (daemon, figures) in daemons.iter().zip(&figures) {
+            if figures.start_seen_by != "last service" {
+                println!(
+                    "       ({}'s start was seen by polling the {})",
+                    daemon.name, figures.start_seen_by
+                );
+            }
+        }
+        start_ratios.push(start_ratio);
+        reload_ratios.push(reload_ratio);
+        all.push(figures);
+    }
+    let median_of = |index: usize, pick: fn(&Figures) -> Duration| {
+        let mut values: Vec<f64> = all
+            .iter()
+            .map(|figures| pick(&figures[index]).as_secs_f64())
+            .collect();
+        median(&mut values)
+    };
+    println!(
+        "median start: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
+        median_of(0, |figures| figures.start),
+        median_of(1, |figures| figures.start),
+        median(&mut start_ratios)
+    );
+    println!(
+        "median reload: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
+        median_of(0, |figures| figures.reload),
+        median_of(1, |figures| figures.reload),
+        median(&mut reload_ratios)
+    );
+    let mut second_ratios: Vec<f64> = all
+        .iter()
+        .map(|figures| {
+            figures[0].second_reload.as_secs_f64() / figures[1].second_reload.as_secs_f64()
+        })
+        .collect();
+    println!(
+        "median second reload: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
+        median_of(0, |figures| figures.second_reload),
+        median_of(1, |figures| figures.second_reload),
+        median(&mut second_ratios)
+    );
+    println!(
+        "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
+         configuration; both log to a file, pulse one line per applied operation)"
+    );
+    if std::env::var_os("FULCRUM_BENCH_KEEP").is_some() {
+        println!("kept: {} (configurations, logs)", directory.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+    Ok(())
+}
+
+/// One small untimed run of each daemon: the guest reads each binary's
+/// pages over 9p on first touch, and the kernel loads the scheduler module
+/// on first use; neither belongs in the comparison.
+fn warm_up(daemons: &[Daemon], directory: &Path) -> Result<()> {
+    for daemon in daemons {
+        let run_directory = directory.join(format!("{}-warm-up", daemon.name));
+        std::fs::create_dir_all(&run_directory)?;
+        measure(daemon, 2, &run_directory)
+            .with_context(|| format!("{}'s warm-up run", daemon.name))?;
+    }
+    Ok(())
+}
+
+/// Runs `daemon` on a generated configuration of `services` virtual
+/// servers in a fresh namespace: its start and reload times.
+fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures> {
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(&configuration, generate(services, None))?;
+    let namespace = Namespace::create(&format!("bench-{}", daemon.name))?;
+    let mut client = namespace.run(Client::connect)??;
+    let log = directory.join("daemon.log");
+    let arguments = (daemon.arguments)(&configuration, directory);
+
+    let notify_path = directory.join("notify.socket");
+    let _ = std::fs::remove_file(&notify_path);
+    let readiness = Readiness::listen(&notify_path)?;
+    let (mut child, started) = namespace.run(|| -> Result<(Child, Instant)> {
+        let file = std::fs::File::create(&log)?;
+        let mut command = Command::new(&daemon.program);
+        command
+            .args(&arguments)
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        let started = Instant::now();
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot run {}", daemon.program.display()))?;
+        Ok((child, started))
+    })??;
+    let outcome = (|| -> Result<Figures> {
+        let (start, start_seen_by) = wait_for_start(&mut client, services, started, &mut child)?;
+
+        // pulse says READY=1 once its start pass is applied, which may be
+        // a little after the kernel showed the last destination.
+        let ready_at_start = readiness.first_after(started, READY_PATIENCE);
+        let mut reload = |weight: u32| -> Result<(Duration, Option<Duration>)> {
+            std::fs::write(
+                directory.join("keepalived.conf.new"),
+                generate(services, Some(weight)),
+            )?;
+            std::fs::rename(directory.join("keepalived.conf.new"), &configuration)?;
+            let reloaded = service_key(RELOADED_SERVICE.min(services - 1));
+            let real_server = real_server_address(RELOADED_REAL_SERVER);
+            let started = Instant::now();
+            signal(&child, libc::SIGHUP)?;
+            let took = poll(&mut child, started, "the new weight", || {
+                Ok(client.destinations(&reloaded)?.iter().any(|destination| {
+                    destination.socket_address() == real_server && destination.weight == weight
+                }))
+            })?;
+            // Untimed: the reload left everything else in place.
+            if !table_complete(&mut client, services, Some(weight))? {
+                bail!("after the reload the table is not the configuration's");
+            }
+            // A daemon that spoke the protocol at start says READY=1 once
+            // the reload is applied, possibly after the kernel showed it.
+            let ready = match ready_at_start {
+                Some(_) => readiness.first_after(started, READY_PATIENCE),
+                None => None,
+            };
+            Ok((took, ready))
+        };
+        let (reload_time, ready_after_reload) = reload(RELOADED_WEIGHT)?;
+        // Once the first reload is applied, whatever the daemon still had to
+        // do after its start is done too: the second one is a reload alone.
+        let (second_reload, _) = reload(RELOADED_WEIGHT + 1)?;
+        Ok(Figures {
+            start,
+            start_seen_by,
+            reload: reload_time,
+            second_reload,
+            ready_at_start,
+            ready_after_reload,
+        })
+    })();
+    stop(&mut child);
+    readiness.close();
+    outcome.map_err(|error| {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        error.context(format!("the last lines of its log:\n{}", tail.join("\n")))
+    })
+}
+
+/// The READY=1 messages a daemon sends to its NOTIFY_SOCKET, timestamped
+/// as they arrive by a thread.
+struct Readiness {
+    times: Arc<Mutex<Vec<Instant>>>,
+    done: Arc<AtomicBool>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Readiness {
+    fn listen(path: &Path) -> Result<Readiness> {
+        let socket =
+            UnixDatagram::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
+        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let times = Arc::new(Mutex::new(Vec::new()));
+        let done = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (times, done) = (times.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut buffer = [0_u8; 4096];
+                while !done.load(Ordering::Relaxed) {
+                    if let Ok(length) = socket.recv(&mut buffer)
+                        && String::from_utf8_lossy(&buffer[..length])
+                            .lines()
+                            .any(|line| line == "READY=1")
+                    {
+                        times.lock().unwrap().push(Instant::now());
+                    }
+                }
+            })
+        };
+        Ok(Readiness {
+            times,
+            done,
+            reader,
+        })
+    }
+
+    /// How long after `since` the first READY=1 after it came, waiting up
+    /// to `patience` for one.
+    fn first_after(&self, since: Instant, patience: Duration) -> Option<Duration> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let first = self
+                .times
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|time| **time >= since)
+                .map(|time| time.duration_since(since));
+            if first.is_some() || Instant::now() >= deadline {
+                return first;
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    fn close(self) {
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.reader.join();
+    }
+}
+
+/// From spawn to a complete table: the time, and how it was seen.
+fn wait_for_start(
+    client: &mut Client,
+    services: usize,
+    started: Instant,
+    child: &mut Child,
+) -> Result<(Duration, &'static str)> {
+    let last = service_key(services - 1);
+    let seen = poll(child, started, "the last service's destinations", || {
+        Ok(client
+            .destinations(&last)
+            .is_ok_and(|destinations| destinations.len() == REAL_SERVERS))
+    })?;
+    if table_complete(client, services, None)? {
+        return Ok((seen, "last service"));
+    }
+    let seen = poll(child, started, "the whole table", || {
+        table_complete(client, services, None)
+    })?;
+    Ok((seen, "whole table"))
+}
+
+/// Polls `done` every [`POLL_INTERVAL`] until it holds: the time since
+/// `started` when it did.
+fn poll(
+    child: &mut Child,
+    started: Instant,
+    what: &str,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<Duration> {
+    loop {
+        if done()? {
+            return Ok(started.elapsed());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("the daemon exited ({status}) before {what}");
+        }
+        if started.elapsed() > GIVE_UP_AFTER {
+            bail!("no {what} after {GIVE_UP_AFTER:?}");
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Whether the kernel holds exactly the generated table (`reloaded`: with
+/// that weight for the real server the reloads change).
+fn table_complete(client: &mut Client, services: usize, reloaded: Option<u32>) -> Result<bool> {
+    let kernel = client.services()?;
+    if kernel.len() != services {
+        return Ok(false);
+    }
+    let keys: Vec<ServiceKey> = kernel.iter().map(|service| service.key).collect();
+    let destinations = client.destinations_of(&keys)?;
+    for (key, destinations) in keys.iter().zip(&destinations) {
+        if destinations.len() != REAL_SERVERS {
+            return Ok(false);
+        }
+        for destination in destinations {
+            let expected = match reloaded {
+                Some(weight)
+                    if *key == service_key(RELOADED_SERVICE.min(services - 1))
+                        && destination.socket_address()
+                            == real_server_address(RELOADED_REAL_SERVER) =>
+                {
+                    weight
+                }
+                _ => 1,
+            };
+            if destination.weight != expected {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// SIGTERM, then SIGKILL if it lingers; keepalived's parent stops its
+/// checker child.
+fn stop(child: &mut Child) {
+    let _ = signal(child, libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn signal(child: &Child, signal: libc::c_int) -> Result<()> {
+    // SAFETY: signalling our own child, not yet reaped.
+    if unsafe { libc::kill(child.id() as libc::pid_t, signal) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("kill");
+    }
+    Ok(())
+}
+
+fn service_address(index: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(
+        10,
+        100,
+        (index / 250) as u8,
+        (index % 250) as u8 + 1,
+    ))
+}
+
+fn service_key(index: usize) -> ServiceKey {
+    ServiceKey::Address {
+        protocol: Protocol::Tcp,
+        address: service_address(index),
+        port: 80,
+    }
+}
+
+fn real_server_address(index: usize) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 200, 0, index as u8 + 1)), 8080)
+}
+
+/// The configuration: `services` virtual servers of [`REAL_SERVERS`] real
+/// servers each; with `reloaded`, that weight for the one real server the
+/// reload changes.
+fn generate(services: usize, reloaded: Option<u32>) -> String {
+    let mut text = String::new();
+    for index in 0..services {
+        writeln!(
+            text,
+            "virtual_server {} 80 {{\n    protocol TCP\n    lvs_sched wlc\n    lvs_method NAT",
+            service_address(index)
+        )
+        .unwrap();
+        for real_server in 0..REAL_SERVERS {
+            let weight = match reloaded {
+                Some(weight)
+                    if index == RELOADED_SERVICE.min(services - 1)
+                        && real_server == RELOADED_REAL_SERVER =>
+                {
+                    weight
+                }
+                _ => 1,
+            };
+            let address = real_server_address(real_server);
+            writeln!(
+                text,
+                "    real_server {} {} {{\n        weight {weight}\n    }}",
+                address.ip(),
+                address.port()
+            )
+            .unwrap();
+        }
+        text.push_str("}\n");
+    }
+    text
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
