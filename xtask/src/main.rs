@@ -3,10 +3,13 @@
 //! - `lab -- CMD...`: run CMD as root in a guest with Debian's kernel (real IPVS).
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
+//! - `bench`, `bench-config`, `bench-nanny`: measures against ipvsadm and
+//!   keepalived, printed, never asserted.
 //! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
 mod bench_config;
+mod bench_nanny;
 mod capture;
 mod demo;
 mod lab;
@@ -51,6 +54,28 @@ enum Task {
     /// virtual servers x 10 real servers, here (no IPVS needed): both
     /// times, peak memory and the ratios.
     BenchConfig,
+    /// nanny against keepalived's checker in one lab run: 10,000 real
+    /// servers (listeners on 127.10.0.0/16) with TCP_CHECK every second;
+    /// processor time per 10,000 checks, peak memory, time to detect a
+    /// closed listener, and the ratios.
+    BenchNanny {
+        #[command(flatten)]
+        settings: bench_nanny::Settings,
+        /// Guest memory in MiB.
+        #[arg(long, default_value_t = 2048)]
+        memory: u32,
+        /// Guest CPUs.
+        #[arg(long, default_value_t = 2)]
+        cpus: u32,
+    },
+    /// In the guest: the nanny benchmark itself.
+    #[command(hide = true)]
+    GuestBenchNanny {
+        #[command(flatten)]
+        settings: bench_nanny::Settings,
+        /// The nanny to measure.
+        nanny: PathBuf,
+    },
     /// In the guest: the benchmark itself.
     #[command(hide = true)]
     GuestBench {
@@ -179,6 +204,26 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestBench { ipvsctl } => {
             bench::run_in_guest(&ipvsctl)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::BenchNanny {
+            settings,
+            memory,
+            cpus,
+        } => {
+            let options = lab::Options {
+                memory_megabytes: memory,
+                cpus,
+                ..lab::Options::default()
+            };
+            Ok(exit_code(bench_nanny::run(
+                &repository,
+                options,
+                &settings,
+            )?))
+        }
+        Task::GuestBenchNanny { settings, nanny } => {
+            bench_nanny::run_in_guest(&nanny, &settings)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::BenchConfig => {
