@@ -117,7 +117,7 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
     );
     show_table(&topology)?;
     let answers = ask(&topology, 4)?;
-    if answers.iter().any(|answer| *answer == stopped_name) {
+    if answers.contains(&stopped_name) {
         bail!("{stopped_name} still answered: {answers:?}");
     }
 
