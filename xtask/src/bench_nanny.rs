@@ -523,15 +523,18 @@ fn detection_summary(
     )
 }
 
+/// Where a listener told to close answers with its index and the instant
+/// it closed.
+type ClosedReply = mpsc::Sender<(usize, Instant)>;
+
 /// The listeners, on a runtime of their own: each accepts connections,
 /// counts and closes them, until told to close.
 struct Listeners {
     runtime: tokio::runtime::Runtime,
     accepted: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
-    /// Per listener, the way to tell it to close; it answers on the channel
-    /// sent with the instant it closed.
-    closers: Vec<Option<tokio::sync::oneshot::Sender<mpsc::Sender<(usize, Instant)>>>>,
+    /// Per listener, the way to tell it to close.
+    closers: Vec<Option<tokio::sync::oneshot::Sender<ClosedReply>>>,
 }
 
 impl Listeners {
@@ -613,7 +616,7 @@ async fn serve(
     listener: tokio::net::TcpListener,
     accepted: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
-    mut close: tokio::sync::oneshot::Receiver<mpsc::Sender<(usize, Instant)>>,
+    mut close: tokio::sync::oneshot::Receiver<ClosedReply>,
 ) {
     loop {
         tokio::select! {
@@ -923,7 +926,9 @@ impl Tool for Keepalived<'_> {
                     tail(&self.log)
                 );
             }
-            std::thread::sleep(Duration::from_secs(1));
+            // Reading 1,000 virtual servers' destinations costs the guest
+            // too; keepalived's start-up needs it more.
+            std::thread::sleep(Duration::from_secs(2));
         }
     }
 
