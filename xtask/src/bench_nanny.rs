@@ -200,9 +200,6 @@ pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
     std::fs::write(&config, generate(settings))?;
 
     let mut listeners = Listeners::open(settings.servers)?;
-    // Connecting resolves the IPVS family, which loads ip_vs now rather
-    // than in keepalived's start-up.
-    let mut observer = Client::connect().context("cannot reach IPVS")?;
     let closed = closed_indexes(settings);
     println!(
         "{} real servers ({} virtual servers x {REAL_SERVERS_PER_VIRTUAL_SERVER}) with TCP_CHECK, \
@@ -227,6 +224,9 @@ pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
         &closed,
     )
     .context("measuring nanny")?;
+    // Connecting resolves the IPVS family, which loads ip_vs now rather
+    // than in keepalived's start-up.
+    let mut observer = Client::connect().context("cannot reach IPVS")?;
     let keepalived_figures = measure(
         &mut Keepalived::new(&config, &directory, &mut observer, settings),
         &mut listeners,
@@ -283,8 +283,9 @@ trait Tool {
     fn processes(&self) -> Vec<u32>;
     /// The process whose peak memory is reported.
     fn memory_process(&self) -> u32;
-    /// Real servers reported down so far (none should be).
-    fn downs_so_far(&mut self) -> Result<usize>;
+    /// Real servers reported down so far (none should be), and what the
+    /// tool said about the first of them.
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)>;
     /// When each of `servers` was reported down, from now to `limit`.
     fn wait_for_downs(
         &mut self,
@@ -292,6 +293,8 @@ trait Tool {
         limit: Instant,
     ) -> Result<HashMap<SocketAddr, Instant>>;
     fn notes(&self) -> Vec<String>;
+    /// What the tool said about the first of the closed `servers`.
+    fn said(&self, servers: &[SocketAddr]) -> Vec<String>;
     fn stop(&mut self) -> Result<()>;
 }
 
@@ -348,7 +351,13 @@ fn measure_started(
         "{name}: {checks} checks in {window:.1} s, {cpu:.2} processor seconds ({:.0}% of one processor)",
         100.0 * cpu / window
     );
-    let false_downs = tool.downs_so_far()?;
+    let (false_downs, false_down_reasons) = tool.downs_so_far()?;
+    if false_downs > 0 {
+        println!("{name}: {false_downs} real servers down before any listener closed");
+        for line in &false_down_reasons {
+            println!("{name}: | {line}");
+        }
+    }
 
     let addresses: Vec<SocketAddr> = closed.iter().map(|&index| real_server(index)).collect();
     let closed_at = listeners.close(closed)?;
@@ -365,7 +374,23 @@ fn measure_started(
                 .get(address)
                 .map(|reported| reported.saturating_duration_since(*closed))
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let (median, max, missed) = detection_summary(&detections);
+    println!(
+        "{name}: {} of {} closed listeners reported down, after {} (median) and {} (max)",
+        detections.len() - missed,
+        detections.len(),
+        seconds(median),
+        seconds(max)
+    );
+    let mut sorted = detections.clone();
+    // Those not reported (None) last.
+    sorted.sort_by_key(|detection| (detection.is_none(), *detection));
+    let each: Vec<String> = sorted.iter().map(|detection| seconds(*detection)).collect();
+    println!("{name}: each: {}", each.join(", "));
+    for line in tool.said(&addresses) {
+        println!("{name}: | {line}");
+    }
     let peak_kib = peak_memory_kib(tool.memory_process())?;
     Ok(Figures {
         name,
@@ -651,9 +676,22 @@ struct Nanny {
     log: PathBuf,
     child: Option<Child>,
     /// Each state change as it was read: when, which, up, initial.
-    changes: Option<mpsc::Receiver<(Instant, SocketAddr, bool, bool)>>,
+    changes: Option<mpsc::Receiver<Change>>,
     initial: HashSet<SocketAddr>,
     downs: HashSet<SocketAddr>,
+    /// What nanny said about the first closed listeners.
+    said: Vec<String>,
+    /// What nanny said about the first real servers down.
+    first_downs: Vec<String>,
+}
+
+/// A state change nanny printed, when it was read.
+struct Change {
+    at: Instant,
+    server: SocketAddr,
+    up: bool,
+    initial: bool,
+    reason: String,
 }
 
 impl Nanny {
@@ -666,6 +704,8 @@ impl Nanny {
             changes: None,
             initial: HashSet::new(),
             downs: HashSet::new(),
+            said: Vec::new(),
+            first_downs: Vec::new(),
         }
     }
 
@@ -674,7 +714,7 @@ impl Nanny {
     }
 
     /// Takes the changes read so far, or waits up to `limit` for one.
-    fn receive(&mut self, limit: Option<Instant>) -> Result<Vec<(Instant, SocketAddr, bool)>> {
+    fn receive(&mut self, limit: Option<Instant>) -> Result<Vec<Change>> {
         let changes = self.changes.as_ref().context("nanny is not running")?;
         let mut received = Vec::new();
         if let Some(limit) = limit {
@@ -689,16 +729,20 @@ impl Nanny {
         }
         received.extend(changes.try_iter());
         let mut changes = Vec::new();
-        for (at, server, up, initial) in received {
-            if initial {
-                self.initial.insert(server);
+        for change in received {
+            if change.initial {
+                self.initial.insert(change.server);
             }
-            if up {
-                self.downs.remove(&server);
+            if change.up {
+                self.downs.remove(&change.server);
             } else {
-                self.downs.insert(server);
+                self.downs.insert(change.server);
+                if self.first_downs.len() < 3 {
+                    self.first_downs
+                        .push(format!("{} is down: {}", change.server, change.reason));
+                }
             }
-            changes.push((at, server, up));
+            changes.push(change);
         }
         Ok(changes)
     }
@@ -738,8 +782,14 @@ impl Tool for Nanny {
                     );
                     continue;
                 };
-                let initial = change["initial"].as_bool().unwrap_or(false);
-                if sender.send((at, server, up, initial)).is_err() {
+                let change = Change {
+                    at,
+                    server,
+                    up,
+                    initial: change["initial"].as_bool().unwrap_or(false),
+                    reason: change["reason"].as_str().unwrap_or_default().to_owned(),
+                };
+                if sender.send(change).is_err() {
                     break;
                 }
             }
@@ -772,9 +822,9 @@ impl Tool for Nanny {
         self.pid()
     }
 
-    fn downs_so_far(&mut self) -> Result<usize> {
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)> {
         self.receive(None)?;
-        Ok(self.downs.len())
+        Ok((self.downs.len(), self.first_downs.clone()))
     }
 
     fn wait_for_downs(
@@ -785,9 +835,13 @@ impl Tool for Nanny {
         let wanted: HashSet<SocketAddr> = servers.iter().copied().collect();
         let mut found = HashMap::new();
         while found.len() < wanted.len() && Instant::now() < limit {
-            for (at, server, up) in self.receive(Some(limit))? {
-                if !up && wanted.contains(&server) {
-                    found.entry(server).or_insert(at);
+            for change in self.receive(Some(limit))? {
+                if !change.up && wanted.contains(&change.server) {
+                    found.entry(change.server).or_insert(change.at);
+                    if self.said.len() < 3 {
+                        self.said
+                            .push(format!("{} is down: {}", change.server, change.reason));
+                    }
                 }
             }
         }
@@ -796,6 +850,10 @@ impl Tool for Nanny {
 
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    fn said(&self, _servers: &[SocketAddr]) -> Vec<String> {
+        self.said.clone()
     }
 
     fn stop(&mut self) -> Result<()> {
@@ -940,10 +998,20 @@ impl Tool for Keepalived<'_> {
         self.checker
     }
 
-    fn downs_so_far(&mut self) -> Result<usize> {
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)> {
         self.check_running()?;
         let present = self.destinations()?.map_or(0, |set| set.len());
-        Ok(self.keys.len() * REAL_SERVERS_PER_VIRTUAL_SERVER - present)
+        let said = std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains("failed") || line.contains("timeout"))
+            .take(3)
+            .map(str::to_owned)
+            .collect();
+        Ok((
+            self.keys.len() * REAL_SERVERS_PER_VIRTUAL_SERVER - present,
+            said,
+        ))
     }
 
     fn wait_for_downs(
@@ -983,6 +1051,21 @@ impl Tool for Keepalived<'_> {
         // The parent's peak, for the notes, while it still runs.
         self.parent_peak_kib = peak_memory_kib(self.parent()).unwrap_or(0);
         Ok(found)
+    }
+
+    fn said(&self, servers: &[SocketAddr]) -> Vec<String> {
+        // keepalived writes addresses as [127.10.0.1]:tcp:8080.
+        let Some(first) = servers.first() else {
+            return Vec::new();
+        };
+        let needle = format!("[{}]", first.ip());
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains(&needle))
+            .take(3)
+            .map(str::to_owned)
+            .collect()
     }
 
     fn notes(&self) -> Vec<String> {
@@ -1112,11 +1195,21 @@ fn raise_open_file_limit(wanted: u64) -> Result<()> {
         rlim_cur: wanted,
         rlim_max: wanted,
     };
-    // SAFETY: setrlimit reads the structure given.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot raise RLIMIT_NOFILE");
+    // SAFETY: setrlimit and getrlimit read and write the structure given.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+            return Ok(());
+        }
+        // Without CAP_SYS_RESOURCE (outside the lab): as far as allowed.
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                return Ok(());
+            }
+        }
     }
-    Ok(())
+    Err(std::io::Error::last_os_error()).context("cannot raise RLIMIT_NOFILE")
 }
 
 /// The last lines of a log file, for an error.
