@@ -4,8 +4,7 @@
 //!
 //! In the guest, this process binds one TCP listener per real server on
 //! 127.10.0.0/16 (all of 127.0.0.0/8 is local), accepts each connection
-//! and closes it at once, and counts them: each accept is one TCP_CHECK
-//! done. The generated configuration checks every real server every second
+//! and closes it at once, and counts them. The generated configuration checks every real server every second
 //! (`delay_loop 1`, `connect_timeout 1`, `retry 0`: the first failed check
 //! takes a real server out). For each tool in turn:
 //!
@@ -14,8 +13,10 @@
 //!    it settle;
 //! 2. over a window, the processor time it used (utime + stime from
 //!    /proc/PID/stat; keepalived's parent and checker child together) and
-//!    the checks the listeners saw: processor seconds per 10,000 checks,
-//!    and the checks per second done against those configured;
+//!    the checks it made (the connections the guest opened, `ActiveOpens`:
+//!    the tool is the only process opening any), and how many the
+//!    listeners accepted: processor seconds per 10,000 checks, and the
+//!    checks per second done against those configured;
 //! 3. close some listeners at once and time until the tool reports each
 //!    down (nanny: its JSON line; keepalived: the destination leaving IPVS,
 //!    polled every 10 ms);
@@ -252,8 +253,10 @@ fn closed_indexes(settings: &Settings) -> Vec<usize> {
 /// One tool's figures.
 struct Figures {
     name: &'static str,
-    /// Checks the listeners saw per second of the window.
+    /// Checks (connections opened) per second of the window.
     checks_per_second: f64,
+    /// The share of them the listeners accepted.
+    accepted_share: f64,
     /// Processor seconds per 10,000 checks over the window: all, and in
     /// user space alone (the rest is the kernel's, mostly TCP).
     cpu_per_10k_checks: f64,
@@ -338,17 +341,24 @@ fn measure_started(
     let cpu_before = ProcessorTime::of(&processes)?;
     let guest_before = GuestProcessorTime::read()?;
     let accepted_before = listeners.accepted();
+    let opened_before = active_opens()?;
     let window_started = Instant::now();
     std::thread::sleep(Duration::from_secs(settings.window));
+    let opened_after = active_opens()?;
     let accepted_after = listeners.accepted();
     let window = window_started.elapsed().as_secs_f64();
     let cpu_after = ProcessorTime::of(&processes)?;
     let cpu = cpu_after.total() - cpu_before.total();
     let user = cpu_after.user - cpu_before.user;
     let guest_busy = GuestProcessorTime::read()?.busy_since(&guest_before);
-    let checks = accepted_after - accepted_before;
+    // The tool is the only process here that opens TCP connections: each
+    // check is one, answered or not (a check that times out is never
+    // accepted, yet costs).
+    let checks = opened_after - opened_before;
+    let accepted = accepted_after - accepted_before;
     println!(
-        "{name}: {checks} checks in {window:.1} s, {cpu:.2} processor seconds ({:.0}% of one processor)",
+        "{name}: {checks} checks ({accepted} accepted) in {window:.1} s, {cpu:.2} processor \
+         seconds ({:.0}% of one processor)",
         100.0 * cpu / window
     );
     let (false_downs, false_down_reasons) = tool.downs_so_far()?;
@@ -395,6 +405,7 @@ fn measure_started(
     Ok(Figures {
         name,
         checks_per_second: checks as f64 / window,
+        accepted_share: accepted as f64 / checks.max(1) as f64,
         cpu_per_10k_checks: per_10k_checks(cpu, checks),
         user_per_10k_checks: per_10k_checks(user, checks),
         cpu_share: cpu / window,
@@ -420,9 +431,10 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
     let bound = DELAY_LOOP + CONNECT_TIMEOUT;
     println!();
     println!(
-        "{:<11}  {:>8}  {:>8}  {:>14}  {:>10}  {:>6}  {:>6}  {:>11}  {:>10}  {:>9}",
+        "{:<11}  {:>8}  {:>8}  {:>8}  {:>14}  {:>10}  {:>6}  {:>6}  {:>11}  {:>10}  {:>9}",
         "tool",
         "checks/s",
+        "accepted",
         "interval",
         "CPU s/10k chk",
         "user space",
@@ -435,9 +447,10 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
     for figures in [keepalived, nanny] {
         let (median, max, _) = detection_summary(&figures.detections);
         println!(
-            "{:<11}  {:>8.0}  {:>6.2} s  {:>12.3} s  {:>8.3} s  {:>5.0}%  {:>5.0}%  {:>7.1} MiB  {:>10}  {:>9}",
+            "{:<11}  {:>8.0}  {:>7.1}%  {:>6.2} s  {:>12.3} s  {:>8.3} s  {:>5.0}%  {:>5.0}%  {:>7.1} MiB  {:>10}  {:>9}",
             figures.name,
             figures.checks_per_second,
+            100.0 * figures.accepted_share,
             settings.servers as f64 / figures.checks_per_second,
             figures.cpu_per_10k_checks,
             figures.user_per_10k_checks,
@@ -514,7 +527,8 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
         seconds(nanny_max)
     );
     println!(
-        "(checks: connections the listeners accepted; interval: between two checks of a real \
+        "(checks: TCP connections opened in the guest (only the tool opens any), accepted: \
+         by the listeners; interval: between two checks of a real \
          server, on average; CPU: utime + stime over the window, keepalived's parent and checker \
          together, user space: utime alone; guest: all of the guest's processors busy, listeners \
          included; detection: median from a listener's close to nanny's JSON line, or to the \
@@ -1142,6 +1156,23 @@ fn stat_field(pid: u32, number: usize) -> Result<u64> {
         .nth(number - 3)
         .and_then(|value| value.parse::<u64>().ok())
         .with_context(|| format!("{path}: no field {number}"))
+}
+
+/// TCP connections this network namespace opened so far (`ActiveOpens`
+/// in /proc/net/snmp: one per connect(2), whatever its outcome).
+fn active_opens() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/net/snmp")?;
+    // Two "Tcp:" lines: the names, then the values.
+    let mut lines = text.lines().filter(|line| line.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        bail!("/proc/net/snmp: no Tcp lines");
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "ActiveOpens")
+        .and_then(|(_, value)| value.parse().ok())
+        .context("/proc/net/snmp: no Tcp ActiveOpens")
 }
 
 /// VmHWM, the process's peak resident set, in KiB.
