@@ -239,14 +239,13 @@ pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Which listeners are closed to time detection: spread over the range.
+/// Which listeners are closed to time detection: one in each of
+/// `closed` equal blocks, at varied places within their virtual servers.
 fn closed_indexes(settings: &Settings) -> Vec<usize> {
     let count = settings.closed.clamp(1, settings.servers);
+    let block = settings.servers / count;
     (0..count)
-        .map(|index| index * settings.servers / count + (index % REAL_SERVERS_PER_VIRTUAL_SERVER))
-        .map(|index| index.min(settings.servers - 1))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
+        .map(|index| index * block + (index % REAL_SERVERS_PER_VIRTUAL_SERVER).min(block - 1))
         .collect()
 }
 
@@ -1248,4 +1247,54 @@ fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(servers: usize, closed: usize) -> Settings {
+        Settings {
+            servers,
+            settle: 0,
+            window: 0,
+            closed,
+        }
+    }
+
+    #[test]
+    fn every_real_server_has_its_own_address() {
+        let addresses: HashSet<SocketAddr> = (0..62_500).map(real_server).collect();
+        assert_eq!(addresses.len(), 62_500);
+        assert!(addresses.iter().all(|address| address.ip().is_loopback()));
+    }
+
+    #[test]
+    fn closed_listeners_are_distinct_existing_servers() {
+        for (servers, closed) in [(10, 20), (200, 5), (10_000, 20)] {
+            let indexes: HashSet<usize> = closed_indexes(&settings(servers, closed))
+                .into_iter()
+                .collect();
+            assert_eq!(indexes.len(), closed.min(servers));
+            assert!(indexes.iter().all(|index| *index < servers));
+        }
+    }
+
+    #[test]
+    fn the_configuration_has_every_real_server_once() {
+        let text = generate(&settings(200, 5));
+        assert_eq!(text.matches("virtual_server ").count(), 20);
+        for index in 0..200 {
+            let server = real_server(index);
+            let line = format!("real_server {} {} {{", server.ip(), server.port());
+            assert_eq!(text.matches(&line).count(), 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn servers_come_ten_to_a_virtual_server() {
+        assert!(parse_servers("10000").is_ok());
+        assert!(parse_servers("15").is_err());
+        assert!(parse_servers("0").is_err());
+    }
 }
