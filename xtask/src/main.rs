@@ -3,12 +3,14 @@
 //! - `lab -- CMD...`: run CMD as root in a guest with Debian's kernel (real IPVS).
 //! - `test`: every check and test, lab tests included (what CI runs).
 //! - `demo`: the main job, in the lab, for a person to watch.
-//! - `bench`, `bench-config`, `bench-pulse`: benchmarks against ipvsadm and
-//!   keepalived, printing both figures and the ratios.
+//! - `bench`, `bench-config`, `bench-pulse`, `bench-nanny`: benchmarks
+//!   against ipvsadm and keepalived, printing both figures and the ratios,
+//!   never asserting on them.
 //! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
 mod bench_config;
+mod bench_nanny;
 mod bench_pulse;
 mod capture;
 mod demo;
@@ -64,6 +66,28 @@ enum Task {
     GuestBenchPulse {
         /// The pulse binary to measure.
         pulse: PathBuf,
+    },
+    /// nanny against keepalived's checker in one lab run: 10,000 real
+    /// servers (listeners on 127.10.0.0/16) with TCP_CHECK every second;
+    /// processor time per 10,000 checks, peak memory, time to detect a
+    /// closed listener, and the ratios.
+    BenchNanny {
+        #[command(flatten)]
+        settings: bench_nanny::Settings,
+        /// Guest memory in MiB.
+        #[arg(long, default_value_t = 2048)]
+        memory: u32,
+        /// Guest CPUs.
+        #[arg(long, default_value_t = 2)]
+        cpus: u32,
+    },
+    /// In the guest: the nanny benchmark itself.
+    #[command(hide = true)]
+    GuestBenchNanny {
+        #[command(flatten)]
+        settings: bench_nanny::Settings,
+        /// The nanny to measure.
+        nanny: PathBuf,
     },
     /// In the guest: the benchmark itself.
     #[command(hide = true)]
@@ -229,6 +253,26 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestBenchPulse { pulse } => {
             bench_pulse::run_in_guest(&pulse)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::BenchNanny {
+            settings,
+            memory,
+            cpus,
+        } => {
+            let options = lab::Options {
+                memory_megabytes: memory,
+                cpus,
+                ..lab::Options::default()
+            };
+            Ok(exit_code(bench_nanny::run(
+                &repository,
+                options,
+                &settings,
+            )?))
+        }
+        Task::GuestBenchNanny { settings, nanny } => {
+            bench_nanny::run_in_guest(&nanny, &settings)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::BenchConfig => {

@@ -1,0 +1,1300 @@
+//! `cargo xtask bench-nanny`: nanny against keepalived's checker on the same
+//! keepalived.conf, one after the other in one lab run (keepalived's
+//! checker programs IPVS, which this machine's kernel lacks).
+//!
+//! In the guest, this process binds one TCP listener per real server on
+//! 127.10.0.0/16 (all of 127.0.0.0/8 is local), accepts each connection
+//! and closes it at once, and counts them. The generated configuration checks every real server every second
+//! (`delay_loop 1`, `connect_timeout 1`, `retry 0`: the first failed check
+//! takes a real server out). For each tool in turn:
+//!
+//! 1. start it, and wait until it has taken every real server in (nanny:
+//!    its initial reports; keepalived: every destination in IPVS), then let
+//!    it settle;
+//! 2. over a window, the processor time it used (utime + stime from
+//!    /proc/PID/stat; keepalived's parent and checker child together) and
+//!    the checks it made (the connections the guest opened, `ActiveOpens`:
+//!    the tool is the only process opening any), and how many the
+//!    listeners accepted: processor seconds per 10,000 checks, and the
+//!    checks per second done against those configured;
+//! 3. close some listeners at once and time until the tool reports each
+//!    down (nanny: its JSON line; keepalived: the destination leaving IPVS,
+//!    polled every 10 ms);
+//! 4. its peak resident memory (VmHWM; keepalived's checker child, the
+//!    process doing the checks), then stop it and reopen the listeners.
+//!
+//! Prints both tools' figures, the ratios and the aim's verdict; never
+//! asserts on them.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use ipvs::{Client, Protocol, ServiceKey};
+
+/// Real servers per virtual server.
+const REAL_SERVERS_PER_VIRTUAL_SERVER: usize = 10;
+const REAL_SERVER_PORT: u16 = 8080;
+const DELAY_LOOP: Duration = Duration::from_secs(1);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+const KEEPALIVED: &str = "keepalived";
+/// Where the guest side keeps its files (the guest's tmpfs).
+const DIRECTORY: &str = "/run/fulcrum-bench-nanny";
+/// How long a tool may take to take every real server in.
+const READY_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long after closing a listener a tool may take to report it down
+/// before it counts as not detected.
+/// At least; longer when the tool checks each real server less often.
+const DETECTION_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often IPVS is read while waiting for keepalived's removals.
+const IPVS_POLL: Duration = Duration::from_millis(10);
+
+/// What to measure, shared by the host side and the guest side.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Settings {
+    /// Real servers (listeners), a multiple of 10: 10 per virtual server.
+    #[arg(long, default_value_t = 10_000, value_parser = parse_servers)]
+    pub servers: usize,
+    /// Seconds each tool runs after taking every real server in, before the
+    /// measured window.
+    #[arg(long, default_value_t = 10)]
+    pub settle: u64,
+    /// Seconds of the measured window.
+    #[arg(long, default_value_t = 30)]
+    pub window: u64,
+    /// Listeners closed at once to time detection.
+    #[arg(long, default_value_t = 20)]
+    pub closed: usize,
+}
+
+fn parse_servers(text: &str) -> Result<usize, String> {
+    let servers: usize = text.parse().map_err(|error| format!("{error}"))?;
+    if servers == 0 || servers % REAL_SERVERS_PER_VIRTUAL_SERVER != 0 || servers > 62_500 {
+        return Err(format!(
+            "a multiple of {REAL_SERVERS_PER_VIRTUAL_SERVER} between 10 and 62,500"
+        ));
+    }
+    Ok(servers)
+}
+
+impl Settings {
+    /// The same settings as arguments of the guest-side subcommand.
+    pub fn arguments(&self) -> Vec<String> {
+        vec![
+            format!("--servers={}", self.servers),
+            format!("--settle={}", self.settle),
+            format!("--window={}", self.window),
+            format!("--closed={}", self.closed),
+        ]
+    }
+
+    fn virtual_servers(&self) -> usize {
+        self.servers / REAL_SERVERS_PER_VIRTUAL_SERVER
+    }
+}
+
+/// The real server `index` (0-based): 127.10.x.y, 250 to a /24.
+fn real_server(index: usize) -> SocketAddr {
+    let address = Ipv4Addr::new(127, 10, (index / 250) as u8, (index % 250) as u8 + 1);
+    SocketAddr::new(IpAddr::V4(address), REAL_SERVER_PORT)
+}
+
+/// The virtual server `index` (0-based): 10.100.x.y port 80.
+fn virtual_server(index: usize) -> ServiceKey {
+    ServiceKey::Address {
+        protocol: Protocol::Tcp,
+        address: IpAddr::V4(Ipv4Addr::new(
+            10,
+            100,
+            (index / 250) as u8,
+            (index % 250) as u8 + 1,
+        )),
+        port: 80,
+    }
+}
+
+/// The configuration both tools run.
+fn generate(settings: &Settings) -> String {
+    let mut text = String::from("global_defs {\n    router_id bench-nanny\n}\n\n");
+    for index in 0..settings.virtual_servers() {
+        let ServiceKey::Address { address, port, .. } = virtual_server(index) else {
+            unreachable!("virtual servers are addresses");
+        };
+        let _ = writeln!(
+            text,
+            "virtual_server {address} {port} {{\n    delay_loop {}\n    lb_algo rr\n    \
+             lb_kind NAT\n    protocol TCP\n",
+            DELAY_LOOP.as_secs()
+        );
+        for real in 0..REAL_SERVERS_PER_VIRTUAL_SERVER {
+            let server = real_server(index * REAL_SERVERS_PER_VIRTUAL_SERVER + real);
+            // retry 0: the first failed check takes the real server out, so
+            // detection takes at most delay_loop (the next check) plus
+            // connect_timeout (a check that hangs); a closed port answers
+            // at once.
+            let _ = writeln!(
+                text,
+                "    real_server {} {} {{\n        TCP_CHECK {{\n            connect_timeout {}\n            \
+                 retry 0\n        }}\n    }}",
+                server.ip(),
+                server.port(),
+                CONNECT_TIMEOUT.as_secs()
+            );
+        }
+        text.push_str("}\n");
+    }
+    text
+}
+
+/// On the host: build nanny and this program in release, boot the lab and
+/// run the guest side.
+pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings) -> Result<i32> {
+    let lab = crate::lab::Lab::prepare(repository, options)?;
+    // Measured in release: nanny's speed, not the debug build's.
+    let executables = crate::test::cargo_executables(
+        repository,
+        &[
+            "build",
+            "--release",
+            "--package",
+            "xtask",
+            "--package",
+            "nanny",
+        ],
+        |target| {
+            (target["name"] == "xtask" || target["name"] == "nanny")
+                && target["kind"] == serde_json::json!(["bin"])
+        },
+    )?;
+    let find = |name: &str| {
+        executables
+            .iter()
+            .find(|path| path.file_name().is_some_and(|file| file == name))
+            .map(|path| path.to_string_lossy().into_owned())
+            .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
+    };
+    let mut command = vec![find("xtask")?, "guest-bench-nanny".to_owned()];
+    command.extend(settings.arguments());
+    command.push(find("nanny")?);
+    lab.run(&command)
+}
+
+/// In the guest: the benchmark itself, of keepalived's checker and of the
+/// nanny at `nanny`.
+pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
+    // 10,000 listeners here, and as many sockets in each tool if servers
+    // hang; the guest's PID 1 leaves the kernel's default hard limit (4,096),
+    // which root may raise, and the tools inherit it.
+    raise_open_file_limit(1 << 18)?;
+    let directory = PathBuf::from(DIRECTORY);
+    std::fs::create_dir_all(&directory)?;
+    let config = directory.join("keepalived.conf");
+    std::fs::write(&config, generate(settings))?;
+
+    let mut listeners = Listeners::open(settings.servers)?;
+    let closed = closed_indexes(settings);
+    println!(
+        "{} real servers ({} virtual servers x {REAL_SERVERS_PER_VIRTUAL_SERVER}) with TCP_CHECK, \
+         delay_loop {} s, connect_timeout {} s, retry 0: {} checks/s configured",
+        settings.servers,
+        settings.virtual_servers(),
+        DELAY_LOOP.as_secs(),
+        CONNECT_TIMEOUT.as_secs(),
+        settings.servers as u64 / DELAY_LOOP.as_secs(),
+    );
+    println!(
+        "each tool: {} s to settle once every real server is in, a {} s window, then {} listeners closed at once",
+        settings.settle,
+        settings.window,
+        closed.len()
+    );
+
+    let nanny_figures = measure(
+        &mut Nanny::new(nanny, &config, &directory),
+        &mut listeners,
+        settings,
+        &closed,
+    )
+    .context("measuring nanny")?;
+    // Connecting resolves the IPVS family, which loads ip_vs now rather
+    // than in keepalived's start-up.
+    let mut observer = Client::connect().context("cannot reach IPVS")?;
+    let keepalived_figures = measure(
+        &mut Keepalived::new(&config, &directory, &mut observer, settings),
+        &mut listeners,
+        settings,
+        &closed,
+    )
+    .context("measuring keepalived")?;
+    report(settings, &keepalived_figures, &nanny_figures);
+    Ok(())
+}
+
+/// Which listeners are closed to time detection: one in each of
+/// `closed` equal blocks, at varied places within their virtual servers.
+fn closed_indexes(settings: &Settings) -> Vec<usize> {
+    let count = settings.closed.clamp(1, settings.servers);
+    let block = settings.servers / count;
+    (0..count)
+        .map(|index| index * block + (index % REAL_SERVERS_PER_VIRTUAL_SERVER).min(block - 1))
+        .collect()
+}
+
+/// One tool's figures.
+struct Figures {
+    name: &'static str,
+    /// Checks (connections opened) per second of the window.
+    checks_per_second: f64,
+    /// The share of them the listeners accepted.
+    accepted_share: f64,
+    /// Processor seconds per 10,000 checks over the window: all, and in
+    /// user space alone (the rest is the kernel's, mostly TCP).
+    cpu_per_10k_checks: f64,
+    user_per_10k_checks: f64,
+    /// Share of one processor the tool used over the window.
+    cpu_share: f64,
+    /// Share of the guest's processors busy over the window (anything).
+    guest_busy: f64,
+    peak_kib: u64,
+    /// Per closed listener, the time to its report, if it came.
+    detections: Vec<Option<Duration>>,
+    /// How long they were waited for.
+    detection_timeout: Duration,
+    /// Real servers reported down before any listener closed.
+    false_downs: usize,
+    /// Anything else worth printing.
+    notes: Vec<String>,
+}
+
+/// What the measurement needs from each tool.
+trait Tool {
+    fn name(&self) -> &'static str;
+    fn start(&mut self) -> Result<()>;
+    /// Blocks until every real server is in.
+    fn wait_until_ready(&mut self, servers: usize) -> Result<()>;
+    /// The processes whose processor time counts.
+    fn processes(&self) -> Vec<u32>;
+    /// The process whose peak memory is reported.
+    fn memory_process(&self) -> u32;
+    /// Real servers reported down so far (none should be), and what the
+    /// tool said about the first of them.
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)>;
+    /// When each of `servers` was reported down, from now to `limit`.
+    fn wait_for_downs(
+        &mut self,
+        servers: &[SocketAddr],
+        limit: Instant,
+    ) -> Result<HashMap<SocketAddr, Instant>>;
+    fn notes(&self) -> Vec<String>;
+    /// What the tool said about the first of the closed `servers`.
+    fn said(&self, servers: &[SocketAddr]) -> Vec<String>;
+    fn stop(&mut self) -> Result<()>;
+}
+
+fn measure(
+    tool: &mut dyn Tool,
+    listeners: &mut Listeners,
+    settings: &Settings,
+    closed: &[usize],
+) -> Result<Figures> {
+    let name = tool.name();
+    println!("\n{name}: starting");
+    let started = Instant::now();
+    tool.start()?;
+    let outcome = measure_started(tool, listeners, settings, closed, started);
+    // Stopped even when the measurement failed, so that the other tool does
+    // not share the machine with it.
+    let stopped = tool.stop();
+    let figures = outcome?;
+    stopped?;
+    listeners.reopen(closed)?;
+    Ok(figures)
+}
+
+fn measure_started(
+    tool: &mut dyn Tool,
+    listeners: &mut Listeners,
+    settings: &Settings,
+    closed: &[usize],
+    started: Instant,
+) -> Result<Figures> {
+    let name = tool.name();
+    tool.wait_until_ready(settings.servers)?;
+    println!(
+        "{name}: every real server in after {:.1} s; settling {} s",
+        started.elapsed().as_secs_f64(),
+        settings.settle
+    );
+    std::thread::sleep(Duration::from_secs(settings.settle));
+
+    let processes = tool.processes();
+    let cpu_before = ProcessorTime::of(&processes)?;
+    let guest_before = GuestProcessorTime::read()?;
+    let accepted_before = listeners.accepted();
+    let opened_before = active_opens()?;
+    let window_started = Instant::now();
+    std::thread::sleep(Duration::from_secs(settings.window));
+    let opened_after = active_opens()?;
+    let accepted_after = listeners.accepted();
+    let window = window_started.elapsed().as_secs_f64();
+    let cpu_after = ProcessorTime::of(&processes)?;
+    let cpu = cpu_after.total() - cpu_before.total();
+    let user = cpu_after.user - cpu_before.user;
+    let guest_busy = GuestProcessorTime::read()?.busy_since(&guest_before);
+    // The tool is the only process here that opens TCP connections: each
+    // check is one, answered or not (a check that times out is never
+    // accepted, yet costs).
+    let checks = opened_after - opened_before;
+    let accepted = accepted_after - accepted_before;
+    println!(
+        "{name}: {checks} checks ({accepted} accepted) in {window:.1} s, {cpu:.2} processor \
+         seconds ({:.0}% of one processor)",
+        100.0 * cpu / window
+    );
+    let (false_downs, false_down_reasons) = tool.downs_so_far()?;
+    if false_downs > 0 {
+        println!("{name}: {false_downs} real servers down before any listener closed");
+        for line in &false_down_reasons {
+            println!("{name}: | {line}");
+        }
+    }
+
+    let addresses: Vec<SocketAddr> = closed.iter().map(|&index| real_server(index)).collect();
+    let closed_at = listeners.close(closed)?;
+    // Three times the mean interval between two checks of a real server,
+    // when a saturated tool checks each less often than configured.
+    let interval = settings.servers as f64 * window / checks.max(1) as f64;
+    let detection_timeout = DETECTION_TIMEOUT.max(Duration::from_secs_f64(3.0 * interval));
+    let found = tool.wait_for_downs(&addresses, Instant::now() + detection_timeout)?;
+    let detections = addresses
+        .iter()
+        .zip(&closed_at)
+        .map(|(address, closed)| {
+            found
+                .get(address)
+                .map(|reported| reported.saturating_duration_since(*closed))
+        })
+        .collect::<Vec<_>>();
+    let (median, max, missed) = detection_summary(&detections);
+    println!(
+        "{name}: {} of {} closed listeners reported down, after {} (median) and {} (max)",
+        detections.len() - missed,
+        detections.len(),
+        seconds(median),
+        seconds(max)
+    );
+    let mut sorted = detections.clone();
+    // Those not reported (None) last.
+    sorted.sort_by_key(|detection| (detection.is_none(), *detection));
+    let each: Vec<String> = sorted.iter().map(|detection| seconds(*detection)).collect();
+    println!("{name}: each: {}", each.join(", "));
+    for line in tool.said(&addresses) {
+        println!("{name}: | {line}");
+    }
+    let peak_kib = peak_memory_kib(tool.memory_process())?;
+    Ok(Figures {
+        name,
+        checks_per_second: checks as f64 / window,
+        accepted_share: accepted as f64 / checks.max(1) as f64,
+        cpu_per_10k_checks: per_10k_checks(cpu, checks),
+        user_per_10k_checks: per_10k_checks(user, checks),
+        cpu_share: cpu / window,
+        guest_busy,
+        peak_kib,
+        detections,
+        detection_timeout,
+        false_downs,
+        notes: tool.notes(),
+    })
+}
+
+fn per_10k_checks(seconds: f64, checks: u64) -> f64 {
+    if checks == 0 {
+        f64::NAN
+    } else {
+        seconds / checks as f64 * 10_000.0
+    }
+}
+
+fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
+    let configured = settings.servers as f64 / DELAY_LOOP.as_secs_f64();
+    let bound = DELAY_LOOP + CONNECT_TIMEOUT;
+    println!();
+    println!(
+        "{:<11}  {:>8}  {:>8}  {:>8}  {:>14}  {:>10}  {:>6}  {:>6}  {:>11}  {:>10}  {:>9}",
+        "tool",
+        "checks/s",
+        "accepted",
+        "interval",
+        "CPU s/10k chk",
+        "user space",
+        "CPU",
+        "guest",
+        "peak memory",
+        "detection",
+        "max"
+    );
+    for figures in [keepalived, nanny] {
+        let (median, max, _) = detection_summary(&figures.detections);
+        println!(
+            "{:<11}  {:>8.0}  {:>7.1}%  {:>6.2} s  {:>12.3} s  {:>8.3} s  {:>5.0}%  {:>5.0}%  {:>7.1} MiB  {:>10}  {:>9}",
+            figures.name,
+            figures.checks_per_second,
+            100.0 * figures.accepted_share,
+            settings.servers as f64 / figures.checks_per_second,
+            figures.cpu_per_10k_checks,
+            figures.user_per_10k_checks,
+            100.0 * figures.cpu_share,
+            100.0 * figures.guest_busy,
+            figures.peak_kib as f64 / 1024.0,
+            seconds(median),
+            seconds(max),
+        );
+    }
+    let cpu_ratio = keepalived.cpu_per_10k_checks / nanny.cpu_per_10k_checks;
+    let memory_ratio = keepalived.peak_kib as f64 / nanny.peak_kib as f64;
+    let (keepalived_median, _, _) = detection_summary(&keepalived.detections);
+    let (nanny_median, _, _) = detection_summary(&nanny.detections);
+    let user_ratio = keepalived.user_per_10k_checks / nanny.user_per_10k_checks;
+    let mut line = format!(
+        "keepalived / nanny: processor time per check {cpu_ratio:.2}x (user space alone \
+         {user_ratio:.2}x), peak memory {memory_ratio:.2}x"
+    );
+    if let (Some(reference), Some(ours)) = (keepalived_median, nanny_median) {
+        let _ = write!(
+            line,
+            ", median detection {:.2}x",
+            reference.as_secs_f64() / ours.as_secs_f64()
+        );
+    }
+    println!("{line}");
+    for figures in [keepalived, nanny] {
+        for note in &figures.notes {
+            println!("({}: {note})", figures.name);
+        }
+        // A check starts delay_loop after the previous one ended (both
+        // tools), so the interval is a little over delay_loop even when
+        // idle; far over it, the tool (or the guest) is saturated.
+        if figures.checks_per_second < 0.8 * configured {
+            println!(
+                "({}: did not keep up: {:.0} checks/s of the {configured:.0} configured, \
+                 each real server checked every {:.2} s instead of every {} s; the guest's \
+                 processors were {:.0}% busy)",
+                figures.name,
+                figures.checks_per_second,
+                settings.servers as f64 / figures.checks_per_second,
+                DELAY_LOOP.as_secs(),
+                100.0 * figures.guest_busy,
+            );
+        }
+        if figures.false_downs > 0 {
+            println!(
+                "({}: {} real servers reported down before any listener closed)",
+                figures.name, figures.false_downs
+            );
+        }
+        let (_, _, missed) = detection_summary(&figures.detections);
+        if missed > 0 {
+            println!(
+                "({}: {missed} of {} closed listeners not reported down within {} s)",
+                figures.name,
+                figures.detections.len(),
+                figures.detection_timeout.as_secs()
+            );
+        }
+    }
+    println!(
+        "aim: nanny's processor time per check at most half keepalived's: {} ({:.0}% of keepalived's)",
+        verdict(cpu_ratio >= 2.0),
+        100.0 / cpu_ratio
+    );
+    let (_, nanny_max, nanny_missed) = detection_summary(&nanny.detections);
+    let within = nanny_missed == 0 && nanny_max.is_some_and(|max| max <= bound);
+    println!(
+        "aim: nanny detects every closed listener within delay_loop + connect_timeout ({} s): {} (max {})",
+        bound.as_secs(),
+        verdict(within),
+        seconds(nanny_max)
+    );
+    println!(
+        "(checks: TCP connections opened in the guest (only the tool opens any), accepted: \
+         by the listeners; interval: between two checks of a real \
+         server, on average; CPU: utime + stime over the window, keepalived's parent and checker \
+         together, user space: utime alone; guest: all of the guest's processors busy, listeners \
+         included; detection: median from a listener's close to nanny's JSON line, or to the \
+         destination leaving IPVS for keepalived, read every {} ms)",
+        IPVS_POLL.as_millis()
+    );
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "NOT met" }
+}
+
+fn seconds(duration: Option<Duration>) -> String {
+    duration.map_or_else(
+        || "-".to_owned(),
+        |duration| format!("{:.3} s", duration.as_secs_f64()),
+    )
+}
+
+/// Median and maximum of the detections that came, and how many did not.
+fn detection_summary(
+    detections: &[Option<Duration>],
+) -> (Option<Duration>, Option<Duration>, usize) {
+    let mut found: Vec<Duration> = detections.iter().flatten().copied().collect();
+    found.sort();
+    let missed = detections.len() - found.len();
+    (
+        found.get(found.len() / 2).copied(),
+        found.last().copied(),
+        missed,
+    )
+}
+
+/// Where a listener told to close answers with its index and the instant
+/// it closed.
+type ClosedReply = mpsc::Sender<(usize, Instant)>;
+
+/// The listeners, on a runtime of their own: each accepts connections,
+/// counts and closes them, until told to close.
+struct Listeners {
+    runtime: tokio::runtime::Runtime,
+    accepted: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+    /// Per listener, the way to tell it to close.
+    closers: Vec<Option<tokio::sync::oneshot::Sender<ClosedReply>>>,
+}
+
+impl Listeners {
+    fn open(count: usize) -> Result<Listeners> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let mut listeners = Listeners {
+            runtime,
+            accepted: Arc::new(AtomicU64::new(0)),
+            failures: Arc::new(AtomicU64::new(0)),
+            closers: (0..count).map(|_| None).collect(),
+        };
+        listeners.reopen(&(0..count).collect::<Vec<_>>())?;
+        Ok(listeners)
+    }
+
+    /// Binds the listeners `indexes` (again) and starts serving them.
+    fn reopen(&mut self, indexes: &[usize]) -> Result<()> {
+        for &index in indexes {
+            let address = real_server(index);
+            let listener = self
+                .runtime
+                .block_on(tokio::net::TcpListener::bind(address))
+                .with_context(|| format!("cannot listen on {address}"))?;
+            let (closer, close) = tokio::sync::oneshot::channel();
+            self.runtime.spawn(serve(
+                index,
+                listener,
+                self.accepted.clone(),
+                self.failures.clone(),
+                close,
+            ));
+            self.closers[index] = Some(closer);
+        }
+        Ok(())
+    }
+
+    fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// Closes the listeners `indexes` at once; when each closed, in order.
+    fn close(&mut self, indexes: &[usize]) -> Result<Vec<Instant>> {
+        let (sender, receiver) = mpsc::channel();
+        for &index in indexes {
+            let closer = self.closers[index]
+                .take()
+                .with_context(|| format!("listener {index} is not open"))?;
+            if closer.send(sender.clone()).is_err() {
+                bail!("listener {index} stopped on its own");
+            }
+        }
+        drop(sender);
+        let closed: HashMap<usize, Instant> = receiver.iter().collect();
+        indexes
+            .iter()
+            .map(|index| {
+                closed
+                    .get(index)
+                    .copied()
+                    .with_context(|| format!("listener {index} did not say when it closed"))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        let failures = self.failures.load(Ordering::Relaxed);
+        if failures > 0 {
+            eprintln!("bench-nanny: the listeners' accept failed {failures} times");
+        }
+    }
+}
+
+async fn serve(
+    index: usize,
+    listener: tokio::net::TcpListener,
+    accepted: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+    mut close: tokio::sync::oneshot::Receiver<ClosedReply>,
+) {
+    loop {
+        tokio::select! {
+            result = listener.accept() => match result {
+                // A TCP_CHECK only connects; closing at once frees the
+                // socket (an unaccepted connection would fill the backlog).
+                Ok((stream, _)) => {
+                    drop(stream);
+                    accepted.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    // Out of descriptors, say: counted, and no busy loop.
+                    failures.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            answer = &mut close => {
+                drop(listener);
+                if let Ok(answer) = answer {
+                    let _ = answer.send((index, Instant::now()));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// nanny, read through its JSON lines.
+struct Nanny {
+    program: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Each state change as it was read: when, which, up, initial.
+    changes: Option<mpsc::Receiver<Change>>,
+    initial: HashSet<SocketAddr>,
+    downs: HashSet<SocketAddr>,
+    /// What nanny said about the first closed listeners.
+    said: Vec<String>,
+    /// What nanny said about the first real servers down.
+    first_downs: Vec<String>,
+}
+
+/// A state change nanny printed, when it was read.
+struct Change {
+    at: Instant,
+    server: SocketAddr,
+    up: bool,
+    initial: bool,
+    reason: String,
+}
+
+impl Nanny {
+    fn new(program: &Path, config: &Path, directory: &Path) -> Nanny {
+        Nanny {
+            program: program.to_owned(),
+            config: config.to_owned(),
+            log: directory.join("nanny.log"),
+            child: None,
+            changes: None,
+            initial: HashSet::new(),
+            downs: HashSet::new(),
+            said: Vec::new(),
+            first_downs: Vec::new(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Takes the changes read so far, or waits up to `limit` for one.
+    fn receive(&mut self, limit: Option<Instant>) -> Result<Vec<Change>> {
+        let changes = self.changes.as_ref().context("nanny is not running")?;
+        let mut received = Vec::new();
+        if let Some(limit) = limit {
+            let wait = limit.saturating_duration_since(Instant::now());
+            match changes.recv_timeout(wait) {
+                Ok(change) => received.push(change),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("nanny stopped; its log:\n{}", tail(&self.log))
+                }
+            }
+        }
+        received.extend(changes.try_iter());
+        let mut changes = Vec::new();
+        for change in received {
+            if change.initial {
+                self.initial.insert(change.server);
+            }
+            if change.up {
+                self.downs.remove(&change.server);
+            } else {
+                self.downs.insert(change.server);
+                if self.first_downs.len() < 3 {
+                    self.first_downs
+                        .push(format!("{} is down: {}", change.server, change.reason));
+                }
+            }
+            changes.push(change);
+        }
+        Ok(changes)
+    }
+}
+
+impl Tool for Nanny {
+    fn name(&self) -> &'static str {
+        "nanny"
+    }
+
+    fn start(&mut self) -> Result<()> {
+        let mut child = Command::new(&self.program)
+            .arg("-f")
+            .arg(&self.config)
+            .arg("--json")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(&self.log)?)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.program.display()))?;
+        let stdout = child.stdout.take().context("no stdout pipe")?;
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let at = Instant::now();
+                let Ok(change) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    eprintln!("bench-nanny: nanny printed a line that is not JSON: {line}");
+                    continue;
+                };
+                let server = change["real_server"]
+                    .as_str()
+                    .and_then(|text| text.parse::<SocketAddr>().ok());
+                let (Some(server), Some(up)) = (server, change["up"].as_bool()) else {
+                    eprintln!(
+                        "bench-nanny: nanny printed a change without a server or state: {line}"
+                    );
+                    continue;
+                };
+                let change = Change {
+                    at,
+                    server,
+                    up,
+                    initial: change["initial"].as_bool().unwrap_or(false),
+                    reason: change["reason"].as_str().unwrap_or_default().to_owned(),
+                };
+                if sender.send(change).is_err() {
+                    break;
+                }
+            }
+        });
+        self.child = Some(child);
+        self.changes = Some(receiver);
+        Ok(())
+    }
+
+    fn wait_until_ready(&mut self, servers: usize) -> Result<()> {
+        let limit = Instant::now() + READY_TIMEOUT;
+        while self.initial.len() < servers {
+            if Instant::now() >= limit {
+                bail!(
+                    "nanny reported {} of {servers} real servers in {} s",
+                    self.initial.len(),
+                    READY_TIMEOUT.as_secs()
+                );
+            }
+            self.receive(Some(limit))?;
+        }
+        Ok(())
+    }
+
+    fn processes(&self) -> Vec<u32> {
+        vec![self.pid()]
+    }
+
+    fn memory_process(&self) -> u32 {
+        self.pid()
+    }
+
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)> {
+        self.receive(None)?;
+        Ok((self.downs.len(), self.first_downs.clone()))
+    }
+
+    fn wait_for_downs(
+        &mut self,
+        servers: &[SocketAddr],
+        limit: Instant,
+    ) -> Result<HashMap<SocketAddr, Instant>> {
+        let wanted: HashSet<SocketAddr> = servers.iter().copied().collect();
+        let mut found = HashMap::new();
+        while found.len() < wanted.len() && Instant::now() < limit {
+            for change in self.receive(Some(limit))? {
+                if !change.up && wanted.contains(&change.server) {
+                    found.entry(change.server).or_insert(change.at);
+                    if self.said.len() < 3 {
+                        self.said
+                            .push(format!("{} is down: {}", change.server, change.reason));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn said(&self, _servers: &[SocketAddr]) -> Vec<String> {
+        self.said.clone()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        let Some(child) = self.child.take() else {
+            return Ok(());
+        };
+        terminate(child, "nanny")
+    }
+}
+
+/// keepalived's checker (`keepalived -C`), read through IPVS.
+struct Keepalived<'a> {
+    config: PathBuf,
+    pid_file: PathBuf,
+    checker_pid_file: PathBuf,
+    log: PathBuf,
+    observer: &'a mut Client,
+    keys: Vec<ServiceKey>,
+    child: Option<Child>,
+    checker: u32,
+    parent_peak_kib: u64,
+}
+
+impl<'a> Keepalived<'a> {
+    fn new(
+        config: &Path,
+        directory: &Path,
+        observer: &'a mut Client,
+        settings: &Settings,
+    ) -> Keepalived<'a> {
+        Keepalived {
+            config: config.to_owned(),
+            pid_file: directory.join("keepalived.pid"),
+            checker_pid_file: directory.join("checkers.pid"),
+            log: directory.join("keepalived.log"),
+            observer,
+            keys: (0..settings.virtual_servers())
+                .map(virtual_server)
+                .collect(),
+            child: None,
+            checker: 0,
+            parent_peak_kib: 0,
+        }
+    }
+
+    fn parent(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The real servers of our virtual servers in IPVS now, or None while
+    /// keepalived has not created every virtual server yet.
+    fn destinations(&mut self) -> Result<Option<HashSet<SocketAddr>>> {
+        let services = self.observer.services()?;
+        let present: HashSet<ServiceKey> = services.iter().map(|service| service.key).collect();
+        if !self.keys.iter().all(|key| present.contains(key)) {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.observer
+                .destinations_of(&self.keys)?
+                .iter()
+                .flatten()
+                .map(|destination| destination.socket_address())
+                .collect(),
+        ))
+    }
+
+    fn check_running(&mut self) -> Result<()> {
+        let Some(child) = &mut self.child else {
+            bail!("keepalived is not running");
+        };
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "keepalived exited ({status}); its log:\n{}",
+                tail(&self.log)
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Tool for Keepalived<'_> {
+    fn name(&self) -> &'static str {
+        "keepalived"
+    }
+
+    fn start(&mut self) -> Result<()> {
+        let _ = std::fs::remove_file(&self.pid_file);
+        let _ = std::fs::remove_file(&self.checker_pid_file);
+        let log = File::create(&self.log)?;
+        let child = Command::new(KEEPALIVED)
+            .args(["-C", "-n", "-l", "-D", "-f"])
+            .arg(&self.config)
+            .arg("-p")
+            .arg(&self.pid_file)
+            .arg("-c")
+            .arg(&self.checker_pid_file)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("cannot start keepalived")?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn wait_until_ready(&mut self, servers: usize) -> Result<()> {
+        let limit = Instant::now() + READY_TIMEOUT;
+        loop {
+            self.check_running()?;
+            if self.checker == 0 {
+                // Written once the checker child runs.
+                self.checker = std::fs::read_to_string(&self.checker_pid_file)
+                    .ok()
+                    .and_then(|text| text.trim().parse().ok())
+                    .unwrap_or(0);
+            }
+            let present = self.destinations()?.map_or(0, |set| set.len());
+            if self.checker != 0 && present == servers {
+                return Ok(());
+            }
+            if Instant::now() >= limit {
+                bail!(
+                    "keepalived put {present} of {servers} real servers in IPVS in {} s \
+                     (checker pid {}); its log:\n{}",
+                    READY_TIMEOUT.as_secs(),
+                    self.checker,
+                    tail(&self.log)
+                );
+            }
+            // Reading 1,000 virtual servers' destinations costs the guest
+            // too; keepalived's start-up needs it more.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+
+    fn processes(&self) -> Vec<u32> {
+        vec![self.parent(), self.checker]
+    }
+
+    fn memory_process(&self) -> u32 {
+        self.checker
+    }
+
+    fn downs_so_far(&mut self) -> Result<(usize, Vec<String>)> {
+        self.check_running()?;
+        let present = self.destinations()?.map_or(0, |set| set.len());
+        let said = std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains("failed") || line.contains("timeout"))
+            .take(3)
+            .map(str::to_owned)
+            .collect();
+        Ok((
+            self.keys.len() * REAL_SERVERS_PER_VIRTUAL_SERVER - present,
+            said,
+        ))
+    }
+
+    fn wait_for_downs(
+        &mut self,
+        servers: &[SocketAddr],
+        limit: Instant,
+    ) -> Result<HashMap<SocketAddr, Instant>> {
+        // Only the virtual servers of the closed listeners are read: a
+        // dump each, so the poll stays short.
+        let index_of: HashMap<SocketAddr, usize> = (0..self.keys.len()
+            * REAL_SERVERS_PER_VIRTUAL_SERVER)
+            .map(|index| (real_server(index), index))
+            .collect();
+        let keys: Vec<ServiceKey> = servers
+            .iter()
+            .map(|server| self.keys[index_of[server] / REAL_SERVERS_PER_VIRTUAL_SERVER])
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let mut found = HashMap::new();
+        while found.len() < servers.len() && Instant::now() < limit {
+            let present: HashSet<SocketAddr> = self
+                .observer
+                .destinations_of(&keys)?
+                .iter()
+                .flatten()
+                .map(|destination| destination.socket_address())
+                .collect();
+            let at = Instant::now();
+            for server in servers {
+                if !present.contains(server) {
+                    found.entry(*server).or_insert(at);
+                }
+            }
+            std::thread::sleep(IPVS_POLL);
+        }
+        // The parent's peak, for the notes, while it still runs.
+        self.parent_peak_kib = peak_memory_kib(self.parent()).unwrap_or(0);
+        Ok(found)
+    }
+
+    fn said(&self, servers: &[SocketAddr]) -> Vec<String> {
+        // keepalived writes addresses as [127.10.0.1]:tcp:8080.
+        let Some(first) = servers.first() else {
+            return Vec::new();
+        };
+        let needle = format!("[{}]", first.ip());
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains(&needle))
+            .take(3)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec![format!(
+            "peak memory is the checker child's; the parent's is {:.1} MiB more",
+            self.parent_peak_kib as f64 / 1024.0
+        )]
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        let Some(child) = self.child.take() else {
+            return Ok(());
+        };
+        // keepalived withdraws its virtual servers on SIGTERM.
+        terminate(child, "keepalived")
+    }
+}
+
+/// SIGTERM, then its end; SIGKILL after a minute.
+fn terminate(mut child: Child, name: &str) -> Result<()> {
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let limit = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < limit {
+        if child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill()?;
+    child.wait()?;
+    bail!("{name} did not stop within 60 s of SIGTERM")
+}
+
+/// The processor time of some processes, in seconds.
+struct ProcessorTime {
+    user: f64,
+    system: f64,
+}
+
+impl ProcessorTime {
+    fn total(&self) -> f64 {
+        self.user + self.system
+    }
+
+    /// utime and stime of `processes`, summed.
+    fn of(processes: &[u32]) -> Result<ProcessorTime> {
+        // SAFETY: sysconf has no preconditions.
+        let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let mut ticks = [0_u64; 2];
+        for pid in processes {
+            ticks[0] += stat_field(*pid, 14)?;
+            ticks[1] += stat_field(*pid, 15)?;
+        }
+        Ok(ProcessorTime {
+            user: ticks[0] as f64 / ticks_per_second,
+            system: ticks[1] as f64 / ticks_per_second,
+        })
+    }
+}
+
+/// Field `number` (1-based, as proc(5) numbers them) of /proc/PID/stat.
+fn stat_field(pid: u32, number: usize) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    // The command name, in parentheses, may hold spaces; the fields after
+    // it start with the third (state).
+    let after_name = text
+        .rsplit_once(')')
+        .with_context(|| format!("{path}: no command name"))?
+        .1;
+    after_name
+        .split_whitespace()
+        .nth(number - 3)
+        .and_then(|value| value.parse::<u64>().ok())
+        .with_context(|| format!("{path}: no field {number}"))
+}
+
+/// TCP connections this network namespace opened so far (`ActiveOpens`
+/// in /proc/net/snmp: one per connect(2), whatever its outcome).
+fn active_opens() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/net/snmp")?;
+    // Two "Tcp:" lines: the names, then the values.
+    let mut lines = text.lines().filter(|line| line.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        bail!("/proc/net/snmp: no Tcp lines");
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "ActiveOpens")
+        .and_then(|(_, value)| value.parse().ok())
+        .context("/proc/net/snmp: no Tcp ActiveOpens")
+}
+
+/// VmHWM, the process's peak resident set, in KiB.
+fn peak_memory_kib(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .with_context(|| format!("{path}: no VmHWM"))
+}
+
+/// The guest's processor time, from /proc/stat's first line.
+struct GuestProcessorTime {
+    busy: u64,
+    total: u64,
+}
+
+impl GuestProcessorTime {
+    fn read() -> Result<GuestProcessorTime> {
+        let text = std::fs::read_to_string("/proc/stat")?;
+        let values: Vec<u64> = text
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("cpu "))
+            .context("/proc/stat: no cpu line")?
+            .split_whitespace()
+            .filter_map(|value| value.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal...: idle and
+        // iowait are the idle ones.
+        let total: u64 = values.iter().sum();
+        let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
+        Ok(GuestProcessorTime {
+            busy: total - idle,
+            total,
+        })
+    }
+
+    fn busy_since(&self, before: &GuestProcessorTime) -> f64 {
+        let total = self.total.saturating_sub(before.total);
+        if total == 0 {
+            return 0.0;
+        }
+        self.busy.saturating_sub(before.busy) as f64 / total as f64
+    }
+}
+
+fn raise_open_file_limit(wanted: u64) -> Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: wanted,
+        rlim_max: wanted,
+    };
+    // SAFETY: setrlimit and getrlimit read and write the structure given.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+            return Ok(());
+        }
+        // Without CAP_SYS_RESOURCE (outside the lab): as far as allowed.
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                return Ok(());
+            }
+        }
+    }
+    Err(std::io::Error::last_os_error()).context("cannot raise RLIMIT_NOFILE")
+}
+
+/// The last lines of a log file, for an error.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(servers: usize, closed: usize) -> Settings {
+        Settings {
+            servers,
+            settle: 0,
+            window: 0,
+            closed,
+        }
+    }
+
+    #[test]
+    fn every_real_server_has_its_own_address() {
+        let addresses: HashSet<SocketAddr> = (0..62_500).map(real_server).collect();
+        assert_eq!(addresses.len(), 62_500);
+        assert!(addresses.iter().all(|address| address.ip().is_loopback()));
+    }
+
+    #[test]
+    fn closed_listeners_are_distinct_existing_servers() {
+        for (servers, closed) in [(10, 20), (200, 5), (10_000, 20)] {
+            let indexes: HashSet<usize> = closed_indexes(&settings(servers, closed))
+                .into_iter()
+                .collect();
+            assert_eq!(indexes.len(), closed.min(servers));
+            assert!(indexes.iter().all(|index| *index < servers));
+        }
+    }
+
+    #[test]
+    fn the_configuration_has_every_real_server_once() {
+        let text = generate(&settings(200, 5));
+        assert_eq!(text.matches("virtual_server ").count(), 20);
+        for index in 0..200 {
+            let server = real_server(index);
+            let line = format!("real_server {} {} {{", server.ip(), server.port());
+            assert_eq!(text.matches(&line).count(), 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn servers_come_ten_to_a_virtual_server() {
+        assert!(parse_servers("10000").is_ok());
+        assert!(parse_servers("15").is_err());
+        assert!(parse_servers("0").is_err());
+    }
+}
