@@ -43,8 +43,10 @@ enum Task {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// The main job in the lab, for a person to watch: a NAT virtual
-    /// service with two real servers, and the answers alternating.
+    /// The main job in the lab, for a person to watch: pulse runs a
+    /// keepalived.conf with two real servers behind a virtual address; the
+    /// answers alternate, and the rotation follows a server that stops and
+    /// comes back.
     Demo,
     /// In the guest: the demo itself, with the pulse binary to run.
     #[command(hide = true)]

@@ -247,6 +247,14 @@ impl RunningVrrp {
         if let Err(error) = self.task.await {
             tracing::error!("VRRP failed: {error}");
         }
+        // The instances' last state (stopped) reaches the sync daemon.
+        let settled = tokio::task::spawn_blocking(|| {
+            crate::vrrp::task::sync_daemon_settled(std::time::Duration::from_secs(10))
+        })
+        .await;
+        if !matches!(settled, Ok(true)) {
+            tracing::warn!("lvs_sync_daemon: not stopped within 10 s");
+        }
     }
 }
 

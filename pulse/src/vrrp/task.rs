@@ -823,8 +823,7 @@ impl Vrrp {
                         sync.clone(),
                         state,
                         instance.machine.settings().virtual_router_id,
-                    )
-                    .await;
+                    );
                 }
                 notify(
                     &self.configuration,
@@ -1106,29 +1105,70 @@ async fn announce(
 
 /// `lvs_sync_daemon` follows its instance, as keepalived's VRRP process
 /// has it: master daemon while MASTER, backup daemon otherwise (leaving
-/// MASTER for FAULT included), none once stopped. The IPVS calls block
-/// for a millisecond: they run on the blocking pool.
-async fn follow_sync_daemon(sync: config::LvsSyncDaemon, state: State, virtual_router_id: u8) {
-    let outcome = tokio::task::spawn_blocking(move || {
-        let mut client = ipvs::Client::connect()?;
-        match state {
-            State::Master => crate::sync_daemon::follow(
-                &mut client,
-                &crate::sync_daemon::daemon(&sync, ipvs::SyncState::Master, virtual_router_id),
-            ),
-            State::Backup | State::Fault => crate::sync_daemon::follow(
-                &mut client,
-                &crate::sync_daemon::daemon(&sync, ipvs::SyncState::Backup, virtual_router_id),
-            ),
-            State::Initialize => crate::sync_daemon::stop(&mut client),
+/// MASTER for FAULT included), none once stopped.
+///
+/// The IPVS calls run on a thread of their own, in order, and the VRRP
+/// loop never waits for them: stopping a sync daemon waits for the
+/// kernel's thread to end, which has been seen to take over 30 s in the
+/// emulated lab, and adverts must go out meanwhile.
+fn follow_sync_daemon(sync: config::LvsSyncDaemon, state: State, virtual_router_id: u8) {
+    sync_daemon_worker(SyncRequest::Follow(sync, state, virtual_router_id));
+}
+
+/// Waits, at most `limit`, until the sync daemon has followed every state
+/// given so far (at stop: keepalived's daemons stop with it).
+pub fn sync_daemon_settled(limit: Duration) -> bool {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    sync_daemon_worker(SyncRequest::Barrier(sender));
+    receiver.recv_timeout(limit).is_ok()
+}
+
+enum SyncRequest {
+    Follow(config::LvsSyncDaemon, State, u8),
+    Barrier(std::sync::mpsc::Sender<()>),
+}
+
+fn sync_daemon_worker(request: SyncRequest) {
+    static WORKER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<SyncRequest>>> =
+        std::sync::OnceLock::new();
+    let worker = WORKER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<SyncRequest>();
+        let spawned = std::thread::Builder::new()
+            .name("sync-daemon".into())
+            .spawn(move || {
+                for request in receiver {
+                    let (sync, state, virtual_router_id) = match request {
+                        SyncRequest::Follow(sync, state, virtual_router_id) => {
+                            (sync, state, virtual_router_id)
+                        }
+                        SyncRequest::Barrier(done) => {
+                            let _ = done.send(());
+                            continue;
+                        }
+                    };
+                    let sync_state = match state {
+                        State::Master => Some(ipvs::SyncState::Master),
+                        State::Backup | State::Fault => Some(ipvs::SyncState::Backup),
+                        State::Initialize => None,
+                    };
+                    let outcome = ipvs::Client::connect().and_then(|mut client| match sync_state {
+                        Some(sync_state) => crate::sync_daemon::follow(
+                            &mut client,
+                            &crate::sync_daemon::daemon(&sync, sync_state, virtual_router_id),
+                        ),
+                        None => crate::sync_daemon::stop(&mut client),
+                    });
+                    if let Err(error) = outcome {
+                        tracing::error!("lvs_sync_daemon: {error}");
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::error!("lvs_sync_daemon: cannot start its thread: {error}");
         }
-    })
-    .await;
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::error!("lvs_sync_daemon: {error}"),
-        Err(error) => tracing::error!("lvs_sync_daemon: {error}"),
-    }
+        std::sync::Mutex::new(sender)
+    });
+    let _ = worker.lock().expect("never poisoned").send(request);
 }
 
 /// Runs the instance's notify scripts for `state`: the state's own
