@@ -9,7 +9,6 @@
 //! own, so a slow one never holds up another or the IPVS table; its exit
 //! status is logged.
 
-use std::process::Stdio;
 use std::sync::Arc;
 
 use fulcrum_config::model as config;
@@ -89,15 +88,6 @@ pub fn command(script: &config::Script, global: &config::GlobalDefs) -> Result<C
     let Some((program, arguments)) = script.argv.split_first() else {
         return Err("empty command line".into());
     };
-    let mut command = Command::new(program);
-    command
-        .args(arguments)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Its own process group: a terminal's ^C aimed at pulse (-n) does
-        // not reach it, as keepalived's scripts (setpgid in its child).
-        .process_group(0);
     let user = match (&script.user, &global.script_user) {
         (Some(user), _) => Some((user.clone(), script.group.clone())),
         (None, Some((user, group))) => Some((user.clone(), group.clone())),
@@ -105,21 +95,12 @@ pub fn command(script: &config::Script, global: &config::GlobalDefs) -> Result<C
             .is_ok()
             .then(|| (DEFAULT_SCRIPT_USER.to_string(), None)),
     };
-    if let Some((user, group)) = user {
-        let (uid, gid) = nanny::driver::misc::lookup_user(&user, group.as_deref())
-            .map_err(|failure| failure.to_string())?;
-        // SAFETY: geteuid has no preconditions.
-        let effective = unsafe { libc::geteuid() };
-        if effective == 0 {
-            command.uid(uid).gid(gid);
-        } else if effective != uid {
-            return Err(format!(
-                "cannot run it as {user}: pulse is not root",
-                user = user.as_str()
-            ));
-        }
-    }
-    Ok(command)
+    let (user, group) = match &user {
+        Some((user, group)) => (Some(user.as_str()), group.as_deref()),
+        None => (None, None),
+    };
+    nanny::driver::misc::script_command(program, arguments, user, group)
+        .map_err(|failure| failure.to_string())
 }
 
 #[cfg(test)]

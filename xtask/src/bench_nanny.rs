@@ -160,31 +160,18 @@ fn generate(settings: &Settings) -> String {
 pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings) -> Result<i32> {
     let lab = crate::lab::Lab::prepare(repository, options)?;
     // Measured in release: nanny's speed, not the debug build's.
-    let executables = crate::test::cargo_executables(
+    let [xtask, nanny] = <[std::path::PathBuf; 2]>::try_from(crate::test::binaries(
         repository,
-        &[
-            "build",
-            "--release",
-            "--package",
-            "xtask",
-            "--package",
-            "nanny",
-        ],
-        |target| {
-            (target["name"] == "xtask" || target["name"] == "nanny")
-                && target["kind"] == serde_json::json!(["bin"])
-        },
-    )?;
-    let find = |name: &str| {
-        executables
-            .iter()
-            .find(|path| path.file_name().is_some_and(|file| file == name))
-            .map(|path| path.to_string_lossy().into_owned())
-            .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
-    };
-    let mut command = vec![find("xtask")?, "guest-bench-nanny".to_owned()];
+        &["xtask", "nanny"],
+        true,
+    )?)
+    .expect("two names, two paths");
+    let mut command = vec![
+        xtask.to_string_lossy().into_owned(),
+        "guest-bench-nanny".to_owned(),
+    ];
     command.extend(settings.arguments());
-    command.push(find("nanny")?);
+    command.push(nanny.to_string_lossy().into_owned());
     lab.run(&command)
 }
 

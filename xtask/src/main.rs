@@ -151,6 +151,14 @@ impl LabArguments {
     }
 }
 
+/// The release binaries of these packages, as strings for a lab command.
+fn release_binaries<const N: usize>(repository: &Path, names: [&str; N]) -> Result<[String; N]> {
+    let paths = test::binaries(repository, &names, true)?;
+    Ok(std::array::from_fn(|index| {
+        paths[index].to_string_lossy().into_owned()
+    }))
+}
+
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
     match run(arguments.task) {
@@ -172,12 +180,8 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Demo => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
-            let pulse =
-                test::cargo_executables(&repository, &["build", "--package", "pulse"], |target| {
-                    target["name"] == "pulse" && target["kind"] == serde_json::json!(["bin"])
-                })?
-                .pop()
-                .context("cargo built no pulse binary")?;
+            let [pulse] = <[PathBuf; 1]>::try_from(test::binaries(&repository, &["pulse"], false)?)
+                .expect("one name, one path");
             let pulse = pulse.to_str().context("a pulse path that is not UTF-8")?;
             Ok(exit_code(lab.run(&guest_command(&["guest-demo", pulse])?)?))
         }
@@ -188,34 +192,12 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Bench => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
             // Measured in release: the library's speed, not the debug build's.
-            let executables = test::cargo_executables(
-                &repository,
-                &[
-                    "build",
-                    "--release",
-                    "--package",
-                    "xtask",
-                    "--package",
-                    "ipvsctl",
-                ],
-                |target| {
-                    (target["name"] == "xtask" || target["name"] == "ipvsctl")
-                        && target["kind"] == serde_json::json!(["bin"])
-                },
-            )?;
-            let find = |name: &str| {
-                executables
-                    .iter()
-                    .find(|path| path.file_name().is_some_and(|file| file == name))
-                    .cloned()
-                    .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
-            };
-            let command = vec![
-                find("xtask")?.to_string_lossy().into_owned(),
+            let [xtask, ipvsctl] = release_binaries(&repository, ["xtask", "ipvsctl"])?;
+            Ok(exit_code(lab.run(&[
+                xtask,
                 "guest-bench".to_owned(),
-                find("ipvsctl")?.to_string_lossy().into_owned(),
-            ];
-            Ok(exit_code(lab.run(&command)?))
+                ipvsctl,
+            ])?))
         }
         Task::GuestBench { ipvsctl } => {
             bench::run_in_guest(&ipvsctl)?;
@@ -224,34 +206,12 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::BenchPulse => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
             // Measured in release, as keepalived is.
-            let executables = test::cargo_executables(
-                &repository,
-                &[
-                    "build",
-                    "--release",
-                    "--package",
-                    "xtask",
-                    "--package",
-                    "pulse",
-                ],
-                |target| {
-                    (target["name"] == "xtask" || target["name"] == "pulse")
-                        && target["kind"] == serde_json::json!(["bin"])
-                },
-            )?;
-            let find = |name: &str| {
-                executables
-                    .iter()
-                    .find(|path| path.file_name().is_some_and(|file| file == name))
-                    .cloned()
-                    .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
-            };
-            let command = vec![
-                find("xtask")?.to_string_lossy().into_owned(),
+            let [xtask, pulse] = release_binaries(&repository, ["xtask", "pulse"])?;
+            Ok(exit_code(lab.run(&[
+                xtask,
                 "guest-bench-pulse".to_owned(),
-                find("pulse")?.to_string_lossy().into_owned(),
-            ];
-            Ok(exit_code(lab.run(&command)?))
+                pulse,
+            ])?))
         }
         Task::GuestBenchPulse { pulse } => {
             bench_pulse::run_in_guest(&pulse)?;

@@ -156,6 +156,33 @@ pub fn cargo_executables(
     Ok(executables)
 }
 
+/// Builds the binaries of these packages (each package's binary has its
+/// name) and returns their paths in the same order; `release` for
+/// benchmarks, which measure the optimised build.
+pub fn binaries(repository: &Path, names: &[&str], release: bool) -> Result<Vec<PathBuf>> {
+    let mut arguments = vec!["build"];
+    if release {
+        arguments.push("--release");
+    }
+    for name in names {
+        arguments.extend(["--package", name]);
+    }
+    let executables = cargo_executables(repository, &arguments, |target| {
+        target["kind"] == serde_json::json!(["bin"])
+            && names.iter().any(|name| target["name"] == *name)
+    })?;
+    names
+        .iter()
+        .map(|name| {
+            executables
+                .iter()
+                .find(|path| path.file_name().is_some_and(|file| file == *name))
+                .cloned()
+                .with_context(|| format!("cargo build reported no {name} in {executables:?}"))
+        })
+        .collect()
+}
+
 /// Lab tests whose names start with this run alone, one at a time, before
 /// any other lab test of any binary: for tests that need the guest as it
 /// booted (ip_vs not loaded yet, say).

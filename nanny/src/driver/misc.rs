@@ -26,26 +26,13 @@ pub async fn check(misc: &MiscSpec) -> Outcome {
     let Some((program, arguments)) = words.split_first() else {
         return Err(Failure::Other("empty misc_path".to_owned()));
     };
-    let mut command = Command::new(program);
-    command
-        .args(arguments)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(user) = &misc.user {
-        let (uid, gid) = lookup_user(user, misc.group.as_deref())?;
-        // SAFETY: geteuid has no preconditions.
-        let effective = unsafe { libc::geteuid() };
-        if effective == 0 {
-            command.uid(uid).gid(gid);
-        } else if effective != uid {
-            return Err(Failure::Other(format!(
-                "cannot run {program} as {user}: nanny is not root"
-            )));
-        }
-    }
+    let mut command = script_command(
+        program,
+        arguments,
+        misc.user.as_deref(),
+        misc.group.as_deref(),
+    )?;
+    command.kill_on_drop(true);
     let mut child = command
         .spawn()
         .map_err(|error| Failure::Other(format!("cannot run {program}: {error}")))?;
@@ -97,6 +84,38 @@ pub fn verdict(status: std::process::ExitStatus, dynamic: bool) -> Outcome {
             status.signal().unwrap_or(0)
         ))),
     }
+}
+
+/// A script's process as keepalived starts one (notify.c, check_misc.c):
+/// no shell, no standard streams, a process group of its own (a signal
+/// aimed at the daemon's group does not reach it; a timeout can kill all it
+/// started), as `user` (with its group, or `group`) when given.
+pub fn script_command(
+    program: &str,
+    arguments: &[String],
+    user: Option<&str>,
+    group: Option<&str>,
+) -> Result<Command, Failure> {
+    let mut command = Command::new(program);
+    command
+        .args(arguments)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    if let Some(user) = user {
+        let (uid, gid) = lookup_user(user, group)?;
+        // SAFETY: geteuid has no preconditions.
+        let effective = unsafe { libc::geteuid() };
+        if effective == 0 {
+            command.uid(uid).gid(gid);
+        } else if effective != uid {
+            return Err(Failure::Other(format!(
+                "cannot run {program} as {user}: this process is not root"
+            )));
+        }
+    }
+    Ok(command)
 }
 
 /// Kills the script's process group when an attempt is dropped unfinished.

@@ -40,7 +40,7 @@ use ipvs::Client;
 use nanny::scheduler::{Handle, Start};
 use nanny::spec::Plan;
 use sd_notify::NotifyState;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::cli::Arguments;
@@ -282,6 +282,22 @@ async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<Runnin
     }
 }
 
+/// SIGHUP, SIGTERM and SIGINT, as streams; `None` (logged) if the
+/// runtime cannot listen for them.
+fn signals() -> Option<(Signal, Signal, Signal)> {
+    match (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(hangup), Ok(terminate), Ok(interrupt)) => Some((hangup, terminate, interrupt)),
+        _ => {
+            tracing::error!("cannot listen for signals");
+            None
+        }
+    }
+}
+
 /// `-P`: VRRP alone, until SIGTERM or SIGINT. SIGHUP reloads: a
 /// configuration with errors is refused and the running one stays.
 async fn serve_vrrp_only(
@@ -289,16 +305,8 @@ async fn serve_vrrp_only(
     vrrp: Option<RunningVrrp>,
     detached: &mut Detached,
 ) -> i32 {
-    let (mut hangup, mut terminate, mut interrupt) = match (
-        signal(SignalKind::hangup()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(hangup), Ok(terminate), Ok(interrupt)) => (hangup, terminate, interrupt),
-        _ => {
-            tracing::error!("cannot listen for signals");
-            return exit::FATAL;
-        }
+    let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
+        return exit::FATAL;
     };
     tell_systemd(&[NotifyState::Ready, NotifyState::Status("VRRP running")]);
     detached.started(exit::CLEAN as u8);
@@ -375,16 +383,8 @@ async fn serve(
     vrrp: Option<RunningVrrp>,
     detached: &mut Detached,
 ) -> i32 {
-    let (mut hangup, mut terminate, mut interrupt) = match (
-        signal(SignalKind::hangup()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(hangup), Ok(terminate), Ok(interrupt)) => (hangup, terminate, interrupt),
-        _ => {
-            tracing::error!("cannot listen for signals");
-            return exit::FATAL;
-        }
+    let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
+        return exit::FATAL;
     };
     let current = Arc::new(Mutex::new(configuration.clone()));
     let mut checkers = Handle::spawn(Plan::from_config(&configuration), Start::Warmup);
