@@ -282,6 +282,21 @@ async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<Runnin
     }
 }
 
+/// The start of a reload: systemd told, the file loaded and checked on the
+/// blocking pool (every problem logged); `None` if it has errors.
+async fn reload(settings: &Settings) -> Option<Arc<config::Config>> {
+    tell_systemd(&[
+        NotifyState::Reloading,
+        NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
+        NotifyState::Status("reloading the configuration"),
+    ]);
+    tracing::info!("reloading {}", settings.config_file.display());
+    let settings = settings.clone();
+    tokio::task::spawn_blocking(move || load(&settings, false))
+        .await
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))
+}
+
 /// SIGHUP, SIGTERM and SIGINT, as streams; `None` (logged) if the
 /// runtime cannot listen for them.
 fn signals() -> Option<(Signal, Signal, Signal)> {
@@ -313,29 +328,19 @@ async fn serve_vrrp_only(
     loop {
         tokio::select! {
             _ = hangup.recv() => {
-                tell_systemd(&[
-                    NotifyState::Reloading,
-                    NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
-                    NotifyState::Status("reloading the configuration"),
-                ]);
-                tracing::info!("reloading {}", settings.config_file.display());
-                let reloaded = {
-                    let settings = settings.clone();
-                    tokio::task::spawn_blocking(move || load(&settings, false)).await
-                };
-                let status = match (reloaded, &vrrp) {
-                    (Ok(Some(configuration)), Some(vrrp)) => {
+                let status = match (reload(settings).await, &vrrp) {
+                    (Some(configuration), Some(vrrp)) => {
                         let _ = vrrp.reloads.send(configuration).await;
                         "reloaded"
                     }
-                    (Ok(Some(configuration)), None) if !configuration.vrrp_instances.is_empty() => {
+                    (Some(configuration), None) if !configuration.vrrp_instances.is_empty() => {
                         tracing::warn!(
                             "the reload adds VRRP instances to a pulse started without any: \
                              restart pulse to run them"
                         );
                         "reloaded; new VRRP instances need a restart"
                     }
-                    (Ok(Some(_)), None) => "reloaded",
+                    (Some(_), None) => "reloaded",
                     _ => "reload refused: the configuration has errors (see the log)",
                 };
                 tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
@@ -422,18 +427,8 @@ async fn serve(
     let stop_mode = loop {
         if reload_pending && reload_applied.is_none() {
             reload_pending = false;
-            tell_systemd(&[
-                NotifyState::Reloading,
-                NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
-                NotifyState::Status("reloading the configuration"),
-            ]);
-            tracing::info!("reloading {}", settings.config_file.display());
-            let reloaded = {
-                let settings = settings.clone();
-                tokio::task::spawn_blocking(move || load(&settings, false)).await
-            };
-            match reloaded {
-                Ok(Some(configuration)) => {
+            match reload(&settings).await {
+                Some(configuration) => {
                     if let Some(vrrp) = &vrrp {
                         let _ = vrrp.reloads.send(configuration.clone()).await;
                     } else if settings.vrrp && !configuration.vrrp_instances.is_empty() {
@@ -456,7 +451,7 @@ async fn serve(
                         reload_applied = Some(applied);
                     }
                 }
-                Ok(None) | Err(_) => tell_systemd(&[
+                None => tell_systemd(&[
                     NotifyState::Ready,
                     NotifyState::Status(
                         "reload refused: the configuration has errors (see the log)",
