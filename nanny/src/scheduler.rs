@@ -15,6 +15,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
@@ -50,6 +51,83 @@ type ChangeKey = (RealServerName, bool, Option<i32>, i64);
 /// Real servers reported together: server, up, reason, weight, offset.
 type InitialKey = (RealServerName, bool, String, Option<i32>, i64);
 
+/// How long past its deadline an attempt may stay unfinished before the
+/// scheduler abandons it. The attempt's task enforces the attempt's limits
+/// itself (`driver::run`'s attempt timeout, each driver's connect_timeout),
+/// counted from when the task first runs, and a socket's answer is looked
+/// at before the clock: an answer that came while the task waited to be
+/// polled still counts. Only nanny can keep an attempt past that (a
+/// runtime too busy to poll its task, a bug), so abandoning it says nothing
+/// about the server: no verdict (a local failure), and a warning.
+///
+/// The machine's own deadline (the attempt timeout from when the attempt
+/// was due) is not used as a verdict here: under overload, tasks wait to
+/// be polled for longer than that, and the 10,000-server benchmark saw
+/// nearly every healthy server taken out with "timeout after 2 s" on
+/// connections its listener had accepted.
+const BACKSTOP_SLACK: Duration = Duration::from_secs(30);
+
+/// An attempt whose task first runs this long after it was due is late.
+const LATE: Duration = Duration::from_secs(1);
+
+/// How often lateness is summed up in the log (when there was any).
+const LATENESS_REPORT: Duration = Duration::from_secs(10);
+
+/// A running attempt.
+struct Attempt {
+    /// Its number: attempts are numbered as they start.
+    number: u64,
+    task: AbortHandle,
+    /// When it was due (its task may first run later on a busy runtime).
+    due: Instant,
+}
+
+/// How late attempts started since the last report: nanny's own lateness,
+/// shown rather than blamed on the servers.
+#[derive(Debug, Default)]
+struct Lateness {
+    since: Option<Instant>,
+    attempts: u64,
+    late: u64,
+    worst: Duration,
+    abandoned: u64,
+}
+
+impl Lateness {
+    /// Counts an attempt that started `lateness` after it was due; every
+    /// [`LATENESS_REPORT`], a summary if any were late or abandoned.
+    fn record(&mut self, lateness: Duration, now: Instant) -> Option<String> {
+        let since = *self.since.get_or_insert(now);
+        self.attempts += 1;
+        if lateness >= LATE {
+            self.late += 1;
+        }
+        self.worst = self.worst.max(lateness);
+        let elapsed = now.saturating_duration_since(since);
+        if elapsed < LATENESS_REPORT {
+            return None;
+        }
+        let summary = (self.late > 0 || self.abandoned > 0).then(|| {
+            format!(
+                "behind schedule: {} of {} attempts in the last {} s started {} s or more \
+                 after they were due (at worst {:.1} s), {} abandoned unfinished; checks run \
+                 less often than configured (late, not failed)",
+                self.late,
+                self.attempts,
+                elapsed.as_secs(),
+                LATE.as_secs(),
+                self.worst.as_secs_f64(),
+                self.abandoned,
+            )
+        });
+        *self = Lateness {
+            since: Some(now),
+            ..Lateness::default()
+        };
+        summary
+    }
+}
+
 /// How the scheduler starts checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -68,8 +146,12 @@ pub struct Scheduler {
     reported: Vec<bool>,
     epoch: Instant,
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
-    /// The running attempt of each check: its number and its task.
-    running: Vec<Option<(u64, AbortHandle)>>,
+    /// When to abandon attempts past their deadline ([`BACKSTOP_SLACK`]),
+    /// by attempt number.
+    backstops: BinaryHeap<Reverse<(Instant, u64)>>,
+    lateness: Lateness,
+    /// The running attempt of each check.
+    running: Vec<Option<Attempt>>,
     /// Which check each running attempt (by number) belongs to; survives
     /// reloads, which renumber checks.
     owners: HashMap<u64, usize>,
@@ -87,6 +169,11 @@ pub struct Scheduler {
     /// suspended. Unknown (never told): nothing is suspended.
     local_addresses: Option<HashSet<IpAddr>>,
     events: mpsc::Sender<StateChange>,
+    /// Tests only: how long each attempt's task waits before it runs, as
+    /// on a runtime too busy to poll it (a starved runtime cannot be made
+    /// on demand with paused time).
+    #[cfg(test)]
+    starved_for: Duration,
 }
 
 impl Scheduler {
@@ -131,7 +218,9 @@ impl Scheduler {
                 .iter()
                 .map(|check| Arc::new(check.spec.clone()))
                 .collect(),
-            running: vec![None; machines.len()],
+            running: (0..machines.len()).map(|_| None).collect(),
+            backstops: BinaryHeap::new(),
+            lateness: Lateness::default(),
             owners: HashMap::new(),
             attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
@@ -145,6 +234,8 @@ impl Scheduler {
             epoch,
             timers,
             events,
+            #[cfg(test)]
+            starved_for: Duration::ZERO,
         }
     }
 
@@ -194,7 +285,8 @@ impl Scheduler {
         mut shutdown: broadcast::Receiver<()>,
         _done: mpsc::Sender<()>,
     ) {
-        let mut attempts: JoinSet<(u64, Outcome)> = JoinSet::new();
+        // Each attempt's number, when its task first ran, and its outcome.
+        let mut attempts: JoinSet<(u64, Instant, Outcome)> = JoinSet::new();
         // Real servers without checkers are up from the start.
         let empty: Vec<usize> = (0..self.plan.slots.len())
             .filter(|slot| self.plan.slots[*slot].checks.is_empty())
@@ -211,6 +303,11 @@ impl Scheduler {
                 .timers
                 .peek()
                 .and_then(|Reverse((at, _))| self.instant(*at));
+            let backstop = self.backstops.peek().map(|Reverse((at, _))| *at);
+            let wake = match (wake, backstop) {
+                (Some(wake), Some(backstop)) => Some(wake.min(backstop)),
+                (wake, backstop) => wake.or(backstop),
+            };
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(command) = commands.recv() => match command {
@@ -228,12 +325,19 @@ impl Scheduler {
                     }
                 }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    let Ok((number, outcome)) = joined else { continue };
-                    // An attempt abandoned at its deadline (or whose check
-                    // was removed) may still be joined: only current
-                    // attempts count.
+                    // A task that panicked stays owned until its backstop
+                    // abandons it (no verdict).
+                    let Ok((number, started, outcome)) = joined else { continue };
+                    // An abandoned attempt (or one whose check was
+                    // removed) may still be joined: only current attempts
+                    // count.
                     let Some(index) = self.owners.remove(&number) else { continue };
-                    self.running[index] = None;
+                    if let Some(attempt) = self.running[index].take() {
+                        let lateness = started.saturating_duration_since(attempt.due);
+                        if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
+                            tracing::warn!("{summary}");
+                        }
+                    }
                     if let Err(failure) = &outcome
                         && self.specs[index].log_all_failures
                     {
@@ -257,8 +361,35 @@ impl Scheduler {
     }
 
     /// Handles every timer due now; false when nobody listens any more.
-    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Outcome)>) -> bool {
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Instant, Outcome)>) -> bool {
         let now = self.now();
+        let instant_now = self.epoch + now.0;
+        while let Some(Reverse((at, number))) = self.backstops.peek().copied() {
+            if at > instant_now {
+                break;
+            }
+            self.backstops.pop();
+            // Attempts that finished or were dropped are skipped.
+            let Some(index) = self.owners.remove(&number) else {
+                continue;
+            };
+            let Some(attempt) = self.running[index].take() else {
+                continue;
+            };
+            attempt.task.abort();
+            self.lateness.abandoned += 1;
+            let failure = Failure::Local(format!(
+                "attempt unfinished {} s after it was due (nanny too busy to run it)",
+                instant_now.saturating_duration_since(attempt.due).as_secs()
+            ));
+            tracing::warn!("{}: {failure}: no verdict", self.specs[index]);
+            let transition = self.machines[index].handle(now, Err(failure));
+            self.timers
+                .push(Reverse((self.machines[index].poll_at(), index)));
+            if !self.publish(index, transition).await {
+                return false;
+            }
+        }
         while let Some(Reverse((at, index))) = self.timers.peek().copied() {
             if at > now {
                 break;
@@ -269,16 +400,12 @@ impl Scheduler {
                 continue;
             }
             if self.machines[index].is_running() {
-                // The deadline passed before the driver answered.
-                if let Some((number, handle)) = self.running[index].take() {
-                    handle.abort();
-                    self.owners.remove(&number);
-                }
-                let transition = self.machines[index].poll_timeout(now);
-                self.timers
-                    .push(Reverse((self.machines[index].poll_at(), index)));
-                if !self.publish(index, transition).await {
-                    return false;
+                // The machine's deadline passed: the attempt's task times
+                // out by itself, from when it first ran (see
+                // BACKSTOP_SLACK); only the backstop remains.
+                if let Some(attempt) = &self.running[index] {
+                    self.backstops
+                        .push(Reverse((instant_now + BACKSTOP_SLACK, attempt.number)));
                 }
                 continue;
             }
@@ -292,8 +419,18 @@ impl Scheduler {
                 let spec = self.specs[index].clone();
                 self.attempts_started += 1;
                 let number = self.attempts_started;
-                let handle = attempts.spawn(async move { (number, driver::run(&spec).await) });
-                self.running[index] = Some((number, handle));
+                #[cfg(test)]
+                let starved_for = self.starved_for;
+                let task = attempts.spawn(async move {
+                    #[cfg(test)]
+                    tokio::time::sleep(starved_for).await;
+                    // The attempt's limits count from here, when its task
+                    // first runs, not from when it was due.
+                    let started = Instant::now();
+                    (number, started, driver::run(&spec).await)
+                });
+                let due = self.epoch + at.0;
+                self.running[index] = Some(Attempt { number, task, due });
                 self.owners.insert(number, index);
             }
             self.timers
@@ -380,8 +517,8 @@ impl Scheduler {
                     specs.push(self.specs[old].clone());
                     machines.push(self.machines[old].clone());
                     let attempt = self.running[old].take();
-                    if let Some((number, _)) = &attempt {
-                        self.owners.insert(*number, index);
+                    if let Some(attempt) = &attempt {
+                        self.owners.insert(attempt.number, index);
                     }
                     running.push(attempt);
                     reasons.push(std::mem::take(&mut self.reasons[old]));
@@ -419,9 +556,9 @@ impl Scheduler {
             }
         }
         for (_, old) in previous {
-            if let Some((number, handle)) = self.running[old].take() {
-                handle.abort();
-                self.owners.remove(&number);
+            if let Some(attempt) = self.running[old].take() {
+                attempt.task.abort();
+                self.owners.remove(&attempt.number);
             }
         }
         let previous_slots: HashMap<(VirtualServerName, RealServerName), usize> = self
@@ -689,11 +826,32 @@ pub struct Handle {
 impl Handle {
     /// Starts a scheduler for `plan` on the current runtime.
     pub fn spawn(plan: Plan, start: Start) -> Handle {
+        Handle::spawn_with(
+            plan,
+            start,
+            #[cfg(test)]
+            Duration::ZERO,
+        )
+    }
+
+    /// Tests: a scheduler whose attempts wait `starved_for` before they
+    /// run, as on a starved runtime.
+    #[cfg(test)]
+    fn spawn_starved(plan: Plan, start: Start, starved_for: Duration) -> Handle {
+        Handle::spawn_with(plan, start, starved_for)
+    }
+
+    fn spawn_with(plan: Plan, start: Start, #[cfg(test)] starved_for: Duration) -> Handle {
         let (events_sender, events) = mpsc::channel(1024);
         let (shutdown, shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
         let (commands, commands_receiver) = mpsc::channel(8);
-        let scheduler = Scheduler::new(plan, start, events_sender);
+        #[allow(unused_mut)] // Tests set `starved_for`.
+        let mut scheduler = Scheduler::new(plan, start, events_sender);
+        #[cfg(test)]
+        {
+            scheduler.starved_for = starved_for;
+        }
         tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
         Handle {
             events,
@@ -728,7 +886,6 @@ mod tests {
     use super::*;
     use crate::driver::tcp::tests::{closed_port, saturated_listener};
     use std::net::SocketAddr;
-    use std::time::Duration;
     use tokio::net::TcpListener;
 
     fn plan(text: &str) -> Plan {
@@ -894,6 +1051,75 @@ mod tests {
             format!("TCP_CHECK {hanging}: timeout after 3 s")
         );
         handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_starved_past_its_deadline_is_judged_by_the_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        // connect_timeout 3: the machine's deadline is 4 s after an
+        // attempt is due; each attempt's task first runs 10 s after.
+        let starved_for = Duration::from_secs(10);
+        let text = service("192.0.2.1", address, "");
+        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial, "{first:?}");
+        assert_eq!(first.reason, format!("TCP_CHECK {address}: success"));
+        // Still true when the server does go: refused, not a timeout.
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert!(!down.up && !down.initial, "{down:?}");
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_starved_past_the_backstop_is_no_verdict() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        // Due at 0, deadline at 4 s, abandoned at 4 s + BACKSTOP_SLACK.
+        let starved_for = Duration::from_secs(4) + BACKSTOP_SLACK + Duration::from_secs(1);
+        let text = service("192.0.2.1", address, "");
+        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for);
+        let first = next(&mut handle).await;
+        // Reported as it stands (up: no alpha), with why it is unchecked.
+        assert!(first.up && first.initial, "{first:?}");
+        assert_eq!(
+            first.reason,
+            format!(
+                "TCP_CHECK {address}: could not run the check: attempt unfinished 34 s \
+                 after it was due (nanny too busy to run it)"
+            )
+        );
+        handle.shutdown().await;
+    }
+
+    #[test]
+    fn lateness_is_summed_up_only_when_there_was_some() {
+        let start = Instant::now();
+        let mut lateness = Lateness::default();
+        assert_eq!(lateness.record(Duration::ZERO, start), None);
+        assert_eq!(
+            lateness.record(Duration::from_millis(10), start + LATENESS_REPORT),
+            None
+        );
+        // Reset at the last summary: this one comes a period later.
+        let later = start + LATENESS_REPORT + Duration::from_secs(1);
+        assert_eq!(lateness.record(Duration::from_millis(2500), later), None);
+        lateness.abandoned += 1;
+        assert_eq!(
+            lateness
+                .record(Duration::ZERO, start + LATENESS_REPORT * 2)
+                .as_deref(),
+            Some(
+                "behind schedule: 1 of 2 attempts in the last 10 s started 1 s or more after \
+                 they were due (at worst 2.5 s), 1 abandoned unfinished; checks run less often \
+                 than configured (late, not failed)"
+            )
+        );
     }
 
     #[tokio::test(start_paused = true)]
