@@ -1098,6 +1098,19 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_holds_only_its_own_kind_of_state() {
+        // Thousands wait to run at once under overload: each is small.
+        let plan = plan(&service("192.0.2.1", "127.0.0.1:80".parse().unwrap(), ""));
+        let spec = &plan.checks[0].spec;
+        let attempt = driver::run(spec);
+        assert!(
+            std::mem::size_of_val(&attempt) < 1024,
+            "{} bytes",
+            std::mem::size_of_val(&attempt)
+        );
+    }
+
+    #[test]
     fn lateness_is_summed_up_only_when_there_was_some() {
         let start = Instant::now();
         let mut lateness = Lateness::default();
