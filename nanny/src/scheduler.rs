@@ -12,13 +12,13 @@
 //! them; MISC_CHECK kills its process group on drop).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -73,11 +73,27 @@ const LATE: Duration = Duration::from_secs(1);
 /// How often lateness is summed up in the log (when there was any).
 const LATENESS_REPORT: Duration = Duration::from_secs(10);
 
+/// How many attempts may wait for their task's first poll at once; the
+/// others wait in the scheduler's queue, in the order they were due.
+///
+/// Under overload (more checks due than the processors can run: 10,000
+/// TCP_CHECKs a second in the emulated lab), spawning every due attempt at
+/// once puts thousands of tasks in the runtime's queue: each holds memory,
+/// and the scheduler's own task waits behind them all, so it starts and
+/// collects attempts later still. Bounded, the runtime's queue stays short
+/// (the scheduler stays prompt), a queued attempt costs a few bytes, and
+/// the lateness is the queue's, measured (see [`Lateness`]). Only attempts
+/// not yet running count: one waiting on a server (a hanging connect, a
+/// slow script) holds no permit, so a misbehaving server still costs only
+/// its own check, never the others' turn.
+const READY_TO_RUN: usize = 256;
+
 /// A running attempt.
 struct Attempt {
-    /// Its number: attempts are numbered as they start.
+    /// Its number: attempts are numbered as they become due.
     number: u64,
-    task: AbortHandle,
+    /// Its task, once spawned (`None` while it waits in the queue).
+    task: Option<AbortHandle>,
     /// When it was due (its task may first run later on a busy runtime).
     due: Instant,
 }
@@ -149,6 +165,11 @@ pub struct Scheduler {
     /// When to abandon attempts past their deadline ([`BACKSTOP_SLACK`]),
     /// by attempt number.
     backstops: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// Attempts due but not spawned yet, by number, oldest first.
+    queued: VecDeque<u64>,
+    /// Permits to spawn an attempt ([`READY_TO_RUN`]); each attempt gives
+    /// its permit back when its task first runs.
+    ready_to_run: Arc<Semaphore>,
     lateness: Lateness,
     /// The running attempt of each check.
     running: Vec<Option<Attempt>>,
@@ -220,6 +241,8 @@ impl Scheduler {
                 .collect(),
             running: (0..machines.len()).map(|_| None).collect(),
             backstops: BinaryHeap::new(),
+            queued: VecDeque::new(),
+            ready_to_run: Arc::new(Semaphore::new(READY_TO_RUN)),
             lateness: Lateness::default(),
             owners: HashMap::new(),
             attempts_started: 0,
@@ -298,6 +321,7 @@ impl Scheduler {
         // `bfd_sessions` is dropped, as this function returns.
         let (bfd_sessions, mut bfd_reports) = driver::bfd::spawn();
         bfd_sessions.send_replace(self.bfd_sessions());
+        let ready_to_run = self.ready_to_run.clone();
         loop {
             let wake = self
                 .timers
@@ -350,6 +374,12 @@ impl Scheduler {
                         break;
                     }
                 }
+                Ok(permit) = ready_to_run.clone().acquire_owned(), if !self.queued.is_empty() => {
+                    if let Some(number) = self.queued.pop_front() {
+                        self.spawn_attempt(number, permit, &mut attempts);
+                    }
+                    self.start_queued(&mut attempts);
+                }
                 _ = sleep_until_option(wake) => {
                     if !self.fire_timers(&mut attempts).await {
                         break;
@@ -376,7 +406,9 @@ impl Scheduler {
             let Some(attempt) = self.running[index].take() else {
                 continue;
             };
-            attempt.task.abort();
+            if let Some(task) = attempt.task {
+                task.abort();
+            }
             self.lateness.abandoned += 1;
             let failure = Failure::Local(format!(
                 "attempt unfinished {} s after it was due (nanny too busy to run it)",
@@ -416,27 +448,64 @@ impl Scheduler {
                 continue;
             }
             if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
-                let spec = self.specs[index].clone();
                 self.attempts_started += 1;
                 let number = self.attempts_started;
-                #[cfg(test)]
-                let starved_for = self.starved_for;
-                let task = attempts.spawn(async move {
-                    #[cfg(test)]
-                    tokio::time::sleep(starved_for).await;
-                    // The attempt's limits count from here, when its task
-                    // first runs, not from when it was due.
-                    let started = Instant::now();
-                    (number, started, driver::run(&spec).await)
-                });
                 let due = self.epoch + at.0;
-                self.running[index] = Some(Attempt { number, task, due });
+                self.running[index] = Some(Attempt {
+                    number,
+                    task: None,
+                    due,
+                });
                 self.owners.insert(number, index);
+                self.queued.push_back(number);
             }
             self.timers
                 .push(Reverse((self.machines[index].poll_at(), index)));
         }
+        self.start_queued(attempts);
         true
+    }
+
+    /// Spawns queued attempts while permits last ([`READY_TO_RUN`]).
+    fn start_queued(&mut self, attempts: &mut JoinSet<(u64, Instant, Outcome)>) {
+        while !self.queued.is_empty() {
+            let Ok(permit) = self.ready_to_run.clone().try_acquire_owned() else {
+                break;
+            };
+            if let Some(number) = self.queued.pop_front() {
+                self.spawn_attempt(number, permit, attempts);
+            }
+        }
+    }
+
+    /// Spawns the queued attempt `number`, which gives `permit` back when
+    /// its task first runs.
+    fn spawn_attempt(
+        &mut self,
+        number: u64,
+        permit: OwnedSemaphorePermit,
+        attempts: &mut JoinSet<(u64, Instant, Outcome)>,
+    ) {
+        // Its check was removed (a reload), or it was abandoned while
+        // queued: nothing to run (the permit goes back).
+        let Some(&index) = self.owners.get(&number) else {
+            return;
+        };
+        let spec = self.specs[index].clone();
+        #[cfg(test)]
+        let starved_for = self.starved_for;
+        let task = attempts.spawn(async move {
+            #[cfg(test)]
+            tokio::time::sleep(starved_for).await;
+            // The attempt's limits count from here, when its task first
+            // runs, not from when it was due.
+            let started = Instant::now();
+            drop(permit);
+            (number, started, driver::run(&spec).await)
+        });
+        if let Some(attempt) = &mut self.running[index] {
+            attempt.task = Some(task);
+        }
     }
 
     /// Whether check `index` waits for its virtual address (`ha_suspend`).
@@ -557,7 +626,9 @@ impl Scheduler {
         }
         for (_, old) in previous {
             if let Some(attempt) = self.running[old].take() {
-                attempt.task.abort();
+                if let Some(task) = attempt.task {
+                    task.abort();
+                }
                 self.owners.remove(&attempt.number);
             }
         }
@@ -831,17 +902,29 @@ impl Handle {
             start,
             #[cfg(test)]
             Duration::ZERO,
+            #[cfg(test)]
+            READY_TO_RUN,
         )
     }
 
     /// Tests: a scheduler whose attempts wait `starved_for` before they
-    /// run, as on a starved runtime.
+    /// run, as on a starved runtime, `ready_to_run` of them at most.
     #[cfg(test)]
-    fn spawn_starved(plan: Plan, start: Start, starved_for: Duration) -> Handle {
-        Handle::spawn_with(plan, start, starved_for)
+    fn spawn_starved(
+        plan: Plan,
+        start: Start,
+        starved_for: Duration,
+        ready_to_run: usize,
+    ) -> Handle {
+        Handle::spawn_with(plan, start, starved_for, ready_to_run)
     }
 
-    fn spawn_with(plan: Plan, start: Start, #[cfg(test)] starved_for: Duration) -> Handle {
+    fn spawn_with(
+        plan: Plan,
+        start: Start,
+        #[cfg(test)] starved_for: Duration,
+        #[cfg(test)] ready_to_run: usize,
+    ) -> Handle {
         let (events_sender, events) = mpsc::channel(1024);
         let (shutdown, shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
@@ -851,6 +934,7 @@ impl Handle {
         #[cfg(test)]
         {
             scheduler.starved_for = starved_for;
+            scheduler.ready_to_run = Arc::new(Semaphore::new(ready_to_run));
         }
         tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
         Handle {
@@ -1061,7 +1145,8 @@ mod tests {
         // attempt is due; each attempt's task first runs 10 s after.
         let starved_for = Duration::from_secs(10);
         let text = service("192.0.2.1", address, "");
-        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for);
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
         let first = next(&mut handle).await;
         assert!(first.up && first.initial, "{first:?}");
         assert_eq!(first.reason, format!("TCP_CHECK {address}: success"));
@@ -1083,7 +1168,8 @@ mod tests {
         // Due at 0, deadline at 4 s, abandoned at 4 s + BACKSTOP_SLACK.
         let starved_for = Duration::from_secs(4) + BACKSTOP_SLACK + Duration::from_secs(1);
         let text = service("192.0.2.1", address, "");
-        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for);
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
         let first = next(&mut handle).await;
         // Reported as it stands (up: no alpha), with why it is unchecked.
         assert!(first.up && first.initial, "{first:?}");
@@ -1094,6 +1180,34 @@ mod tests {
                  after it was due (nanny too busy to run it)"
             )
         );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempts_beyond_those_ready_to_run_wait_in_the_queue_and_are_not_failed() {
+        let mut listeners = Vec::new();
+        let mut text = String::new();
+        for index in 0..5 {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            text.push_str(&service(
+                &format!("192.0.2.{}", index + 1),
+                listener.local_addr().unwrap(),
+                "",
+            ));
+            listeners.push(listener);
+        }
+        // Each task runs 10 s after it is spawned; two may wait at once.
+        let starved_for = Duration::from_secs(10);
+        let started = Instant::now();
+        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, 2);
+        for _ in 0..5 {
+            let change = next(&mut handle).await;
+            assert!(change.up && change.initial, "{change:?}");
+        }
+        // Three turns of two (paused time: exact): the third pair was
+        // spawned only once the second had started. Unbounded, all five
+        // would have answered after 10 s.
+        assert_eq!(Instant::now() - started, starved_for * 3);
         handle.shutdown().await;
     }
 
