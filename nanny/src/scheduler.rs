@@ -67,6 +67,10 @@ type InitialKey = (RealServerName, bool, String, Option<i32>, i64);
 /// connections its listener had accepted.
 const BACKSTOP_SLACK: Duration = Duration::from_secs(30);
 
+/// The log target of nanny's own lateness (attempts late or abandoned),
+/// which `nanny` shows by default.
+pub const LOAD: &str = "nanny::load";
+
 /// An attempt whose task first runs this long after it was due is late.
 const LATE: Duration = Duration::from_secs(1);
 
@@ -359,7 +363,7 @@ impl Scheduler {
                     if let Some(attempt) = self.running[index].take() {
                         let lateness = started.saturating_duration_since(attempt.due);
                         if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
-                            tracing::warn!("{summary}");
+                            tracing::warn!(target: LOAD, "{summary}");
                         }
                     }
                     if let Err(failure) = &outcome
@@ -414,7 +418,7 @@ impl Scheduler {
                 "attempt unfinished {} s after it was due (nanny too busy to run it)",
                 instant_now.saturating_duration_since(attempt.due).as_secs()
             ));
-            tracing::warn!("{}: {failure}: no verdict", self.specs[index]);
+            tracing::warn!(target: LOAD, "{}: {failure}: no verdict", self.specs[index]);
             let transition = self.machines[index].handle(now, Err(failure));
             self.timers
                 .push(Reverse((self.machines[index].poll_at(), index)));
