@@ -1228,6 +1228,52 @@ mod tests {
         );
     }
 
+    /// A log writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn late_attempts_are_logged_under_the_load_target() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(format!("{LOAD}=warn")))
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        // This test's runtime has one thread: every task logs here.
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let text = service("192.0.2.1", address, "");
+        let starved_for = Duration::from_secs(2);
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
+        assert!(next(&mut handle).await.up);
+        // Attempts every 3 s (2 s late, 1 s delay_loop), summed up every
+        // 10 s: the first summary comes with the fifth attempt.
+        tokio::time::sleep(Duration::from_secs(13)).await;
+        handle.shutdown().await;
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains(&format!(
+                "WARN {LOAD}: behind schedule: 5 of 5 attempts in the last 12 s started 1 s or \
+                 more after they were due (at worst 2.0 s), 0 abandoned unfinished"
+            )),
+            "{log}"
+        );
+    }
+
     #[test]
     fn lateness_is_summed_up_only_when_there_was_some() {
         let start = Instant::now();
