@@ -98,8 +98,11 @@ pub struct Timing {
     pub delay_before_retry: Duration,
     pub warmup: Duration,
     pub alpha: bool,
-    /// The most one attempt may take before it counts as a timeout (the
-    /// drivers also enforce it; the machine is the backstop).
+    /// The most one attempt may take before it counts as a timeout. The
+    /// machine's deadline counts it from when the attempt is due; a caller
+    /// whose attempts may start late (the scheduler, on a busy runtime)
+    /// lets the attempt enforce it from its actual start instead, and
+    /// treats the machine's deadline as no verdict.
     pub attempt_timeout: Duration,
     pub down_cadence: DownCadence,
     /// Retries apply from the first attempt. Only SMTP_CHECK: its

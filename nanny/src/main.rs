@@ -51,6 +51,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
+    // stdout carries the states; stderr the logs, by default only those
+    // saying nanny itself is behind (checks late, attempts abandoned):
+    // that is not the servers' doing, and nowhere else to be seen.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{}=warn", nanny::scheduler::LOAD))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
     if let Err(error) = nanny::raise_open_file_limit() {
         eprintln!("nanny: cannot raise the open file limit: {error}");
     }

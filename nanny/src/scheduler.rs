@@ -12,12 +12,13 @@
 //! them; MISC_CHECK kills its process group on drop).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -50,6 +51,103 @@ type ChangeKey = (RealServerName, bool, Option<i32>, i64);
 /// Real servers reported together: server, up, reason, weight, offset.
 type InitialKey = (RealServerName, bool, String, Option<i32>, i64);
 
+/// How long past its deadline an attempt may stay unfinished before the
+/// scheduler abandons it. The attempt's task enforces the attempt's limits
+/// itself (`driver::run`'s attempt timeout, each driver's connect_timeout),
+/// counted from when the task first runs, and a socket's answer is looked
+/// at before the clock: an answer that came while the task waited to be
+/// polled still counts. Only nanny can keep an attempt past that (a
+/// runtime too busy to poll its task, a bug), so abandoning it says nothing
+/// about the server: no verdict (a local failure), and a warning.
+///
+/// The machine's own deadline (the attempt timeout from when the attempt
+/// was due) is not used as a verdict here: under overload, tasks wait to
+/// be polled for longer than that, and the 10,000-server benchmark saw
+/// nearly every healthy server taken out with "timeout after 2 s" on
+/// connections its listener had accepted.
+const BACKSTOP_SLACK: Duration = Duration::from_secs(30);
+
+/// The log target of nanny's own lateness (attempts late or abandoned),
+/// which `nanny` shows by default.
+pub const LOAD: &str = "nanny::load";
+
+/// An attempt whose task first runs this long after it was due is late.
+const LATE: Duration = Duration::from_secs(1);
+
+/// How often lateness is summed up in the log (when there was any).
+const LATENESS_REPORT: Duration = Duration::from_secs(10);
+
+/// How many attempts may wait for their task's first poll at once; the
+/// others wait in the scheduler's queue, in the order they were due.
+///
+/// Under overload (more checks due than the processors can run: 10,000
+/// TCP_CHECKs a second in the emulated lab), spawning every due attempt at
+/// once puts thousands of tasks in the runtime's queue: each holds memory,
+/// and the scheduler's own task waits behind them all, so it starts and
+/// collects attempts later still. Bounded, the runtime's queue stays short
+/// (the scheduler stays prompt), a queued attempt costs a few bytes, and
+/// the lateness is the queue's, measured (see [`Lateness`]). Only attempts
+/// not yet running count: one waiting on a server (a hanging connect, a
+/// slow script) holds no permit, so a misbehaving server still costs only
+/// its own check, never the others' turn.
+const READY_TO_RUN: usize = 256;
+
+/// A running attempt.
+struct Attempt {
+    /// Its number: attempts are numbered as they become due.
+    number: u64,
+    /// Its task, once spawned (`None` while it waits in the queue).
+    task: Option<AbortHandle>,
+    /// When it was due (its task may first run later on a busy runtime).
+    due: Instant,
+}
+
+/// How late attempts started since the last report: nanny's own lateness,
+/// shown rather than blamed on the servers.
+#[derive(Debug, Default)]
+struct Lateness {
+    since: Option<Instant>,
+    attempts: u64,
+    late: u64,
+    worst: Duration,
+    abandoned: u64,
+}
+
+impl Lateness {
+    /// Counts an attempt that started `lateness` after it was due; every
+    /// [`LATENESS_REPORT`], a summary if any were late or abandoned.
+    fn record(&mut self, lateness: Duration, now: Instant) -> Option<String> {
+        let since = *self.since.get_or_insert(now);
+        self.attempts += 1;
+        if lateness >= LATE {
+            self.late += 1;
+        }
+        self.worst = self.worst.max(lateness);
+        let elapsed = now.saturating_duration_since(since);
+        if elapsed < LATENESS_REPORT {
+            return None;
+        }
+        let summary = (self.late > 0 || self.abandoned > 0).then(|| {
+            format!(
+                "behind schedule: {} of {} attempts in the last {} s started {} s or more \
+                 after they were due (at worst {:.1} s), {} abandoned unfinished; checks run \
+                 less often than configured (late, not failed)",
+                self.late,
+                self.attempts,
+                elapsed.as_secs(),
+                LATE.as_secs(),
+                self.worst.as_secs_f64(),
+                self.abandoned,
+            )
+        });
+        *self = Lateness {
+            since: Some(now),
+            ..Lateness::default()
+        };
+        summary
+    }
+}
+
 /// How the scheduler starts checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -68,8 +166,17 @@ pub struct Scheduler {
     reported: Vec<bool>,
     epoch: Instant,
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
-    /// The running attempt of each check: its number and its task.
-    running: Vec<Option<(u64, AbortHandle)>>,
+    /// When to abandon attempts past their deadline ([`BACKSTOP_SLACK`]),
+    /// by attempt number.
+    backstops: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// Attempts due but not spawned yet, by number, oldest first.
+    queued: VecDeque<u64>,
+    /// Permits to spawn an attempt ([`READY_TO_RUN`]); each attempt gives
+    /// its permit back when its task first runs.
+    ready_to_run: Arc<Semaphore>,
+    lateness: Lateness,
+    /// The running attempt of each check.
+    running: Vec<Option<Attempt>>,
     /// Which check each running attempt (by number) belongs to; survives
     /// reloads, which renumber checks.
     owners: HashMap<u64, usize>,
@@ -87,6 +194,11 @@ pub struct Scheduler {
     /// suspended. Unknown (never told): nothing is suspended.
     local_addresses: Option<HashSet<IpAddr>>,
     events: mpsc::Sender<StateChange>,
+    /// Tests only: how long each attempt's task waits before it runs, as
+    /// on a runtime too busy to poll it (a starved runtime cannot be made
+    /// on demand with paused time).
+    #[cfg(test)]
+    starved_for: Duration,
 }
 
 impl Scheduler {
@@ -131,7 +243,11 @@ impl Scheduler {
                 .iter()
                 .map(|check| Arc::new(check.spec.clone()))
                 .collect(),
-            running: vec![None; machines.len()],
+            running: (0..machines.len()).map(|_| None).collect(),
+            backstops: BinaryHeap::new(),
+            queued: VecDeque::new(),
+            ready_to_run: Arc::new(Semaphore::new(READY_TO_RUN)),
+            lateness: Lateness::default(),
             owners: HashMap::new(),
             attempts_started: 0,
             reasons: vec![String::new(); machines.len()],
@@ -145,6 +261,8 @@ impl Scheduler {
             epoch,
             timers,
             events,
+            #[cfg(test)]
+            starved_for: Duration::ZERO,
         }
     }
 
@@ -194,7 +312,8 @@ impl Scheduler {
         mut shutdown: broadcast::Receiver<()>,
         _done: mpsc::Sender<()>,
     ) {
-        let mut attempts: JoinSet<(u64, Outcome)> = JoinSet::new();
+        // Each attempt's number, when its task first ran, and its outcome.
+        let mut attempts: JoinSet<(u64, Instant, Outcome)> = JoinSet::new();
         // Real servers without checkers are up from the start.
         let empty: Vec<usize> = (0..self.plan.slots.len())
             .filter(|slot| self.plan.slots[*slot].checks.is_empty())
@@ -206,11 +325,17 @@ impl Scheduler {
         // `bfd_sessions` is dropped, as this function returns.
         let (bfd_sessions, mut bfd_reports) = driver::bfd::spawn();
         bfd_sessions.send_replace(self.bfd_sessions());
+        let ready_to_run = self.ready_to_run.clone();
         loop {
             let wake = self
                 .timers
                 .peek()
                 .and_then(|Reverse((at, _))| self.instant(*at));
+            let backstop = self.backstops.peek().map(|Reverse((at, _))| *at);
+            let wake = match (wake, backstop) {
+                (Some(wake), Some(backstop)) => Some(wake.min(backstop)),
+                (wake, backstop) => wake.or(backstop),
+            };
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(command) = commands.recv() => match command {
@@ -228,12 +353,19 @@ impl Scheduler {
                     }
                 }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    let Ok((number, outcome)) = joined else { continue };
-                    // An attempt abandoned at its deadline (or whose check
-                    // was removed) may still be joined: only current
-                    // attempts count.
+                    // A task that panicked stays owned until its backstop
+                    // abandons it (no verdict).
+                    let Ok((number, started, outcome)) = joined else { continue };
+                    // An abandoned attempt (or one whose check was
+                    // removed) may still be joined: only current attempts
+                    // count.
                     let Some(index) = self.owners.remove(&number) else { continue };
-                    self.running[index] = None;
+                    if let Some(attempt) = self.running[index].take() {
+                        let lateness = started.saturating_duration_since(attempt.due);
+                        if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
+                            tracing::warn!(target: LOAD, "{summary}");
+                        }
+                    }
                     if let Err(failure) = &outcome
                         && self.specs[index].log_all_failures
                     {
@@ -246,6 +378,12 @@ impl Scheduler {
                         break;
                     }
                 }
+                Ok(permit) = ready_to_run.clone().acquire_owned(), if !self.queued.is_empty() => {
+                    if let Some(number) = self.queued.pop_front() {
+                        self.spawn_attempt(number, permit, &mut attempts);
+                    }
+                    self.start_queued(&mut attempts);
+                }
                 _ = sleep_until_option(wake) => {
                     if !self.fire_timers(&mut attempts).await {
                         break;
@@ -257,8 +395,37 @@ impl Scheduler {
     }
 
     /// Handles every timer due now; false when nobody listens any more.
-    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Outcome)>) -> bool {
+    async fn fire_timers(&mut self, attempts: &mut JoinSet<(u64, Instant, Outcome)>) -> bool {
         let now = self.now();
+        let instant_now = self.epoch + now.0;
+        while let Some(Reverse((at, number))) = self.backstops.peek().copied() {
+            if at > instant_now {
+                break;
+            }
+            self.backstops.pop();
+            // Attempts that finished or were dropped are skipped.
+            let Some(index) = self.owners.remove(&number) else {
+                continue;
+            };
+            let Some(attempt) = self.running[index].take() else {
+                continue;
+            };
+            if let Some(task) = attempt.task {
+                task.abort();
+            }
+            self.lateness.abandoned += 1;
+            let failure = Failure::Local(format!(
+                "attempt unfinished {} s after it was due (nanny too busy to run it)",
+                instant_now.saturating_duration_since(attempt.due).as_secs()
+            ));
+            tracing::warn!(target: LOAD, "{}: {failure}: no verdict", self.specs[index]);
+            let transition = self.machines[index].handle(now, Err(failure));
+            self.timers
+                .push(Reverse((self.machines[index].poll_at(), index)));
+            if !self.publish(index, transition).await {
+                return false;
+            }
+        }
         while let Some(Reverse((at, index))) = self.timers.peek().copied() {
             if at > now {
                 break;
@@ -269,16 +436,12 @@ impl Scheduler {
                 continue;
             }
             if self.machines[index].is_running() {
-                // The deadline passed before the driver answered.
-                if let Some((number, handle)) = self.running[index].take() {
-                    handle.abort();
-                    self.owners.remove(&number);
-                }
-                let transition = self.machines[index].poll_timeout(now);
-                self.timers
-                    .push(Reverse((self.machines[index].poll_at(), index)));
-                if !self.publish(index, transition).await {
-                    return false;
+                // The machine's deadline passed: the attempt's task times
+                // out by itself, from when it first ran (see
+                // BACKSTOP_SLACK); only the backstop remains.
+                if let Some(attempt) = &self.running[index] {
+                    self.backstops
+                        .push(Reverse((instant_now + BACKSTOP_SLACK, attempt.number)));
                 }
                 continue;
             }
@@ -289,17 +452,64 @@ impl Scheduler {
                 continue;
             }
             if let Some(Action::Start { .. }) = self.machines[index].poll(now) {
-                let spec = self.specs[index].clone();
                 self.attempts_started += 1;
                 let number = self.attempts_started;
-                let handle = attempts.spawn(async move { (number, driver::run(&spec).await) });
-                self.running[index] = Some((number, handle));
+                let due = self.epoch + at.0;
+                self.running[index] = Some(Attempt {
+                    number,
+                    task: None,
+                    due,
+                });
                 self.owners.insert(number, index);
+                self.queued.push_back(number);
             }
             self.timers
                 .push(Reverse((self.machines[index].poll_at(), index)));
         }
+        self.start_queued(attempts);
         true
+    }
+
+    /// Spawns queued attempts while permits last ([`READY_TO_RUN`]).
+    fn start_queued(&mut self, attempts: &mut JoinSet<(u64, Instant, Outcome)>) {
+        while !self.queued.is_empty() {
+            let Ok(permit) = self.ready_to_run.clone().try_acquire_owned() else {
+                break;
+            };
+            if let Some(number) = self.queued.pop_front() {
+                self.spawn_attempt(number, permit, attempts);
+            }
+        }
+    }
+
+    /// Spawns the queued attempt `number`, which gives `permit` back when
+    /// its task first runs.
+    fn spawn_attempt(
+        &mut self,
+        number: u64,
+        permit: OwnedSemaphorePermit,
+        attempts: &mut JoinSet<(u64, Instant, Outcome)>,
+    ) {
+        // Its check was removed (a reload), or it was abandoned while
+        // queued: nothing to run (the permit goes back).
+        let Some(&index) = self.owners.get(&number) else {
+            return;
+        };
+        let spec = self.specs[index].clone();
+        #[cfg(test)]
+        let starved_for = self.starved_for;
+        let task = attempts.spawn(async move {
+            #[cfg(test)]
+            tokio::time::sleep(starved_for).await;
+            // The attempt's limits count from here, when its task first
+            // runs, not from when it was due.
+            let started = Instant::now();
+            drop(permit);
+            (number, started, driver::run(&spec).await)
+        });
+        if let Some(attempt) = &mut self.running[index] {
+            attempt.task = Some(task);
+        }
     }
 
     /// Whether check `index` waits for its virtual address (`ha_suspend`).
@@ -380,8 +590,8 @@ impl Scheduler {
                     specs.push(self.specs[old].clone());
                     machines.push(self.machines[old].clone());
                     let attempt = self.running[old].take();
-                    if let Some((number, _)) = &attempt {
-                        self.owners.insert(*number, index);
+                    if let Some(attempt) = &attempt {
+                        self.owners.insert(attempt.number, index);
                     }
                     running.push(attempt);
                     reasons.push(std::mem::take(&mut self.reasons[old]));
@@ -419,9 +629,11 @@ impl Scheduler {
             }
         }
         for (_, old) in previous {
-            if let Some((number, handle)) = self.running[old].take() {
-                handle.abort();
-                self.owners.remove(&number);
+            if let Some(attempt) = self.running[old].take() {
+                if let Some(task) = attempt.task {
+                    task.abort();
+                }
+                self.owners.remove(&attempt.number);
             }
         }
         let previous_slots: HashMap<(VirtualServerName, RealServerName), usize> = self
@@ -689,11 +901,45 @@ pub struct Handle {
 impl Handle {
     /// Starts a scheduler for `plan` on the current runtime.
     pub fn spawn(plan: Plan, start: Start) -> Handle {
+        Handle::spawn_with(
+            plan,
+            start,
+            #[cfg(test)]
+            Duration::ZERO,
+            #[cfg(test)]
+            READY_TO_RUN,
+        )
+    }
+
+    /// Tests: a scheduler whose attempts wait `starved_for` before they
+    /// run, as on a starved runtime, `ready_to_run` of them at most.
+    #[cfg(test)]
+    fn spawn_starved(
+        plan: Plan,
+        start: Start,
+        starved_for: Duration,
+        ready_to_run: usize,
+    ) -> Handle {
+        Handle::spawn_with(plan, start, starved_for, ready_to_run)
+    }
+
+    fn spawn_with(
+        plan: Plan,
+        start: Start,
+        #[cfg(test)] starved_for: Duration,
+        #[cfg(test)] ready_to_run: usize,
+    ) -> Handle {
         let (events_sender, events) = mpsc::channel(1024);
         let (shutdown, shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
         let (commands, commands_receiver) = mpsc::channel(8);
-        let scheduler = Scheduler::new(plan, start, events_sender);
+        #[allow(unused_mut)] // Tests set `starved_for`.
+        let mut scheduler = Scheduler::new(plan, start, events_sender);
+        #[cfg(test)]
+        {
+            scheduler.starved_for = starved_for;
+            scheduler.ready_to_run = Arc::new(Semaphore::new(ready_to_run));
+        }
         tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
         Handle {
             events,
@@ -728,7 +974,6 @@ mod tests {
     use super::*;
     use crate::driver::tcp::tests::{closed_port, saturated_listener};
     use std::net::SocketAddr;
-    use std::time::Duration;
     use tokio::net::TcpListener;
 
     fn plan(text: &str) -> Plan {
@@ -894,6 +1139,164 @@ mod tests {
             format!("TCP_CHECK {hanging}: timeout after 3 s")
         );
         handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_starved_past_its_deadline_is_judged_by_the_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        // connect_timeout 3: the machine's deadline is 4 s after an
+        // attempt is due; each attempt's task first runs 10 s after.
+        let starved_for = Duration::from_secs(10);
+        let text = service("192.0.2.1", address, "");
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
+        let first = next(&mut handle).await;
+        assert!(first.up && first.initial, "{first:?}");
+        assert_eq!(first.reason, format!("TCP_CHECK {address}: success"));
+        // Still true when the server does go: refused, not a timeout.
+        drop(listener);
+        let down = next(&mut handle).await;
+        assert!(!down.up && !down.initial, "{down:?}");
+        assert_eq!(
+            down.reason,
+            format!("TCP_CHECK {address}: connection refused")
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_starved_past_the_backstop_is_no_verdict() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        // Due at 0, deadline at 4 s, abandoned at 4 s + BACKSTOP_SLACK.
+        let starved_for = Duration::from_secs(4) + BACKSTOP_SLACK + Duration::from_secs(1);
+        let text = service("192.0.2.1", address, "");
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
+        let first = next(&mut handle).await;
+        // Reported as it stands (up: no alpha), with why it is unchecked.
+        assert!(first.up && first.initial, "{first:?}");
+        assert_eq!(
+            first.reason,
+            format!(
+                "TCP_CHECK {address}: could not run the check: attempt unfinished 34 s \
+                 after it was due (nanny too busy to run it)"
+            )
+        );
+        handle.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempts_beyond_those_ready_to_run_wait_in_the_queue_and_are_not_failed() {
+        let mut listeners = Vec::new();
+        let mut text = String::new();
+        for index in 0..5 {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            text.push_str(&service(
+                &format!("192.0.2.{}", index + 1),
+                listener.local_addr().unwrap(),
+                "",
+            ));
+            listeners.push(listener);
+        }
+        // Each task runs 10 s after it is spawned; two may wait at once.
+        let starved_for = Duration::from_secs(10);
+        let started = Instant::now();
+        let mut handle = Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, 2);
+        for _ in 0..5 {
+            let change = next(&mut handle).await;
+            assert!(change.up && change.initial, "{change:?}");
+        }
+        // Three turns of two (paused time: exact): the third pair was
+        // spawned only once the second had started. Unbounded, all five
+        // would have answered after 10 s.
+        assert_eq!(Instant::now() - started, starved_for * 3);
+        handle.shutdown().await;
+    }
+
+    #[test]
+    fn an_attempt_holds_only_its_own_kind_of_state() {
+        // Thousands wait to run at once under overload: each is small.
+        let plan = plan(&service("192.0.2.1", "127.0.0.1:80".parse().unwrap(), ""));
+        let spec = &plan.checks[0].spec;
+        let attempt = driver::run(spec);
+        assert!(
+            std::mem::size_of_val(&attempt) < 1024,
+            "{} bytes",
+            std::mem::size_of_val(&attempt)
+        );
+    }
+
+    /// A log writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn late_attempts_are_logged_under_the_load_target() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(format!("{LOAD}=warn")))
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        // This test's runtime has one thread: every task logs here.
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let text = service("192.0.2.1", address, "");
+        let starved_for = Duration::from_secs(2);
+        let mut handle =
+            Handle::spawn_starved(plan(&text), Start::Immediately, starved_for, READY_TO_RUN);
+        assert!(next(&mut handle).await.up);
+        // Attempts every 3 s (2 s late, 1 s delay_loop), summed up every
+        // 10 s: the first summary comes with the fifth attempt.
+        tokio::time::sleep(Duration::from_secs(13)).await;
+        handle.shutdown().await;
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains(&format!(
+                "WARN {LOAD}: behind schedule: 5 of 5 attempts in the last 12 s started 1 s or \
+                 more after they were due (at worst 2.0 s), 0 abandoned unfinished"
+            )),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn lateness_is_summed_up_only_when_there_was_some() {
+        let start = Instant::now();
+        let mut lateness = Lateness::default();
+        assert_eq!(lateness.record(Duration::ZERO, start), None);
+        assert_eq!(
+            lateness.record(Duration::from_millis(10), start + LATENESS_REPORT),
+            None
+        );
+        // Reset at the last summary: this one comes a period later.
+        let later = start + LATENESS_REPORT + Duration::from_secs(1);
+        assert_eq!(lateness.record(Duration::from_millis(2500), later), None);
+        lateness.abandoned += 1;
+        assert_eq!(
+            lateness
+                .record(Duration::ZERO, start + LATENESS_REPORT * 2)
+                .as_deref(),
+            Some(
+                "behind schedule: 1 of 2 attempts in the last 10 s started 1 s or more after \
+                 they were due (at worst 2.5 s), 1 abandoned unfinished; checks run less often \
+                 than configured (late, not failed)"
+            )
+        );
     }
 
     #[tokio::test(start_paused = true)]

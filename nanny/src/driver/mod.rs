@@ -17,6 +17,7 @@ pub mod tls;
 pub mod udp;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -24,28 +25,31 @@ use tokio::time::Instant;
 use crate::outcome::{Failure, Outcome};
 use crate::spec::{CheckKind, CheckSpec};
 
-/// Runs one attempt of `spec`, bounded by its attempt timeout.
+/// Runs one attempt of `spec`, bounded by its attempt timeout (counted from
+/// the first poll: from when the attempt's task first runs).
 pub async fn run(spec: &CheckSpec) -> Outcome {
     let budget = spec.timing.attempt_timeout;
-    let attempt = async {
-        match &spec.kind {
-            CheckKind::Tcp => tcp::check(&spec.endpoint, spec.connect_timeout).await,
-            CheckKind::Http(http) => http::check(&spec.endpoint, http, spec.connect_timeout).await,
-            CheckKind::Misc(misc) => misc::check(misc).await,
-            CheckKind::File(file) => file::check(file).await,
-            CheckKind::Ping => ping::check(&spec.endpoint, spec.connect_timeout).await,
-            CheckKind::Dns(dns) => dns::check(&spec.endpoint, dns, spec.connect_timeout).await,
-            CheckKind::Smtp(smtp) => smtp::check(&spec.endpoint, smtp, spec.connect_timeout).await,
-            CheckKind::Udp(udp) => udp::check(&spec.endpoint, udp, spec.connect_timeout).await,
-            // Sessions run all the time in their own task (`bfd::spawn`),
-            // never as attempts.
-            CheckKind::Bfd(_) => Err(Failure::Other(
-                "BFD_CHECK runs as a session, not as attempts".to_owned(),
-            )),
-            CheckKind::Unsupported { checker, why } => {
-                Err(Failure::Other(format!("{checker} cannot run: {why}")))
-            }
-        }
+    // Each kind's future is boxed: an attempt then holds only its own
+    // kind's state (a TCP_CHECK's is under 500 bytes), not that of the
+    // largest kind (nearly 8 KiB, for HTTPS), and under overload thousands
+    // of attempts wait to run at once.
+    let attempt: Pin<Box<dyn Future<Output = Outcome> + Send + '_>> = match &spec.kind {
+        CheckKind::Tcp => Box::pin(tcp::check(&spec.endpoint, spec.connect_timeout)),
+        CheckKind::Http(http) => Box::pin(http::check(&spec.endpoint, http, spec.connect_timeout)),
+        CheckKind::Misc(misc) => Box::pin(misc::check(misc)),
+        CheckKind::File(file) => Box::pin(file::check(file)),
+        CheckKind::Ping => Box::pin(ping::check(&spec.endpoint, spec.connect_timeout)),
+        CheckKind::Dns(dns) => Box::pin(dns::check(&spec.endpoint, dns, spec.connect_timeout)),
+        CheckKind::Smtp(smtp) => Box::pin(smtp::check(&spec.endpoint, smtp, spec.connect_timeout)),
+        CheckKind::Udp(udp) => Box::pin(udp::check(&spec.endpoint, udp, spec.connect_timeout)),
+        // Sessions run all the time in their own task (`bfd::spawn`),
+        // never as attempts.
+        CheckKind::Bfd(_) => Box::pin(std::future::ready(Err(Failure::Other(
+            "BFD_CHECK runs as a session, not as attempts".to_owned(),
+        )))),
+        CheckKind::Unsupported { checker, why } => Box::pin(std::future::ready(Err(
+            Failure::Other(format!("{checker} cannot run: {why}")),
+        ))),
     };
     within(budget, attempt).await
 }
