@@ -577,6 +577,11 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             if let Some(waiting) = waiting.take() {
                 let _ = waiting.send(told);
             }
+            // Every pass reads the whole table: the next drift check is due
+            // a full period after this one, not at the next tick (on 1,000
+            // services a read is 1,001 dumps; a reload or a burst of health
+            // changes should not be followed by one at once).
+            timer.reset();
         }
         if !states_open && !reloads_open {
             break StopMode::Keep;
