@@ -33,8 +33,12 @@ const FINAL_LISTINGS: &[&str] = &["-S -n", "-L -n"];
 const WORKERS: usize = 4;
 
 /// A command still running after this long is killed, and its status
-/// shows as [`TIMED_OUT`].
-const PROCESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// shows as [`TIMED_OUT`]. Generous: this binary runs right after others
+/// whose tests deleted namespaces full of IPVS services and connections,
+/// and the kernel tears those down in the background holding IPVS's lock;
+/// under emulation that has kept every IPVS command waiting for over 20 s
+/// (both tools timed out on the first cases of one run).
+const PROCESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The status reported for a command that was killed after
 /// [`PROCESS_TIMEOUT`]: no exit status is negative.
