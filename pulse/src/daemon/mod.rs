@@ -221,12 +221,10 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
     Some(Arc::new(loaded.config))
 }
 
-/// Whether a virtual server of the running configuration has
-/// `ha_suspend`, so that the checks need to know the host's addresses.
-fn wants_addresses(current: &Mutex<Arc<config::Config>>) -> bool {
-    current
-        .lock()
-        .expect("never poisoned")
+/// Whether a virtual server of `configuration` has `ha_suspend`, so that
+/// the checks need to know the host's addresses.
+fn wants_addresses(configuration: &config::Config) -> bool {
+    configuration
         .virtual_servers
         .iter()
         .any(|virtual_server| virtual_server.ha_suspend)
@@ -392,6 +390,8 @@ async fn serve(
         return exit::FATAL;
     };
     let current = Arc::new(Mutex::new(configuration.clone()));
+    // Derived once per configuration, not at every turn of the loop.
+    let mut watch_addresses = wants_addresses(&configuration);
     let mut checkers = Handle::spawn(Plan::from_config(&configuration), Start::Warmup);
     let (states_sender, states) = mpsc::channel(1024);
     let (reloads_sender, reloads) = mpsc::channel(4);
@@ -438,6 +438,7 @@ async fn serve(
                         );
                     }
                     *current.lock().expect("never poisoned") = configuration.clone();
+                    watch_addresses = wants_addresses(&configuration);
                     checkers.reload(Plan::from_config(&configuration)).await;
                     let (applied_sender, applied) = oneshot::channel();
                     if reloads_sender
@@ -493,7 +494,7 @@ async fn serve(
                 }
                 None => break settings.stop_mode,
             },
-            _ = address_poll.tick(), if wants_addresses(&current) => {
+            _ = address_poll.tick(), if watch_addresses => {
                 match addresses::local_addresses() {
                     Ok(addresses) if known_addresses.as_ref() != Some(&addresses) => {
                         known_addresses = Some(addresses.clone());
