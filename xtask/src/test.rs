@@ -223,7 +223,10 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
     runs.extend(rest);
 
     let mut failed = Vec::new();
-    for (binary, arguments, tests) in runs {
+    for (index, (binary, arguments, tests)) in runs.into_iter().enumerate() {
+        if index > 0 {
+            settle_namespaces()?;
+        }
         let description = format!("{} {}", binary.display(), arguments.join(" "));
         eprintln!("xtask: running {description}");
         if !run_watched(binary, &arguments, tests, stuck_after)? {
@@ -236,6 +239,91 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
         eprintln!("xtask: failed: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// How long the kernel may take to dismantle a test binary's namespaces
+/// before the guest logs its blocked tasks (it still waits).
+const SLOW_SETTLING: Duration = Duration::from_secs(30);
+
+/// Waits until the kernel has dismantled the namespaces of the test binary
+/// that just ran. The kernel does that after the processes are gone, on one
+/// ordered work queue, and dismantling IPVS (services, connections, sync
+/// daemons) holds IPVS's lock: every IPVS command of the next binary's first
+/// tests waited for it, once over two minutes (CI, 2026-11-30), and timed
+/// out. A marker namespace is deleted last, so the queue reaches it after
+/// the others; once its veth's peer is gone from this namespace, one IPVS
+/// command in a fresh namespace waits for whatever IPVS work remains.
+fn settle_namespaces() -> Result<()> {
+    const MARKER: &str = "xtask-settle";
+    const PEER: &str = "xtask-settle0";
+    let started = Instant::now();
+    let run = |program: &str, arguments: &[&str]| -> Result<()> {
+        let status = Command::new(program)
+            .args(arguments)
+            .status()
+            .with_context(|| format!("cannot run {program}"))?;
+        if !status.success() {
+            bail!("{program} {} failed ({status})", arguments.join(" "));
+        }
+        Ok(())
+    };
+    run("ip", &["netns", "add", MARKER])?;
+    run(
+        "ip",
+        &[
+            "link", "add", PEER, "type", "veth", "peer", "name", "eth0", "netns", MARKER,
+        ],
+    )?;
+    run("ip", &["netns", "delete", MARKER])?;
+    let peer = Path::new("/sys/class/net").join(PEER);
+    let mut reported = false;
+    let mut report_if_slow = |what: &str| {
+        if !reported && started.elapsed() > SLOW_SETTLING {
+            reported = true;
+            eprintln!(
+                "xtask: the kernel is still {what} after {} s; its blocked tasks:",
+                started.elapsed().as_secs()
+            );
+            // "w": the kernel logs the stack of every blocked task.
+            let _ = std::fs::write("/proc/sysrq-trigger", "w");
+            let _ = Command::new("dmesg").stdout(std::io::stderr()).status();
+        }
+    };
+    while peer.exists() {
+        report_if_slow("dismantling namespaces");
+        thread::sleep(Duration::from_millis(100));
+    }
+    // The command blocks on IPVS's lock while the kernel holds it; a thread
+    // reports if that takes long.
+    let (answered, waiting) = mpsc::channel::<()>();
+    let probe = thread::spawn(move || {
+        let status = Command::new("unshare")
+            .args([
+                "--net",
+                "ipvsadm",
+                "--add-service",
+                "--tcp-service",
+                "10.255.255.1:80",
+            ])
+            .status();
+        drop(answered);
+        status
+    });
+    while let Err(mpsc::RecvTimeoutError::Timeout) = waiting.recv_timeout(Duration::from_secs(1)) {
+        report_if_slow("holding IPVS");
+    }
+    let status = probe
+        .join()
+        .expect("the probe thread does not panic")
+        .context("cannot run unshare --net ipvsadm")?;
+    if !status.success() {
+        bail!("an IPVS command in a fresh namespace failed ({status})");
+    }
+    eprintln!(
+        "xtask: the kernel dismantled the previous tests' namespaces in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Whether a test (`module::name`) is one of the `first_` ones.
