@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 mod daemon;
 #[path = "lab/differential.rs"]
 mod differential;
+#[path = "lab/failover.rs"]
+mod failover;
 #[path = "lab/sync_daemon.rs"]
 mod sync_daemon;
 #[path = "lab/traffic.rs"]

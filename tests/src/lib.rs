@@ -7,11 +7,16 @@
 //! 0.3 s.
 
 pub mod http;
+mod ipvs_connections;
+pub mod lines;
 mod namespace;
 pub mod topology;
 
+pub use ipvs_connections::{IpvsConnection, ipvs_connections};
 pub use namespace::{Namespace, run_ip};
-pub use topology::{DirectReturnTopology, Host, NatTopology, Reception};
+pub use topology::{
+    DirectReturnTopology, Director, FailoverTopology, Host, NatTopology, Reception, neighbour,
+};
 
 /// Whether this process runs inside the lab's guest (`cargo xtask lab`).
 pub fn in_lab() -> bool {

@@ -31,12 +31,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// A folder of its own for a test's configuration and notify socket,
 /// removed when dropped. Not under the repository: the lab mounts it
 /// read-write, and a test must leave nothing there.
-struct Scratch {
+pub(crate) struct Scratch {
     path: PathBuf,
 }
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
         let path =
             std::env::temp_dir().join(format!("pulse-traffic-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
@@ -57,7 +57,7 @@ impl Drop for Scratch {
 
 /// The pulse binary running in a director's namespace, in the foreground,
 /// logging to stderr, with a notify socket of the test's own.
-struct Pulse {
+pub(crate) struct Pulse {
     name: String,
     child: Child,
     notify: UnixDatagram,
@@ -69,7 +69,7 @@ struct Pulse {
 impl Pulse {
     /// Writes `configuration`, starts pulse on it and waits for READY=1;
     /// returns it with the STATUS of that READY.
-    fn start(
+    pub(crate) fn start(
         name: &str,
         director: &Namespace,
         scratch: &Scratch,
@@ -133,7 +133,7 @@ impl Pulse {
     }
 
     /// Waits for a notification with the line `state`; returns its STATUS.
-    fn wait_for(&mut self, state: &str) -> String {
+    pub(crate) fn wait_for(&mut self, state: &str) -> String {
         let start = Instant::now();
         let mut buffer = [0u8; 4096];
         loop {
@@ -192,12 +192,12 @@ impl Pulse {
     }
 
     /// kill -9: no chance to clean up.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 }
@@ -216,7 +216,7 @@ impl Drop for Pulse {
 }
 
 /// An IPVS client in `namespace`, to read its table.
-fn connect(namespace: &Namespace) -> Client {
+pub(crate) fn connect(namespace: &Namespace) -> Client {
     namespace
         .run(Client::connect)
         .expect("thread")
