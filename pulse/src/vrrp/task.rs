@@ -659,7 +659,7 @@ impl Vrrp {
             .collect();
         let now = Instant::now();
         let mut kept = Vec::new();
-        for position in 0..self.instances.len() {
+        for (position, unchanged) in instance_unchanged.into_iter().enumerate() {
             let old = &self.instances[position];
             let group_kept = match old.group {
                 Some((group, _)) => kept_groups[group].is_some(),
@@ -669,7 +669,7 @@ impl Vrrp {
                     .iter()
                     .any(|new| new.model == old.model && new.group.is_none()),
             };
-            if instance_unchanged[position] && group_kept {
+            if unchanged && group_kept {
                 kept.push(position);
             } else {
                 tracing::info!(
