@@ -706,6 +706,14 @@ impl Vrrp {
                 }
             }
         }
+        tracing::info!(
+            "VRRP reloaded: {} of {} instance(s) kept with their state",
+            next.instances
+                .iter()
+                .filter(|instance| instance.started)
+                .count(),
+            next.instances.len()
+        );
         Some(next)
     }
 
