@@ -253,30 +253,30 @@ impl Vrrp {
                         .iter()
                         .any(|instance| instance.name == *member && instance.priority == 255)
                 });
-                let mut group_links =
-                    self::tracked_links(&handle, &group.tracking, &group.name, &mut links).await?;
-                let mut group_scripts = self::tracked_scripts(
-                    &configuration,
-                    &group.tracking,
-                    &group.name,
-                    &mut scripts,
-                );
-                let mut group_files =
-                    self::tracked_files(&configuration, &group.tracking, &group.name, &mut files);
-                if owner {
-                    for link in &mut group_links {
-                        link.weight = 0;
-                    }
-                    for script in &mut group_scripts {
-                        script.weight = 0;
-                    }
-                    for file in &mut group_files {
-                        file.weight = 0;
-                    }
-                }
-                tracked_links.extend(group_links);
-                tracked_scripts.extend(group_scripts);
-                tracked_files.extend(group_files);
+                let group_tracking = TrackedObjects {
+                    links: self::tracked_links(&handle, &group.tracking, &group.name, &mut links)
+                        .await?,
+                    scripts: self::tracked_scripts(
+                        &configuration,
+                        &group.tracking,
+                        &group.name,
+                        &mut scripts,
+                    ),
+                    files: self::tracked_files(
+                        &configuration,
+                        &group.tracking,
+                        &group.name,
+                        &mut files,
+                    ),
+                };
+                let mut own = TrackedObjects {
+                    links: tracked_links,
+                    scripts: tracked_scripts,
+                    files: tracked_files,
+                };
+                merge_group_tracking(&name, &group.name, owner, &mut own, group_tracking);
+                (tracked_links, tracked_scripts, tracked_files) =
+                    (own.links, own.scripts, own.files);
             }
             let source = settings.local_address.or(match settings.family {
                 Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
@@ -355,6 +355,17 @@ impl Vrrp {
                 .collect();
             if members.is_empty() {
                 continue;
+            }
+            let owners = members
+                .iter()
+                .filter(|position| instances[**position].machine.settings().priority == 255)
+                .count();
+            if owners != 0 && owners != members.len() {
+                tracing::warn!(
+                    "Sync group {} has some member(s) as address owner and some not as address \
+                     owner. This won't work.",
+                    model.name
+                );
             }
             if members.len() == 1 {
                 tracing::warn!(
@@ -1132,6 +1143,82 @@ fn memberships(configuration: &config::Config) -> HashMap<String, usize> {
     memberships
 }
 
+/// What an instance tracks.
+struct TrackedObjects {
+    links: Vec<TrackedLink>,
+    scripts: Vec<TrackedScript>,
+    files: Vec<TrackedFile>,
+}
+
+/// Adds a sync group's tracking to a member's `own`, as keepalived's
+/// sync_group_tracking_init: without weights when a member of the group
+/// owns its addresses (`owner`); an object the member tracks too counts
+/// once, the group's way, each with keepalived's log line.
+fn merge_group_tracking(
+    name: &str,
+    group_name: &str,
+    owner: bool,
+    own: &mut TrackedObjects,
+    mut group: TrackedObjects,
+) {
+    if owner {
+        for link in group.links.iter_mut().filter(|link| link.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track interface '{}' with member having                  priority 255 - clearing weight",
+                link.name
+            );
+            link.weight = 0;
+        }
+        for script in group.scripts.iter_mut().filter(|script| script.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track script '{}' with member having                  priority 255 - clearing weight",
+                script.name
+            );
+            script.weight = 0;
+        }
+        for file in group.files.iter_mut().filter(|file| file.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track file '{}' with member having                  priority 255 - setting weight 0",
+                file.name
+            );
+            file.weight = 0;
+        }
+    }
+    own.links.retain(|link| {
+        let twice = group.links.iter().any(|other| other.index == link.index);
+        if twice {
+            tracing::warn!(
+                "({name}) track_interface {} is configured on VRRP instance and sync group.                  Remove vrrp instance or sync group config",
+                link.name
+            );
+        }
+        !twice
+    });
+    own.scripts.retain(|script| {
+        let twice = group.scripts.iter().any(|other| other.name == script.name);
+        if twice {
+            tracing::warn!(
+                "({name}) track_script {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                script.name
+            );
+        }
+        !twice
+    });
+    own.files.retain(|file| {
+        let twice = group.files.iter().any(|other| other.name == file.name);
+        if twice {
+            tracing::warn!(
+                "({name}) track_file {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                file.name
+            );
+        }
+        !twice
+    });
+    own.links.append(&mut group.links);
+    own.scripts.append(&mut group.scripts);
+    own.files.append(&mut group.files);
+}
+
 /// keepalived 2.2's rule for the members of a sync group without
 /// `sync_group_tracking_weight` (or `global_tracking`): a weighted tracked
 /// interface counts as unweighted (down means FAULT), a weighted script is
@@ -1617,6 +1704,122 @@ mod tests {
         assert_eq!(parse(&datagram(old_style, peer)), Ok(advert()));
         let new_style = advert().to_bytes(&source, &peer);
         assert_eq!(parse(&datagram(new_style, peer)), Ok(advert()));
+    }
+
+    fn link(name: &str, index: u32, weight: i32) -> TrackedLink {
+        TrackedLink {
+            name: name.into(),
+            index,
+            weight,
+            reverse: false,
+        }
+    }
+
+    fn script(name: &str, weight: i32) -> TrackedScript {
+        TrackedScript {
+            name: name.into(),
+            weight,
+            reverse: false,
+        }
+    }
+
+    fn file(name: &str, weight: i32) -> TrackedFile {
+        TrackedFile {
+            name: name.into(),
+            weight,
+            reverse: false,
+        }
+    }
+
+    /// Names and weights.
+    type Weights = Vec<(String, i32)>;
+
+    fn weights(objects: &TrackedObjects) -> (Weights, Weights, Weights) {
+        (
+            objects
+                .links
+                .iter()
+                .map(|link| (link.name.clone(), link.weight))
+                .collect(),
+            objects
+                .scripts
+                .iter()
+                .map(|script| (script.name.clone(), script.weight))
+                .collect(),
+            objects
+                .files
+                .iter()
+                .map(|file| (file.name.clone(), file.weight))
+                .collect(),
+        )
+    }
+
+    fn named(pairs: &[(&str, i32)]) -> Weights {
+        pairs
+            .iter()
+            .map(|(name, weight)| ((*name).to_owned(), *weight))
+            .collect()
+    }
+
+    #[test]
+    fn a_sync_group_member_s_weights_go_as_keepalived_s() {
+        let mut objects = TrackedObjects {
+            links: vec![link("eth1", 3, 10), link("eth2", 4, 0)],
+            scripts: vec![script("weighted", -20), script("fault", 0)],
+            files: vec![file("default", 1), file("weighted", 5), file("zero", 0)],
+        };
+        ignore_weights(
+            "VI_1",
+            &mut objects.links,
+            &mut objects.scripts,
+            &mut objects.files,
+        );
+        assert_eq!(
+            weights(&objects),
+            (
+                named(&[("eth1", 0), ("eth2", 0)]),
+                named(&[("fault", 0)]),
+                named(&[("default", 0), ("zero", 0)]),
+            )
+        );
+    }
+
+    #[test]
+    fn a_sync_group_s_tracking_applies_to_its_members_once() {
+        let group = || TrackedObjects {
+            links: vec![link("eth1", 3, 10)],
+            scripts: vec![script("check", -20)],
+            files: vec![file("value", 2)],
+        };
+        let mut own = TrackedObjects {
+            links: vec![link("eth1", 3, 0), link("eth2", 4, 0)],
+            scripts: vec![script("check", 0)],
+            files: Vec::new(),
+        };
+        merge_group_tracking("VI_1", "G1", false, &mut own, group());
+        assert_eq!(
+            weights(&own),
+            (
+                named(&[("eth2", 0), ("eth1", 10)]),
+                named(&[("check", -20)]),
+                named(&[("value", 2)]),
+            )
+        );
+        // A member owning its addresses: the group's weights go.
+        let mut own = TrackedObjects {
+            links: Vec::new(),
+            scripts: Vec::new(),
+            files: Vec::new(),
+        };
+        merge_group_tracking("VI_1", "G1", true, &mut own, group());
+        assert_eq!(
+            weights(&own),
+            (
+                named(&[("eth1", 0)]),
+                named(&[("check", 0)]),
+                named(&[("value", 0)]),
+            )
+        );
     }
 
     #[test]
