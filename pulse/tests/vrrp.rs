@@ -433,11 +433,27 @@ fn wait_master(
     backup: &Namespace,
     address: IpAddr,
 ) -> Result<Duration> {
+    wait_masters(what, bound, settle, master, backup, &[address])
+}
+
+/// [`wait_master`] for every one of `addresses` at once.
+fn wait_masters(
+    what: &str,
+    bound: Duration,
+    settle: Duration,
+    master: &Namespace,
+    backup: &Namespace,
+    addresses: &[IpAddr],
+) -> Result<Duration> {
     let started = Instant::now();
     let mut since: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if holds(master, address)? && !holds(backup, address)? {
+        let mut settled = true;
+        for address in addresses {
+            settled &= holds(master, *address)? && !holds(backup, *address)?;
+        }
+        if settled {
             let since = *since.get_or_insert(now);
             if now - since >= settle {
                 return Ok(since - started);
@@ -1033,8 +1049,9 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
 /// together; the link back, it preempts both. Both ends' group `notify`
 /// scripts get the same arguments. With pulse master, two reloads before
 /// the stop: the same file keeps both members as they are, a changed
-/// group restarts both.
-fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()> {
+/// group restarts both. With [`SyncBreak::GroupScript`], the higher end's
+/// group tracks a script (weight 0) and its failure is the break instead.
+fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBreak) -> Result<()> {
     segment.add_second_link()?;
     let first = segment.ipv4(100);
     let second = IpAddr::from([10, segment.subnet, 1, 100]);
@@ -1055,16 +1072,33 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
         virtual_address: String::new(),
         extra: String::new(),
     };
+    let flag = directory.join("healthy");
+    fs::write(&flag, "")?;
+    let (script_block, group_tracking) = match how {
+        SyncBreak::Link => (String::new(), String::new()),
+        SyncBreak::GroupScript => (
+            format!(
+                "vrrp_script healthy {{\n    script \"/usr/bin/test -e {}\"\n    interval 1\n}}\n",
+                flag.display()
+            ),
+            "    track_script {\n        healthy\n    }\n".to_owned(),
+        ),
+    };
     let configuration = |priority: u8, notified: &Path, group_extra: &str| {
+        let (script_block, group_tracking) = if priority == 150 {
+            (script_block.as_str(), group_tracking.as_str())
+        } else {
+            ("", "")
+        };
         format!(
-            "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n    \
+            "{script_block}vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n    \
              version 3\n    priority {priority}\n    advert_int {V3_INTERVAL}\n    \
              virtual_ipaddress {{\n        {first}/24\n    }}\n}}\n\
              vrrp_instance VI_2 {{\n    interface eth1\n    virtual_router_id 52\n    \
              version 3\n    priority {priority}\n    advert_int {V3_INTERVAL}\n    \
              virtual_ipaddress {{\n        {second}/24\n    }}\n}}\n\
              vrrp_sync_group G1 {{\n    group {{\n        VI_1\n        VI_2\n    }}\n    \
-             notify \"{} {}\"\n{group_extra}}}\n",
+             notify \"{} {}\"\n{group_tracking}{group_extra}}}\n",
             script.display(),
             notified.display()
         )
@@ -1077,13 +1111,12 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
     let lower_notified = directory.join("lower-notified");
     let (higher, lower) = (timing(150), timing(100));
     let settle = Duration::from_secs_f64(V3_INTERVAL) * 3;
-    let mut lower_daemon = Daemon::start_with(
-        lower_kind,
-        lower_namespace,
-        directory,
-        "lower",
-        &configuration(100, &lower_notified, ""),
-    )?;
+    let both_on = |what: &str, bound: Duration, master: &Namespace, backup: &Namespace| {
+        wait_masters(what, bound, settle, master, backup, &[first, second])
+    };
+    // The higher first, master of both before the lower starts: started
+    // together, the lower one (keepalived takes a moment to start) may be
+    // master for a moment, and its notify script would say so.
     let mut higher_daemon = Daemon::start_with(
         higher_kind,
         higher_namespace,
@@ -1091,31 +1124,47 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
         "higher",
         &configuration(150, &higher_notified, ""),
     )?;
-    let both_on = |what: &str, bound: Duration, master: &Namespace, backup: &Namespace| {
-        for address in [first, second] {
-            wait_master(what, bound, settle, master, backup, address)?;
-        }
-        anyhow::Ok(())
-    };
+    both_on(
+        "the higher priority, alone, becomes master of both",
+        bound(higher.master_down_interval()),
+        higher_namespace,
+        lower_namespace,
+    )
+    .map_err(|error| error.context(format!("{higher_kind} log:\n{}", higher_daemon.log())))?;
+    let mut lower_daemon = Daemon::start_with(
+        lower_kind,
+        lower_namespace,
+        directory,
+        "lower",
+        &configuration(100, &lower_notified, ""),
+    )?;
     let result = (|| -> Result<()> {
         both_on(
-            "the higher priority becomes master of both",
+            "the higher priority stays master of both when the lower starts",
             bound(lower.master_down_interval()),
             higher_namespace,
             lower_namespace,
         )?;
-        let down = Instant::now();
-        higher_namespace.ip("link set eth1 down\n")?;
-        both_on(
-            "the lower priority takes both over when the higher's second link goes down",
+        let what = match how {
+            SyncBreak::Link => {
+                higher_namespace.ip("link set eth1 down\n")?;
+                "second link"
+            }
+            SyncBreak::GroupScript => {
+                fs::remove_file(&flag)?;
+                "group's script"
+            }
+        };
+        let took = both_on(
+            "the lower priority takes both over when the higher's group breaks",
             bound(lower.master_down_interval()),
             lower_namespace,
             higher_namespace,
         )?;
         report(
             scenario,
-            &format!("{higher_kind}'s second link down: {lower_kind} took both over"),
-            down.elapsed() - settle,
+            &format!("{higher_kind}'s {what} down: {lower_kind} took both over"),
+            took,
             lower.master_down_interval(),
         );
         let (pulse, pulse_lines) = match higher_kind {
@@ -1125,6 +1174,11 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
                     "(VI_2) Entering FAULT STATE",
                     "VRRP_Group(G1) Syncing instances to FAULT state",
                     "(VI_1) Entering FAULT STATE",
+                    if how == SyncBreak::GroupScript {
+                        "VRRP_Script(healthy) failed"
+                    } else {
+                        "Netlink reports eth1 down"
+                    },
                 ][..],
             ),
             Kind::Keepalived => (
@@ -1136,18 +1190,20 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
         for line in pulse_lines {
             ensure!(log.contains(line), "pulse did not log {line:?}");
         }
-        let up = Instant::now();
-        higher_namespace.ip("link set eth1 up\n")?;
-        both_on(
-            "the higher priority preempts both once its link is back",
+        match how {
+            SyncBreak::Link => higher_namespace.ip("link set eth1 up\n")?,
+            SyncBreak::GroupScript => fs::write(&flag, "")?,
+        }
+        let took = both_on(
+            "the higher priority preempts both once its group is whole again",
             bound(higher.master_down_interval()) + Duration::from_secs(2),
             higher_namespace,
             lower_namespace,
         )?;
         report(
             scenario,
-            &format!("{higher_kind}'s second link back: {higher_kind} preempted both"),
-            up.elapsed() - settle,
+            &format!("{higher_kind}'s {what} back: {higher_kind} preempted both"),
+            took,
             higher.master_down_interval(),
         );
         let mut higher_expected = vec![
@@ -1162,7 +1218,7 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
             "GROUP G1 MASTER 0",
             "GROUP G1 BACKUP 0",
         ];
-        if higher_kind == Kind::Pulse {
+        if higher_kind == Kind::Pulse && how == SyncBreak::Link {
             let file = directory.join("higher.conf");
             let reloaded = |count: usize| {
                 wait_for("pulse reloads", Duration::from_secs(5), || {
@@ -1236,6 +1292,15 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind) -> Result<()
             lower_daemon.log()
         ))
     })
+}
+
+/// What breaks the master's sync group in [`sync_group`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncBreak {
+    /// The second member's link goes down.
+    Link,
+    /// A script the group tracks fails.
+    GroupScript,
 }
 
 /// `ip -n NAMESPACE ARGS...`'s output.
@@ -1623,10 +1688,13 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("reload", reload),
         ("track_file, pulse master", file_tracking),
         ("sync group, pulse master", |segment, name| {
-            sync_group(segment, name, Kind::Pulse)
+            sync_group(segment, name, Kind::Pulse, SyncBreak::Link)
         }),
         ("sync group, keepalived master", |segment, name| {
-            sync_group(segment, name, Kind::Keepalived)
+            sync_group(segment, name, Kind::Keepalived, SyncBreak::Link)
+        }),
+        ("sync group track_script, pulse master", |segment, name| {
+            sync_group(segment, name, Kind::Pulse, SyncBreak::GroupScript)
         }),
     ]
 }
