@@ -254,7 +254,7 @@ struct Segment {
     a: Namespace,
     b: Namespace,
     c: Namespace,
-    _bridge: Namespace,
+    bridge: Namespace,
     subnet: u8,
     directory: PathBuf,
 }
@@ -294,7 +294,7 @@ impl Segment {
             a,
             b,
             c,
-            _bridge: bridge,
+            bridge,
             subnet,
             directory,
         })
@@ -304,12 +304,32 @@ impl Segment {
         IpAddr::from([10, self.subnet, 0, host])
     }
 
+    /// A second segment beside the first: bridge `br1`, `a` and `b` on it
+    /// by their `eth1`, 10.`subnet`.1.1-2/24. Either end's link can go
+    /// down without the other's losing its carrier.
+    fn add_second_link(&self) -> Result<()> {
+        self.bridge
+            .ip("link add br1 type bridge mcast_snooping 0\nlink set br1 up\n")?;
+        for (number, host) in [(1, &self.a), (2, &self.b)] {
+            self.bridge.ip(&format!(
+                "link add name w{number} type veth peer name eth1 netns {}\n\
+                 link set w{number} master br1 up\n",
+                host.name()
+            ))?;
+            host.ip(&format!(
+                "addr add 10.{}.1.{number}/24 dev eth1\nlink set eth1 up\n",
+                self.subnet
+            ))?;
+        }
+        Ok(())
+    }
+
     fn ipv6(&self, host: u16) -> IpAddr {
         IpAddr::from([0xfd00, u16::from(self.subnet), 0, 0, 0, 0, 0, host])
     }
 }
 
-/// Whether `namespace`'s eth0 holds `address`: getifaddrs in the
+/// Whether one of `namespace`'s interfaces holds `address`: getifaddrs in the
 /// namespace, not `ip`, whose processes would load the shared machine
 /// while every scenario polls.
 fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
@@ -323,8 +343,9 @@ fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
         while !current.is_null() {
             // SAFETY: a list getifaddrs built, freed below.
             let entry = unsafe { &*current };
+            // SAFETY: getifaddrs gives every entry a name.
             let name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
-            if !entry.ifa_addr.is_null() && name.to_bytes() == b"eth0" {
+            if !entry.ifa_addr.is_null() && name.to_bytes() != b"lo" {
                 let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
                 let held = match family {
                     libc::AF_INET => {
@@ -412,11 +433,27 @@ fn wait_master(
     backup: &Namespace,
     address: IpAddr,
 ) -> Result<Duration> {
+    wait_masters(what, bound, settle, master, backup, &[address])
+}
+
+/// [`wait_master`] for every one of `addresses` at once.
+fn wait_masters(
+    what: &str,
+    bound: Duration,
+    settle: Duration,
+    master: &Namespace,
+    backup: &Namespace,
+    addresses: &[IpAddr],
+) -> Result<Duration> {
     let started = Instant::now();
     let mut since: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if holds(master, address)? && !holds(backup, address)? {
+        let mut settled = true;
+        for address in addresses {
+            settled &= holds(master, *address)? && !holds(backup, *address)?;
+        }
+        if settled {
             let since = *since.get_or_insert(now);
             if now - since >= settle {
                 return Ok(since - started);
@@ -1005,6 +1042,267 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     })
 }
 
+/// A `vrrp_sync_group` of two instances, each on a link of its own, the
+/// same group on both ends, `higher_kind`'s priority higher: it is master
+/// of both. Its second link going down (its second instance in FAULT)
+/// moves both addresses to the other end, the group's members in FAULT
+/// together; the link back, it preempts both. Both ends' group `notify`
+/// scripts get the same arguments. With pulse master, two reloads before
+/// the stop: the same file keeps both members as they are, a changed
+/// group restarts both. With [`SyncBreak::GroupScript`], the higher end's
+/// group tracks a script (weight 0) and its failure is the break instead.
+fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBreak) -> Result<()> {
+    segment.add_second_link()?;
+    let first = segment.ipv4(100);
+    let second = IpAddr::from([10, segment.subnet, 1, 100]);
+    let directory = &segment.directory;
+    let script = directory.join("notify.sh");
+    fs::write(
+        &script,
+        "#!/bin/sh\nfile=$1\nshift\necho \"$@\" >> \"$file\"\n",
+    )?;
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let timing = |priority| Instance {
+        version: 3,
+        interval: V3_INTERVAL,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: String::new(),
+        extra: String::new(),
+    };
+    let flag = directory.join("healthy");
+    fs::write(&flag, "")?;
+    let (script_block, group_tracking) = match how {
+        SyncBreak::Link => (String::new(), String::new()),
+        SyncBreak::GroupScript => (
+            format!(
+                "vrrp_script healthy {{\n    script \"/usr/bin/test -e {}\"\n    interval 1\n}}\n",
+                flag.display()
+            ),
+            "    track_script {\n        healthy\n    }\n".to_owned(),
+        ),
+    };
+    let configuration = |priority: u8, notified: &Path, group_extra: &str| {
+        let (script_block, group_tracking) = if priority == 150 {
+            (script_block.as_str(), group_tracking.as_str())
+        } else {
+            ("", "")
+        };
+        format!(
+            "{script_block}vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n    \
+             version 3\n    priority {priority}\n    advert_int {V3_INTERVAL}\n    \
+             virtual_ipaddress {{\n        {first}/24\n    }}\n}}\n\
+             vrrp_instance VI_2 {{\n    interface eth1\n    virtual_router_id 52\n    \
+             version 3\n    priority {priority}\n    advert_int {V3_INTERVAL}\n    \
+             virtual_ipaddress {{\n        {second}/24\n    }}\n}}\n\
+             vrrp_sync_group G1 {{\n    group {{\n        VI_1\n        VI_2\n    }}\n    \
+             notify \"{} {}\"\n{group_tracking}{group_extra}}}\n",
+            script.display(),
+            notified.display()
+        )
+    };
+    let (higher_namespace, lower_namespace, lower_kind) = match higher_kind {
+        Kind::Pulse => (&segment.a, &segment.b, Kind::Keepalived),
+        Kind::Keepalived => (&segment.b, &segment.a, Kind::Pulse),
+    };
+    let higher_notified = directory.join("higher-notified");
+    let lower_notified = directory.join("lower-notified");
+    let (higher, lower) = (timing(150), timing(100));
+    let settle = Duration::from_secs_f64(V3_INTERVAL) * 3;
+    let both_on = |what: &str, bound: Duration, master: &Namespace, backup: &Namespace| {
+        wait_masters(what, bound, settle, master, backup, &[first, second])
+    };
+    // The higher first, master of both before the lower starts: started
+    // together, the lower one (keepalived takes a moment to start) may be
+    // master for a moment, and its notify script would say so.
+    let mut higher_daemon = Daemon::start_with(
+        higher_kind,
+        higher_namespace,
+        directory,
+        "higher",
+        &configuration(150, &higher_notified, ""),
+    )?;
+    both_on(
+        "the higher priority, alone, becomes master of both",
+        bound(higher.master_down_interval()),
+        higher_namespace,
+        lower_namespace,
+    )
+    .map_err(|error| error.context(format!("{higher_kind} log:\n{}", higher_daemon.log())))?;
+    let mut lower_daemon = Daemon::start_with(
+        lower_kind,
+        lower_namespace,
+        directory,
+        "lower",
+        &configuration(100, &lower_notified, ""),
+    )?;
+    let result = (|| -> Result<()> {
+        both_on(
+            "the higher priority stays master of both when the lower starts",
+            bound(lower.master_down_interval()),
+            higher_namespace,
+            lower_namespace,
+        )?;
+        let what = match how {
+            SyncBreak::Link => {
+                higher_namespace.ip("link set eth1 down\n")?;
+                "second link"
+            }
+            SyncBreak::GroupScript => {
+                fs::remove_file(&flag)?;
+                "group's script"
+            }
+        };
+        let took = both_on(
+            "the lower priority takes both over when the higher's group breaks",
+            bound(lower.master_down_interval()),
+            lower_namespace,
+            higher_namespace,
+        )?;
+        report(
+            scenario,
+            &format!("{higher_kind}'s {what} down: {lower_kind} took both over"),
+            took,
+            lower.master_down_interval(),
+        );
+        let (pulse, pulse_lines) = match higher_kind {
+            Kind::Pulse => (
+                &higher_daemon,
+                &[
+                    "(VI_2) Entering FAULT STATE",
+                    "VRRP_Group(G1) Syncing instances to FAULT state",
+                    "(VI_1) Entering FAULT STATE",
+                    if how == SyncBreak::GroupScript {
+                        "VRRP_Script(healthy) failed"
+                    } else {
+                        "Netlink reports eth1 down"
+                    },
+                ][..],
+            ),
+            Kind::Keepalived => (
+                &lower_daemon,
+                &["VRRP_Group(G1) Syncing instances to MASTER state"][..],
+            ),
+        };
+        let log = pulse.log();
+        for line in pulse_lines {
+            ensure!(log.contains(line), "pulse did not log {line:?}");
+        }
+        match how {
+            SyncBreak::Link => higher_namespace.ip("link set eth1 up\n")?,
+            SyncBreak::GroupScript => fs::write(&flag, "")?,
+        }
+        let took = both_on(
+            "the higher priority preempts both once its group is whole again",
+            bound(higher.master_down_interval()) + Duration::from_secs(2),
+            higher_namespace,
+            lower_namespace,
+        )?;
+        report(
+            scenario,
+            &format!("{higher_kind}'s {what} back: {higher_kind} preempted both"),
+            took,
+            higher.master_down_interval(),
+        );
+        let mut higher_expected = vec![
+            "GROUP G1 BACKUP 0",
+            "GROUP G1 MASTER 0",
+            "GROUP G1 FAULT 0",
+            "GROUP G1 BACKUP 0",
+            "GROUP G1 MASTER 0",
+        ];
+        let mut lower_expected = vec![
+            "GROUP G1 BACKUP 0",
+            "GROUP G1 MASTER 0",
+            "GROUP G1 BACKUP 0",
+        ];
+        if higher_kind == Kind::Pulse && how == SyncBreak::Link {
+            let file = directory.join("higher.conf");
+            let reloaded = |count: usize| {
+                wait_for("pulse reloads", Duration::from_secs(5), || {
+                    Ok(higher_daemon.log().matches("VRRP reloaded").count() >= count)
+                })
+            };
+            let masters = |log: &str| log.matches("Entering MASTER STATE").count();
+            let before = masters(&higher_daemon.log());
+            signal(higher_daemon.child.id() as i32, libc::SIGHUP);
+            reloaded(1)?;
+            let log = higher_daemon.log();
+            ensure!(
+                log.contains("VRRP reloaded: 2 of 2 instance(s) kept"),
+                "the same file did not keep both members:\n{log}"
+            );
+            // The group changed: both members stop (the addresses go to
+            // keepalived) and start again, and preempt.
+            fs::write(
+                &file,
+                configuration(150, &higher_notified, "    notify_master /bin/true\n"),
+            )?;
+            signal(higher_daemon.child.id() as i32, libc::SIGHUP);
+            reloaded(2)?;
+            let log = higher_daemon.log();
+            ensure!(
+                log.contains("VRRP reloaded: 0 of 2 instance(s) kept"),
+                "the changed group did not restart its members:\n{log}"
+            );
+            both_on(
+                "pulse is master of both again after the group's restart",
+                bound(higher.master_down_interval()) + Duration::from_secs(2),
+                higher_namespace,
+                lower_namespace,
+            )?;
+            ensure!(
+                masters(&higher_daemon.log()) == before + 2,
+                "the members did not restart once each:\n{}",
+                higher_daemon.log()
+            );
+            higher_expected.extend(["GROUP G1 STOP 0", "GROUP G1 BACKUP 0", "GROUP G1 MASTER 0"]);
+            lower_expected.extend(["GROUP G1 MASTER 0", "GROUP G1 BACKUP 0"]);
+        }
+        higher_expected.push("GROUP G1 STOP 0");
+        lower_expected.push("GROUP G1 STOP 0");
+        // The backup first: the master's priority 0 would make it master
+        // once more on its way out.
+        lower_daemon.terminate()?;
+        higher_daemon.terminate()?;
+        for (file, expected) in [
+            (&higher_notified, higher_expected),
+            (&lower_notified, lower_expected),
+        ] {
+            // The scripts run in the background: the last one may still
+            // be on its way.
+            let _ = wait_for("the notify script ran", Duration::from_secs(5), || {
+                Ok(fs::read_to_string(file).unwrap_or_default().lines().count() >= expected.len())
+            });
+            let lines = fs::read_to_string(file).unwrap_or_default();
+            ensure!(
+                lines.lines().collect::<Vec<_>>() == expected,
+                "{} was called with:\n{lines}",
+                file.display()
+            );
+        }
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "{higher_kind} (higher) log:\n{}\n{lower_kind} (lower) log:\n{}",
+            higher_daemon.log(),
+            lower_daemon.log()
+        ))
+    })
+}
+
+/// What breaks the master's sync group in [`sync_group`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncBreak {
+    /// The second member's link goes down.
+    Link,
+    /// A script the group tracks fails.
+    GroupScript,
+}
+
 /// `ip -n NAMESPACE ARGS...`'s output.
 fn ip_output(namespace: &Namespace, arguments: &[&str]) -> Result<String> {
     let output = Command::new("ip")
@@ -1389,6 +1687,15 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("two instances, one without a source address", two_instances),
         ("reload", reload),
         ("track_file, pulse master", file_tracking),
+        ("sync group, pulse master", |segment, name| {
+            sync_group(segment, name, Kind::Pulse, SyncBreak::Link)
+        }),
+        ("sync group, keepalived master", |segment, name| {
+            sync_group(segment, name, Kind::Keepalived, SyncBreak::Link)
+        }),
+        ("sync group track_script, pulse master", |segment, name| {
+            sync_group(segment, name, Kind::Pulse, SyncBreak::GroupScript)
+        }),
     ]
 }
 
@@ -1416,9 +1723,16 @@ fn interoperates_with_keepalived() {
     }
     let started = Instant::now();
     let process = std::process::id();
+    // VRRP_SCENARIOS=WORDS runs the scenarios whose name contains one of
+    // the comma-separated words (each keeps its index, so its subnet).
+    let only = std::env::var("VRRP_SCENARIOS").ok();
     let handles: Vec<_> = scenarios()
         .into_iter()
         .enumerate()
+        .filter(|(_, (name, _))| {
+            only.as_deref()
+                .is_none_or(|words| words.split(',').any(|word| name.contains(word)))
+        })
         .map(|(index, (name, scenario))| {
             let prefix = format!("vr{process}-{index}");
             let subnet = 10 + index as u8;

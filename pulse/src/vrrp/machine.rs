@@ -31,6 +31,11 @@
 //! - Version 2 adverts with another interval are dropped; a version 3
 //!   backup adopts the master's interval.
 //! - Priority 0 on stop and on a link failure while master.
+//! - A member of a `vrrp_sync_group` ([`Machine::join_sync_group`]) whose
+//!   down timer runs out does not take over by itself: it asks with
+//!   [`Action::RequestMaster`], keeps wanting to until it accepts a
+//!   master's advert, and becomes master on [`Event::SyncMaster`]
+//!   ([`super::sync`] decides when, as keepalived's vrrp_sync.c).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -73,6 +78,17 @@ pub enum Event {
     InterfaceDown,
     InterfaceUp,
     Stop,
+    /// Its sync group goes to MASTER: a backup takes over at once.
+    SyncMaster,
+    /// Its sync group goes to BACKUP: a master steps down, without a
+    /// priority 0 advert (keepalived's vrrp_state_leave_master without
+    /// `advF`).
+    SyncBackup,
+    /// Its sync group is in FAULT: the instance is too (a master sends
+    /// priority 0 first), until [`Event::SyncFaultCleared`], whatever its
+    /// own tracking says.
+    SyncFault,
+    SyncFaultCleared,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,6 +108,10 @@ pub enum Action {
     EnterState(State),
     /// `notify_master_rx_lower_pri`.
     MasterReceivedLowerPriority { source: IpAddr },
+    /// A sync group member's down timer ran out: it wants to become
+    /// master, and does on [`Event::SyncMaster`]. Meanwhile its down timer
+    /// runs again.
+    RequestMaster,
 }
 
 /// Why a received advert was dropped. Each is counted in [`Statistics`];
@@ -209,6 +229,13 @@ pub struct Machine {
     /// The master's interval, which a version 3 backup learns from adverts.
     master_advert_interval: Duration,
     interface_up: bool,
+    /// A member of a sync group: takes over only when told.
+    synced: bool,
+    /// Held in FAULT by its sync group.
+    sync_fault: bool,
+    /// keepalived's `wantstate == MASTER` for a backup of a sync group:
+    /// its down timer ran out and no master's advert was accepted since.
+    wants_master: bool,
     /// Backup: when the master is declared down. Master: the next advert.
     deadline: Option<Instant>,
     /// keepalived's `preempt_time`: until then a backup accepts a lower
@@ -240,6 +267,9 @@ impl Machine {
             effective_priority: priority,
             master_advert_interval: interval,
             interface_up: true,
+            synced: false,
+            sync_fault: false,
+            wants_master: false,
             deadline: None,
             preempt_until: None,
             master_address: None,
@@ -253,6 +283,18 @@ impl Machine {
 
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// Makes the instance a member of a sync group, before
+    /// [`Event::Start`].
+    pub fn join_sync_group(&mut self) {
+        self.synced = true;
+    }
+
+    /// A sync group member ready to become master: master already, or a
+    /// backup whose down timer ran out (keepalived's `wantstate`).
+    pub fn wants_master(&self) -> bool {
+        self.state == State::Master || (self.state == State::Backup && self.wants_master)
     }
 
     pub fn settings(&self) -> &InstanceSettings {
@@ -373,6 +415,27 @@ impl Machine {
             Event::InterfaceDown => self.interface_down(&mut actions),
             Event::InterfaceUp => self.interface_up(now, &mut actions),
             Event::Stop => self.stop(&mut actions),
+            Event::SyncMaster => {
+                if self.state == State::Backup {
+                    self.wants_master = false;
+                    self.become_master(now, &mut actions);
+                }
+            }
+            Event::SyncBackup => {
+                if self.state == State::Master {
+                    self.release_master(&mut actions);
+                    self.master_advert_interval = self.settings.advert_interval;
+                    self.enter_backup(now, &mut actions);
+                }
+            }
+            Event::SyncFault => {
+                self.sync_fault = true;
+                self.leave_for_fault(&mut actions);
+            }
+            Event::SyncFaultCleared => {
+                self.sync_fault = false;
+                self.leave_fault(now, &mut actions);
+            }
         }
         actions
     }
@@ -382,7 +445,7 @@ impl Machine {
             return;
         }
         self.master_advert_interval = self.settings.advert_interval;
-        if !self.interface_up {
+        if !self.interface_up || self.sync_fault {
             self.enter_fault(actions);
         } else if self.base_priority == PRIORITY_OWNER {
             self.become_master(now, actions);
@@ -395,7 +458,15 @@ impl Machine {
         match self.state {
             State::Backup => {
                 if self.deadline.is_some_and(|deadline| deadline <= now) {
-                    self.become_master(now, actions);
+                    if self.synced {
+                        // keepalived's vrrp_sync_can_goto_master: the
+                        // down timer starts again while the group decides.
+                        self.wants_master = true;
+                        self.deadline = Some(now + self.master_down_interval());
+                        actions.push(Action::RequestMaster);
+                    } else {
+                        self.become_master(now, actions);
+                    }
                 }
             }
             State::Master => {
@@ -453,6 +524,10 @@ impl Machine {
 
     fn interface_down(&mut self, actions: &mut Vec<Action>) {
         self.interface_up = false;
+        self.leave_for_fault(actions);
+    }
+
+    fn leave_for_fault(&mut self, actions: &mut Vec<Action>) {
         match self.state {
             State::Master => {
                 self.send_advert(PRIORITY_STOP, actions);
@@ -466,7 +541,12 @@ impl Machine {
 
     fn interface_up(&mut self, now: Instant, actions: &mut Vec<Action>) {
         self.interface_up = true;
-        if self.state != State::Fault {
+        self.leave_fault(now, actions);
+    }
+
+    /// Out of FAULT once neither its own tracking nor its group holds it.
+    fn leave_fault(&mut self, now: Instant, actions: &mut Vec<Action>) {
+        if self.state != State::Fault || !self.interface_up || self.sync_fault {
             return;
         }
         self.master_advert_interval = self.settings.advert_interval;
@@ -491,11 +571,13 @@ impl Machine {
         self.state = State::Initialize;
         self.deadline = None;
         self.preempt_until = None;
+        self.wants_master = false;
         actions.push(Action::EnterState(State::Initialize));
     }
 
     fn enter_backup(&mut self, now: Instant, actions: &mut Vec<Action>) {
         self.state = State::Backup;
+        self.wants_master = false;
         self.preempt_until = None;
         self.deadline = Some(now + self.master_down_interval());
         actions.push(Action::EnterState(State::Backup));
@@ -604,6 +686,8 @@ impl Machine {
             self.deadline = Some(now + self.master_down_interval());
             self.master_address = Some(received.source);
             self.master_priority = priority;
+            // A master is heard again: no longer ready to take over.
+            self.wants_master = false;
             if !self.settings.preempt_delay.is_zero() {
                 if priority >= self.effective_priority {
                     self.preempt_until = None;

@@ -7,7 +7,7 @@
 //! does; each receive socket has a reader task feeding the loop, so the
 //! loop itself never waits on one socket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +23,7 @@ use super::addresses::{self, AddressError};
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
 use super::routes;
+use super::sync::{Decision, SyncGroup};
 use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
 
@@ -54,6 +55,7 @@ pub enum VrrpError {
 /// A `track_interface` entry; the weight and reverse as
 /// [`track::effect`] takes them.
 struct TrackedLink {
+    name: String,
     index: u32,
     weight: i32,
     reverse: bool,
@@ -112,6 +114,26 @@ struct Instance {
     /// "(init)").
     starting: bool,
     announcing: Option<JoinHandle<()>>,
+    /// Its sync group and its index among the group's members.
+    group: Option<(usize, usize)>,
+}
+
+/// A `vrrp_sync_group` of running instances.
+struct Group {
+    /// Its block, to tell on reload whether it changed.
+    model: config::SyncGroup,
+    coordinator: SyncGroup,
+    /// The members' positions in [`Vrrp::instances`].
+    members: Vec<usize>,
+}
+
+/// What one event led to, carried out after it: events for other
+/// instances (their sync group's orders) and the groups' transitions,
+/// whose notify scripts run once every member has followed.
+#[derive(Default)]
+struct Followups {
+    events: VecDeque<(usize, Event)>,
+    group_transitions: Vec<(usize, State)>,
 }
 
 /// The tasks and channels around the loop, replaced on reload.
@@ -136,6 +158,7 @@ impl Io {
 pub struct Vrrp {
     handle: rtnetlink::Handle,
     instances: Vec<Instance>,
+    groups: Vec<Group>,
     receivers: Vec<(u32, ReceiveSocket)>,
     configuration: Arc<config::Config>,
     /// Up (with carrier) or not, by interface index, for the instances'
@@ -178,6 +201,7 @@ impl Vrrp {
         let mut interfaces: HashMap<String, Interface> = HashMap::new();
         let mut receivers: Vec<(u32, ReceiveSocket)> = Vec::new();
         let mut announcers = HashMap::new();
+        let memberships = memberships(&configuration);
         for model in &configuration.vrrp_instances {
             let mut settings = InstanceSettings::from_model(model, defaults)?;
             let name = settings.name.clone();
@@ -200,9 +224,60 @@ impl Vrrp {
                 }
             };
             links.insert(interface.index, interface.up);
-            let tracked_links = tracked_links(&handle, model, &name, &mut links).await?;
-            let tracked_scripts = tracked_scripts(&configuration, model, &name, &mut scripts);
-            let tracked_files = tracked_files(&configuration, model, &name, &mut files);
+            let mut tracked_links =
+                tracked_links(&handle, &model.tracking, &name, &mut links).await?;
+            let mut tracked_scripts =
+                tracked_scripts(&configuration, &model.tracking, &name, &mut scripts);
+            let mut tracked_files =
+                tracked_files(&configuration, &model.tracking, &name, &mut files);
+            let membership = memberships.get(&model.name).copied();
+            if let Some(group_index) = membership {
+                let group = &configuration.sync_groups[group_index];
+                // keepalived (vrrp.c): a sync group's members must agree on
+                // their priorities, so their own weights go unless the
+                // group allows them.
+                if !group.sync_group_tracking_weight && !group.global_tracking {
+                    ignore_weights(
+                        &name,
+                        &mut tracked_links,
+                        &mut tracked_scripts,
+                        &mut tracked_files,
+                    );
+                }
+                // The group's tracking applies to each member, without
+                // weights when a member owns its addresses (keepalived's
+                // sync_group_tracking_init).
+                let owner = group.instances.iter().any(|member| {
+                    configuration
+                        .vrrp_instances
+                        .iter()
+                        .any(|instance| instance.name == *member && instance.priority == 255)
+                });
+                let group_tracking = TrackedObjects {
+                    links: self::tracked_links(&handle, &group.tracking, &group.name, &mut links)
+                        .await?,
+                    scripts: self::tracked_scripts(
+                        &configuration,
+                        &group.tracking,
+                        &group.name,
+                        &mut scripts,
+                    ),
+                    files: self::tracked_files(
+                        &configuration,
+                        &group.tracking,
+                        &group.name,
+                        &mut files,
+                    ),
+                };
+                let mut own = TrackedObjects {
+                    links: tracked_links,
+                    scripts: tracked_scripts,
+                    files: tracked_files,
+                };
+                merge_group_tracking(&name, &group.name, owner, &mut own, group_tracking);
+                (tracked_links, tracked_scripts, tracked_files) =
+                    (own.links, own.scripts, own.files);
+            }
             let source = settings.local_address.or(match settings.family {
                 Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
                 Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
@@ -241,6 +316,10 @@ impl Vrrp {
                 virtual_addresses(&handle, model, &interface, &name, &mut announcers).await?;
             let (route_messages, rule_messages) = routes_and_rules(model, &interface, &name);
             let priority = settings.priority;
+            let mut machine = Machine::new(settings);
+            if membership.is_some() {
+                machine.join_sync_group();
+            }
             instances.push(Instance {
                 model: model.clone(),
                 routes: route_messages,
@@ -251,7 +330,7 @@ impl Vrrp {
                 tracked_files,
                 faulted: false,
                 tracked_priority: priority,
-                machine: Machine::new(settings),
+                machine,
                 interface: interface.clone(),
                 sender,
                 destinations,
@@ -263,11 +342,51 @@ impl Vrrp {
                 starting: true,
                 started: false,
                 announcing: None,
+                group: None,
+            });
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        for (group_index, model) in configuration.sync_groups.iter().enumerate() {
+            let members: Vec<usize> = instances
+                .iter()
+                .enumerate()
+                .filter(|(_, instance)| memberships.get(&instance.model.name) == Some(&group_index))
+                .map(|(position, _)| position)
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let owners = members
+                .iter()
+                .filter(|position| instances[**position].machine.settings().priority == 255)
+                .count();
+            if owners != 0 && owners != members.len() {
+                tracing::warn!(
+                    "Sync group {} has some member(s) as address owner and some not as address \
+                     owner. This won't work.",
+                    model.name
+                );
+            }
+            if members.len() == 1 {
+                tracing::warn!(
+                    "Sync group {} has only 1 virtual router(s) - this probably isn't what you want",
+                    model.name
+                );
+            }
+            let index = groups.len();
+            for (member, position) in members.iter().enumerate() {
+                instances[*position].group = Some((index, member));
+            }
+            groups.push(Group {
+                model: model.clone(),
+                coordinator: SyncGroup::new(&model.name, members.len()),
+                members,
             });
         }
         Ok(Vrrp {
             handle,
             instances,
+            groups,
             receivers,
             configuration,
             links,
@@ -359,13 +478,7 @@ impl Vrrp {
         mut reloads: mpsc::Receiver<Arc<config::Config>>,
     ) {
         let mut io = self.start_io();
-        let now = Instant::now();
-        for position in 0..self.instances.len() {
-            // A link already down or a tracking weight applies before the
-            // start, so the instance starts in FAULT or with its priority;
-            // track() starts it.
-            self.track(position, now).await;
-        }
+        self.start_instances().await;
         loop {
             let next = self
                 .instances
@@ -379,10 +492,7 @@ impl Vrrp {
                         io.stop();
                         self = next;
                         io = self.start_io();
-                        let now = Instant::now();
-                        for position in 0..self.instances.len() {
-                            self.track(position, now).await;
-                        }
+                        self.start_instances().await;
                     }
                 }
                 event = futures_util::StreamExt::next(&mut io.link_events) => match event {
@@ -452,6 +562,19 @@ impl Vrrp {
         }
     }
 
+    /// A link already down or a tracking weight applies before the start,
+    /// so that an instance starts in FAULT or with its priority; then
+    /// track() starts the instances (those kept by a reload go on).
+    async fn start_instances(&mut self) {
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            self.track_and_start(position, now, false).await;
+        }
+        for position in 0..self.instances.len() {
+            self.track(position, now).await;
+        }
+    }
+
     async fn stop_instance(&mut self, position: usize, now: Instant) {
         self.handle_event(position, now, Event::Stop).await;
         if let Some(announcing) = self.instances[position].announcing.take() {
@@ -463,8 +586,11 @@ impl Vrrp {
     /// block, global VRRP settings, tracked scripts and files did not change
     /// keeps its state (a master stays master, without a transition);
     /// the others stop (a master sends priority 0 and removes its
-    /// addresses) and the new ones start. `None` (and the running
-    /// instances untouched) if the new configuration cannot run.
+    /// addresses) and the new ones start. A sync group's members are kept
+    /// only together: when its block, its tracked scripts or files, or
+    /// any member changed, every member stops and starts again. `None`
+    /// (and the running instances untouched) if the new configuration
+    /// cannot run.
     async fn reload(&mut self, configuration: Arc<config::Config>) -> Option<Vrrp> {
         let mut next = match Vrrp::prepare(configuration).await {
             Ok(next) => next,
@@ -474,9 +600,8 @@ impl Vrrp {
             }
         };
         let same_globals = self.configuration.global.vrrp == next.configuration.global.vrrp;
-        let scripts_of = |configuration: &config::Config, model: &config::VrrpInstance| {
-            model
-                .tracking
+        let scripts_of = |configuration: &config::Config, tracking: &config::Tracking| {
+            tracking
                 .scripts
                 .iter()
                 .map(|tracked| {
@@ -488,9 +613,8 @@ impl Vrrp {
                 })
                 .collect::<Vec<_>>()
         };
-        let files_of = |configuration: &config::Config, model: &config::VrrpInstance| {
-            model
-                .tracking
+        let files_of = |configuration: &config::Config, tracking: &config::Tracking| {
+            tracking
                 .files
                 .iter()
                 .map(|tracked| {
@@ -502,19 +626,61 @@ impl Vrrp {
                 })
                 .collect::<Vec<_>>()
         };
+        let tracking_unchanged = |old: &config::Tracking, new: &config::Tracking| {
+            scripts_of(&next.configuration, new) == scripts_of(&self.configuration, old)
+                && files_of(&next.configuration, new) == files_of(&self.configuration, old)
+        };
+        let instance_unchanged: Vec<bool> = self
+            .instances
+            .iter()
+            .map(|old| {
+                same_globals
+                    && next.instances.iter().any(|new| {
+                        new.model == old.model
+                            && tracking_unchanged(&old.model.tracking, &new.model.tracking)
+                    })
+            })
+            .collect();
+        // A group is kept when the new configuration has the same block
+        // with the same members, all of them unchanged.
+        let members_of = |vrrp: &Vrrp, group: &Group| {
+            group
+                .members
+                .iter()
+                .map(|position| vrrp.instances[*position].model.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let kept_groups: Vec<Option<usize>> = self
+            .groups
+            .iter()
+            .map(|old| {
+                if !old
+                    .members
+                    .iter()
+                    .all(|position| instance_unchanged[*position])
+                {
+                    return None;
+                }
+                next.groups.iter().position(|new| {
+                    new.model == old.model
+                        && members_of(&next, new) == members_of(self, old)
+                        && tracking_unchanged(&old.model.tracking, &new.model.tracking)
+                })
+            })
+            .collect();
         let now = Instant::now();
         let mut kept = Vec::new();
-        for position in 0..self.instances.len() {
+        for (position, unchanged) in instance_unchanged.into_iter().enumerate() {
             let old = &self.instances[position];
-            let unchanged = same_globals
-                && next.instances.iter().any(|new| {
-                    new.model == old.model
-                        && scripts_of(&next.configuration, &new.model)
-                            == scripts_of(&self.configuration, &old.model)
-                        && files_of(&next.configuration, &new.model)
-                            == files_of(&self.configuration, &old.model)
-                });
-            if unchanged {
+            let group_kept = match old.group {
+                Some((group, _)) => kept_groups[group].is_some(),
+                // Not in a group before: not in one now either.
+                None => next
+                    .instances
+                    .iter()
+                    .any(|new| new.model == old.model && new.group.is_none()),
+            };
+            if unchanged && group_kept {
                 kept.push(position);
             } else {
                 tracing::info!(
@@ -522,6 +688,14 @@ impl Vrrp {
                     old.model.name
                 );
                 self.stop_instance(position, now).await;
+            }
+        }
+        for (old, new) in kept_groups.iter().enumerate() {
+            if let Some(new) = new {
+                std::mem::swap(
+                    &mut next.groups[*new].coordinator,
+                    &mut self.groups[old].coordinator,
+                );
             }
         }
         for position in kept {
@@ -543,6 +717,14 @@ impl Vrrp {
                 }
             }
         }
+        tracing::info!(
+            "VRRP reloaded: {} of {} instance(s) kept with their state",
+            next.instances
+                .iter()
+                .filter(|instance| instance.started)
+                .count(),
+            next.instances.len()
+        );
         Some(next)
     }
 
@@ -592,6 +774,13 @@ impl Vrrp {
     /// the others added to its priority. Starts the instance once no
     /// script of weight 0 awaits its first result.
     async fn track(&mut self, position: usize, now: Instant) {
+        self.track_and_start(position, now, true).await;
+    }
+
+    /// [`Vrrp::track`], the start left out unless `start`: at startup
+    /// every instance's FAULT state is known before any starts, so that a
+    /// sync group with a member in FAULT starts in FAULT.
+    async fn track_and_start(&mut self, position: usize, now: Instant, start: bool) {
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
         let mut fault = (instance.track_own_interface && !up(instance.interface.index))
@@ -643,8 +832,14 @@ impl Vrrp {
                 Event::InterfaceUp
             };
             self.handle_event(position, now, event).await;
+            if let Some((group, member)) = self.instances[position].group {
+                let decision = self.groups[group].coordinator.fault_changed(member, fault);
+                let mut followups = Followups::default();
+                self.follow(group, decision, &mut followups);
+                self.carry_out(now, followups).await;
+            }
         }
-        if !waiting && !self.instances[position].started {
+        if start && !waiting && !self.instances[position].started {
             self.instances[position].started = true;
             self.handle_event(position, now, Event::Start).await;
         }
@@ -686,7 +881,64 @@ impl Vrrp {
         }
     }
 
+    /// Gives `event` to an instance, then the events its sync group
+    /// orders for the other members, until none is left; then runs the
+    /// groups' notify scripts.
     async fn handle_event(&mut self, position: usize, now: Instant, event: Event) {
+        let mut followups = Followups::default();
+        followups.events.push_back((position, event));
+        self.carry_out(now, followups).await;
+    }
+
+    async fn carry_out(&mut self, now: Instant, mut followups: Followups) {
+        while let Some((position, event)) = followups.events.pop_front() {
+            self.handle_one(position, now, event, &mut followups).await;
+        }
+        for (group, state) in followups.group_transitions {
+            let group = &self.groups[group];
+            group_notify(
+                &self.configuration,
+                &group.model.notify,
+                group.coordinator.name(),
+                state,
+            );
+        }
+    }
+
+    /// Logs a group's decision and queues its orders.
+    fn follow(&self, group: usize, decision: Decision, followups: &mut Followups) {
+        let Decision { transition, orders } = decision;
+        if let Some((from, to)) = transition {
+            let name = self.groups[group].coordinator.name();
+            // keepalived's lines; its groups start in BACKUP without one.
+            match (from, to) {
+                (_, State::Master) => {
+                    tracing::info!("VRRP_Group({name}) Syncing instances to MASTER state")
+                }
+                (State::Master | State::Fault, State::Backup) => {
+                    tracing::info!("VRRP_Group({name}) Syncing instances to BACKUP state")
+                }
+                (_, State::Fault) => {
+                    tracing::info!("VRRP_Group({name}) Syncing instances to FAULT state")
+                }
+                _ => {}
+            }
+            followups.group_transitions.push((group, to));
+        }
+        for (member, event) in orders {
+            followups
+                .events
+                .push_back((self.groups[group].members[member], event));
+        }
+    }
+
+    async fn handle_one(
+        &mut self,
+        position: usize,
+        now: Instant,
+        event: Event,
+        followups: &mut Followups,
+    ) {
         let instance = &mut self.instances[position];
         if let Event::Advert(received) = &event {
             let settings = instance.machine.settings();
@@ -737,11 +989,11 @@ impl Vrrp {
             }
         }
         for action in actions {
-            self.apply(position, action).await;
+            self.apply(position, action, followups).await;
         }
     }
 
-    async fn apply(&mut self, position: usize, action: Action) {
+    async fn apply(&mut self, position: usize, action: Action, followups: &mut Followups) {
         let instance = &mut self.instances[position];
         let name = instance.machine.settings().name.clone();
         match action {
@@ -832,6 +1084,27 @@ impl Vrrp {
                     state,
                     instance.machine.effective_priority(),
                 );
+                if let Some((group, member)) = instance.group {
+                    let decision = self.groups[group].coordinator.entered(member, state);
+                    self.follow(group, decision, followups);
+                }
+            }
+            Action::RequestMaster => {
+                let Some((group, member)) = instance.group else {
+                    return;
+                };
+                let group = &self.groups[group];
+                let allowed = group.coordinator.may_become_master(member, |other| {
+                    self.instances[group.members[other]].machine.wants_master()
+                });
+                if allowed {
+                    followups.events.push_back((position, Event::SyncMaster));
+                } else {
+                    tracing::debug!(
+                        "({name}) would become master; waiting for the rest of sync group {}",
+                        group.coordinator.name()
+                    );
+                }
             }
             Action::MasterReceivedLowerPriority { source } => {
                 tracing::info!(
@@ -845,16 +1118,164 @@ impl Vrrp {
     }
 }
 
-/// The `track_interface` entries of `model`, their links' state recorded
+/// Each instance's sync group, by the group's index in the
+/// configuration; a name that is no instance is logged and left out, as
+/// keepalived does.
+fn memberships(configuration: &config::Config) -> HashMap<String, usize> {
+    let mut memberships = HashMap::new();
+    for (index, group) in configuration.sync_groups.iter().enumerate() {
+        for name in &group.instances {
+            if !configuration
+                .vrrp_instances
+                .iter()
+                .any(|instance| instance.name == *name)
+            {
+                tracing::warn!(
+                    "Virtual router {name} specified in sync group {} doesn't exist - ignoring",
+                    group.name
+                );
+                continue;
+            }
+            // The configuration keeps an instance in its first group only.
+            memberships.entry(name.clone()).or_insert(index);
+        }
+    }
+    memberships
+}
+
+/// What an instance tracks.
+struct TrackedObjects {
+    links: Vec<TrackedLink>,
+    scripts: Vec<TrackedScript>,
+    files: Vec<TrackedFile>,
+}
+
+/// Adds a sync group's tracking to a member's `own`, as keepalived's
+/// sync_group_tracking_init: without weights when a member of the group
+/// owns its addresses (`owner`); an object the member tracks too counts
+/// once, the group's way, each with keepalived's log line.
+fn merge_group_tracking(
+    name: &str,
+    group_name: &str,
+    owner: bool,
+    own: &mut TrackedObjects,
+    mut group: TrackedObjects,
+) {
+    if owner {
+        for link in group.links.iter_mut().filter(|link| link.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track interface '{}' with member having                  priority 255 - clearing weight",
+                link.name
+            );
+            link.weight = 0;
+        }
+        for script in group.scripts.iter_mut().filter(|script| script.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track script '{}' with member having                  priority 255 - clearing weight",
+                script.name
+            );
+            script.weight = 0;
+        }
+        for file in group.files.iter_mut().filter(|file| file.weight != 0) {
+            tracing::warn!(
+                "({group_name}) Cannot have weighted track file '{}' with member having                  priority 255 - setting weight 0",
+                file.name
+            );
+            file.weight = 0;
+        }
+    }
+    own.links.retain(|link| {
+        let twice = group.links.iter().any(|other| other.index == link.index);
+        if twice {
+            tracing::warn!(
+                "({name}) track_interface {} is configured on VRRP instance and sync group.                  Remove vrrp instance or sync group config",
+                link.name
+            );
+        }
+        !twice
+    });
+    own.scripts.retain(|script| {
+        let twice = group.scripts.iter().any(|other| other.name == script.name);
+        if twice {
+            tracing::warn!(
+                "({name}) track_script {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                script.name
+            );
+        }
+        !twice
+    });
+    own.files.retain(|file| {
+        let twice = group.files.iter().any(|other| other.name == file.name);
+        if twice {
+            tracing::warn!(
+                "({name}) track_file {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                file.name
+            );
+        }
+        !twice
+    });
+    own.links.append(&mut group.links);
+    own.scripts.append(&mut group.scripts);
+    own.files.append(&mut group.files);
+}
+
+/// keepalived 2.2's rule for the members of a sync group without
+/// `sync_group_tracking_weight` (or `global_tracking`): a weighted tracked
+/// interface counts as unweighted (down means FAULT), a weighted script is
+/// ignored, a file with the default weight (1) counts as weight 0 and one
+/// with another weight is ignored, each with keepalived's log line.
+fn ignore_weights(
+    name: &str,
+    links: &mut [TrackedLink],
+    scripts: &mut Vec<TrackedScript>,
+    files: &mut Vec<TrackedFile>,
+) {
+    for link in links.iter_mut().filter(|link| link.weight != 0) {
+        tracing::warn!(
+            "({name}) ignoring weight of tracked interface {} due to SYNC group",
+            link.name
+        );
+        link.weight = 0;
+    }
+    scripts.retain(|script| {
+        if script.weight != 0 {
+            tracing::warn!(
+                "({name}) ignoring tracked script {} with weights due to SYNC group",
+                script.name
+            );
+        }
+        script.weight == 0
+    });
+    files.retain_mut(|file| match file.weight {
+        0 => true,
+        1 => {
+            tracing::warn!(
+                "({name}) ignoring weight from tracked file {} due to SYNC group - specify weight 0",
+                file.name
+            );
+            file.weight = 0;
+            true
+        }
+        weight => {
+            tracing::warn!(
+                "({name}) ignoring tracked file {} with weight {weight} due to SYNC group",
+                file.name
+            );
+            false
+        }
+    });
+}
+
+/// The `track_interface` entries of `tracking`, their links' state recorded
 /// in `links`.
 async fn tracked_links(
     handle: &rtnetlink::Handle,
-    model: &config::VrrpInstance,
+    tracking: &config::Tracking,
     name: &str,
     links: &mut HashMap<u32, bool>,
 ) -> Result<Vec<TrackedLink>, VrrpError> {
     let mut tracked_links = Vec::new();
-    for tracked in &model.tracking.interfaces {
+    for tracked in &tracking.interfaces {
         let link = addresses::link(handle, &tracked.name)
             .await
             .map_err(|error| VrrpError::Interface {
@@ -864,6 +1285,7 @@ async fn tracked_links(
             })?;
         links.insert(link.header.index, addresses::is_up(&link));
         tracked_links.push(TrackedLink {
+            name: tracked.name.clone(),
             index: link.header.index,
             weight: tracked.weight.unwrap_or(0),
             reverse: tracked.reverse,
@@ -872,16 +1294,16 @@ async fn tracked_links(
     Ok(tracked_links)
 }
 
-/// The `track_script` entries of `model`, each script's initial state
+/// The `track_script` entries of `tracking`, each script's initial state
 /// recorded in `scripts`.
 fn tracked_scripts(
     configuration: &config::Config,
-    model: &config::VrrpInstance,
+    tracking: &config::Tracking,
     name: &str,
     scripts: &mut HashMap<String, Option<bool>>,
 ) -> Vec<TrackedScript> {
     let mut tracked_scripts = Vec::new();
-    for tracked in &model.tracking.scripts {
+    for tracked in &tracking.scripts {
         let Some(script) = configuration
             .vrrp_scripts
             .iter()
@@ -904,16 +1326,16 @@ fn tracked_scripts(
     tracked_scripts
 }
 
-/// The `track_file` entries of `model`, each file initialised
+/// The `track_file` entries of `tracking`, each file initialised
 /// (`init_file`) and its value recorded in `files`.
 fn tracked_files(
     configuration: &config::Config,
-    model: &config::VrrpInstance,
+    tracking: &config::Tracking,
     name: &str,
     files: &mut HashMap<String, i64>,
 ) -> Vec<TrackedFile> {
     let mut tracked_files = Vec::new();
-    for tracked in &model.tracking.files {
+    for tracked in &tracking.files {
         let Some((file, path)) = configuration
             .track_files
             .iter()
@@ -1199,6 +1621,29 @@ fn notify(
     }
 }
 
+/// Runs a sync group's notify scripts for `state`: the state's own as
+/// written, and `notify` with keepalived's arguments for a group: `GROUP`,
+/// the name, the state and 0 (keepalived's send_group_notifies).
+fn group_notify(
+    configuration: &config::Config,
+    scripts: &config::Notify,
+    name: &str,
+    state: State,
+) {
+    let (own, word) = match state {
+        State::Master => (&scripts.master, "MASTER"),
+        State::Backup => (&scripts.backup, "BACKUP"),
+        State::Fault => (&scripts.fault, "FAULT"),
+        State::Initialize => (&scripts.stop, "STOP"),
+    };
+    if let Some(script) = own {
+        spawn_script(configuration, script, &[]);
+    }
+    if let Some(script) = &scripts.any {
+        spawn_script(configuration, script, &["GROUP", name, word, "0"]);
+    }
+}
+
 /// Starts a script and logs how it ended, never waiting for it here.
 fn spawn_script(configuration: &config::Config, script: &config::Script, arguments: &[&str]) {
     match crate::scripts::command(script, &configuration.global) {
@@ -1259,6 +1704,122 @@ mod tests {
         assert_eq!(parse(&datagram(old_style, peer)), Ok(advert()));
         let new_style = advert().to_bytes(&source, &peer);
         assert_eq!(parse(&datagram(new_style, peer)), Ok(advert()));
+    }
+
+    fn link(name: &str, index: u32, weight: i32) -> TrackedLink {
+        TrackedLink {
+            name: name.into(),
+            index,
+            weight,
+            reverse: false,
+        }
+    }
+
+    fn script(name: &str, weight: i32) -> TrackedScript {
+        TrackedScript {
+            name: name.into(),
+            weight,
+            reverse: false,
+        }
+    }
+
+    fn file(name: &str, weight: i32) -> TrackedFile {
+        TrackedFile {
+            name: name.into(),
+            weight,
+            reverse: false,
+        }
+    }
+
+    /// Names and weights.
+    type Weights = Vec<(String, i32)>;
+
+    fn weights(objects: &TrackedObjects) -> (Weights, Weights, Weights) {
+        (
+            objects
+                .links
+                .iter()
+                .map(|link| (link.name.clone(), link.weight))
+                .collect(),
+            objects
+                .scripts
+                .iter()
+                .map(|script| (script.name.clone(), script.weight))
+                .collect(),
+            objects
+                .files
+                .iter()
+                .map(|file| (file.name.clone(), file.weight))
+                .collect(),
+        )
+    }
+
+    fn named(pairs: &[(&str, i32)]) -> Weights {
+        pairs
+            .iter()
+            .map(|(name, weight)| ((*name).to_owned(), *weight))
+            .collect()
+    }
+
+    #[test]
+    fn a_sync_group_member_s_weights_go_as_keepalived_s() {
+        let mut objects = TrackedObjects {
+            links: vec![link("eth1", 3, 10), link("eth2", 4, 0)],
+            scripts: vec![script("weighted", -20), script("fault", 0)],
+            files: vec![file("default", 1), file("weighted", 5), file("zero", 0)],
+        };
+        ignore_weights(
+            "VI_1",
+            &mut objects.links,
+            &mut objects.scripts,
+            &mut objects.files,
+        );
+        assert_eq!(
+            weights(&objects),
+            (
+                named(&[("eth1", 0), ("eth2", 0)]),
+                named(&[("fault", 0)]),
+                named(&[("default", 0), ("zero", 0)]),
+            )
+        );
+    }
+
+    #[test]
+    fn a_sync_group_s_tracking_applies_to_its_members_once() {
+        let group = || TrackedObjects {
+            links: vec![link("eth1", 3, 10)],
+            scripts: vec![script("check", -20)],
+            files: vec![file("value", 2)],
+        };
+        let mut own = TrackedObjects {
+            links: vec![link("eth1", 3, 0), link("eth2", 4, 0)],
+            scripts: vec![script("check", 0)],
+            files: Vec::new(),
+        };
+        merge_group_tracking("VI_1", "G1", false, &mut own, group());
+        assert_eq!(
+            weights(&own),
+            (
+                named(&[("eth2", 0), ("eth1", 10)]),
+                named(&[("check", -20)]),
+                named(&[("value", 2)]),
+            )
+        );
+        // A member owning its addresses: the group's weights go.
+        let mut own = TrackedObjects {
+            links: Vec::new(),
+            scripts: Vec::new(),
+            files: Vec::new(),
+        };
+        merge_group_tracking("VI_1", "G1", true, &mut own, group());
+        assert_eq!(
+            weights(&own),
+            (
+                named(&[("eth1", 0)]),
+                named(&[("check", 0)]),
+                named(&[("value", 0)]),
+            )
+        );
     }
 
     #[test]

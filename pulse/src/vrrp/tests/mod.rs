@@ -2,6 +2,7 @@ mod captures;
 mod machine;
 mod packet;
 mod settings;
+mod sync;
 
 use fulcrum_config::lexer::Options;
 
