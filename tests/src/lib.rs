@@ -8,6 +8,7 @@
 
 pub mod http;
 mod ipvs_connections;
+pub mod kernel;
 pub mod lines;
 mod namespace;
 pub mod topology;

@@ -280,13 +280,12 @@ fn settle_namespaces() -> Result<()> {
     let mut report_if_slow = |what: &str| {
         if !reported && started.elapsed() > SLOW_SETTLING {
             reported = true;
-            eprintln!(
-                "xtask: the kernel is still {what} after {} s; its blocked tasks:",
-                started.elapsed().as_secs()
-            );
-            // "w": the kernel logs the stack of every blocked task.
-            let _ = std::fs::write("/proc/sysrq-trigger", "w");
-            let _ = Command::new("dmesg").stdout(std::io::stderr()).status();
+            if let Some(report) = labkit::kernel::stall_report(None) {
+                eprintln!(
+                    "xtask: the kernel is still {what} after {} s:\n{report}",
+                    started.elapsed().as_secs()
+                );
+            }
         }
     };
     while peer.exists() {
