@@ -1164,21 +1164,21 @@ fn merge_group_tracking(
     if owner {
         for link in group.links.iter_mut().filter(|link| link.weight != 0) {
             tracing::warn!(
-                "({group_name}) Cannot have weighted track interface '{}' with member having                  priority 255 - clearing weight",
+                "({group_name}) Cannot have weighted track interface '{}' with member having priority 255 - clearing weight",
                 link.name
             );
             link.weight = 0;
         }
         for script in group.scripts.iter_mut().filter(|script| script.weight != 0) {
             tracing::warn!(
-                "({group_name}) Cannot have weighted track script '{}' with member having                  priority 255 - clearing weight",
+                "({group_name}) Cannot have weighted track script '{}' with member having priority 255 - clearing weight",
                 script.name
             );
             script.weight = 0;
         }
         for file in group.files.iter_mut().filter(|file| file.weight != 0) {
             tracing::warn!(
-                "({group_name}) Cannot have weighted track file '{}' with member having                  priority 255 - setting weight 0",
+                "({group_name}) Cannot have weighted track file '{}' with member having priority 255 - setting weight 0",
                 file.name
             );
             file.weight = 0;
@@ -1188,7 +1188,7 @@ fn merge_group_tracking(
         let twice = group.links.iter().any(|other| other.index == link.index);
         if twice {
             tracing::warn!(
-                "({name}) track_interface {} is configured on VRRP instance and sync group.                  Remove vrrp instance or sync group config",
+                "({name}) track_interface {} is configured on VRRP instance and sync group. Remove vrrp instance or sync group config",
                 link.name
             );
         }
@@ -1198,7 +1198,7 @@ fn merge_group_tracking(
         let twice = group.scripts.iter().any(|other| other.name == script.name);
         if twice {
             tracing::warn!(
-                "({name}) track_script {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                "({name}) track_script {} is configured on VRRP instance and sync group. Remove vrrp instance config",
                 script.name
             );
         }
@@ -1208,7 +1208,7 @@ fn merge_group_tracking(
         let twice = group.files.iter().any(|other| other.name == file.name);
         if twice {
             tracing::warn!(
-                "({name}) track_file {} is configured on VRRP instance and sync group.                  Remove vrrp instance config",
+                "({name}) track_file {} is configured on VRRP instance and sync group. Remove vrrp instance config",
                 file.name
             );
         }
