@@ -89,6 +89,12 @@ pub enum Event {
     /// own tracking says.
     SyncFault,
     SyncFaultCleared,
+    /// One of its virtual addresses was deleted by someone else: a master
+    /// steps down to BACKUP (priority 0 advert, addresses removed) with
+    /// its down timer at the skew time, so that it takes over again, and
+    /// adds them again, unless another router does first (keepalived 2.2's
+    /// set_vrrp_backup).
+    VirtualAddressRemoved,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -297,6 +303,12 @@ impl Machine {
         self.state == State::Master || (self.state == State::Backup && self.wants_master)
     }
 
+    /// The address its adverts now go from (the interface's address
+    /// changed), compared with a master's of equal priority.
+    pub fn set_local_address(&mut self, address: Option<IpAddr>) {
+        self.settings.local_address = address;
+    }
+
     pub fn settings(&self) -> &InstanceSettings {
         &self.settings
     }
@@ -435,6 +447,15 @@ impl Machine {
             Event::SyncFaultCleared => {
                 self.sync_fault = false;
                 self.leave_fault(now, &mut actions);
+            }
+            Event::VirtualAddressRemoved => {
+                if self.state == State::Master {
+                    self.send_advert(PRIORITY_STOP, &mut actions);
+                    self.release_master(&mut actions);
+                    self.master_advert_interval = self.settings.advert_interval;
+                    self.enter_backup(now, &mut actions);
+                    self.deadline = Some(now + self.skew_time());
+                }
             }
         }
         actions

@@ -815,3 +815,48 @@ fn drop_reasons_index_their_counters() {
         assert_eq!(reason as usize, index, "{reason:?}");
     }
 }
+
+#[test]
+fn a_master_whose_virtual_address_is_deleted_steps_down_and_takes_over_again() {
+    let mut machine = Machine::new(settings(100));
+    let start = Instant::now();
+    machine.handle(start, Event::Start);
+    let at = run_until_master(&mut machine);
+    let actions = machine.handle(at, Event::VirtualAddressRemoved);
+    assert_eq!(
+        actions,
+        vec![
+            Action::SendAdvert { priority: 0 },
+            Action::RemoveAddresses,
+            Action::EnterState(State::Backup),
+        ]
+    );
+    // Back after the skew time, not the master down interval.
+    assert_eq!(machine.poll_at(), Some(at + machine.skew_time()));
+    let actions = machine.handle(at + machine.skew_time(), Event::Timer);
+    assert_eq!(machine.state(), State::Master);
+    assert!(actions.contains(&Action::AddAddresses), "{actions:?}");
+}
+
+#[test]
+fn a_deleted_virtual_address_means_nothing_to_a_backup() {
+    let start = Instant::now();
+    let (mut machine, _) = started(settings(100), start);
+    let deadline = machine.poll_at();
+    assert!(
+        machine
+            .handle(start + seconds(0.5), Event::VirtualAddressRemoved)
+            .is_empty()
+    );
+    assert_eq!(machine.state(), State::Backup);
+    assert_eq!(machine.poll_at(), deadline);
+}
+
+#[test]
+fn the_local_address_set_later_is_compared_with_a_masters() {
+    let mut local = settings(100);
+    local.local_address = None;
+    let mut machine = Machine::new(local);
+    machine.set_local_address(Some(LOCAL));
+    assert_eq!(machine.settings().local_address, Some(LOCAL));
+}
