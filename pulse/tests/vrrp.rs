@@ -145,6 +145,8 @@ impl Daemon {
         });
         command.args(["-n", "-l", "-P", "-f"]).arg(&configuration);
         command.arg("-p").arg(&pid_file);
+        // keepalived.stats (SIGUSR2) goes to $TMPDIR: the scenario's own.
+        command.env("TMPDIR", directory);
         if kind == Kind::Keepalived {
             // Without --dont-respawn the parent would restart a VRRP child
             // killed with -9, which is the crash under test.
@@ -925,6 +927,41 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
             );
             thread::sleep(Duration::from_millis(20));
         }
+        // SIGUSR2: keepalived's statistics file counts the drops it has a
+        // line for.
+        let statistics = segment.directory.join("keepalived.stats");
+        signal(pulse.child.id() as i32, libc::SIGUSR2);
+        // Whole once its last line, priority 0 adverts sent, is there.
+        let mut text = String::new();
+        wait_for(
+            "pulse writes its statistics",
+            Duration::from_secs(5),
+            || {
+                text = fs::read_to_string(&statistics).unwrap_or_default();
+                Ok(text
+                    .split_once("  Priority Zero:\n")
+                    .is_some_and(|(_, last)| last.contains("    Sent: ") && last.ends_with('\n')))
+            },
+        )?;
+        let count = |line: &str| -> Result<u64> {
+            text.lines()
+                .find_map(|found| found.strip_prefix(line))
+                .with_context(|| format!("no {line:?} in:\n{text}"))?
+                .trim()
+                .parse()
+                .with_context(|| format!("{line:?} in:\n{text}"))
+        };
+        ensure!(
+            text.starts_with("VRRP Instance: VI_1\n  Advertisements:\n    Received: 0\n"),
+            "statistics:\n{text}"
+        );
+        ensure!(count("  Became master: ")? == 1, "statistics:\n{text}");
+        ensure!(count("    TTL: ")? >= 1, "statistics:\n{text}");
+        ensure!(count("    Address List: ")? >= 1, "statistics:\n{text}");
+        ensure!(
+            pulse.log().contains("Printing VRRP stats for process("),
+            "pulse did not log the statistics"
+        );
         let took = wait_for(
             "pulse steps down for a valid higher priority",
             Duration::from_secs(5),

@@ -298,6 +298,10 @@ async fn reload(settings: &Settings) -> Option<Arc<config::Config>> {
 /// SIGHUP, SIGTERM and SIGINT, as streams; `None` (logged) if the
 /// runtime cannot listen for them.
 fn signals() -> Option<(Signal, Signal, Signal)> {
+    // SIGUSR2 asks VRRP for its statistics (the VRRP task listens); a
+    // handler installed here, never unregistered, keeps its default
+    // action (ending the process) away when VRRP does not run.
+    let _ = signal(SignalKind::user_defined2());
     match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),

@@ -532,6 +532,11 @@ impl Vrrp {
     ) {
         let mut io = self.start_io();
         self.start_instances().await;
+        // SIGUSR2: keepalived's statistics file.
+        let mut statistics_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())
+                .inspect_err(|error| tracing::warn!("cannot listen for SIGUSR2: {error}"))
+                .ok();
         loop {
             let next = self
                 .instances
@@ -540,6 +545,8 @@ impl Vrrp {
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
+                Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
+                    if statistics_signal.is_some() => self.write_statistics(),
                 Some(configuration) = reloads.recv() => {
                     if let Some(next) = self.reload(configuration).await {
                         io.stop();
@@ -612,6 +619,34 @@ impl Vrrp {
         let now = Instant::now();
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
+        }
+    }
+
+    /// Writes every instance's counters to `keepalived.stats` in the
+    /// temporary directory (`TMPDIR`, else /tmp), as keepalived 2.2 does on
+    /// SIGUSR2, with its log line.
+    fn write_statistics(&self) {
+        tracing::info!(
+            "Printing VRRP stats for process({}) on signal",
+            std::process::id()
+        );
+        let report: String = self
+            .instances
+            .iter()
+            .map(|instance| {
+                instance
+                    .machine
+                    .statistics()
+                    .keepalived_report(&instance.machine.settings().name)
+            })
+            .collect();
+        let path = std::env::temp_dir().join("keepalived.stats");
+        if let Err(error) = std::fs::write(&path, report) {
+            tracing::info!(
+                "Can't open {} ({}: {error})",
+                path.display(),
+                error.raw_os_error().unwrap_or(0)
+            );
         }
     }
 
