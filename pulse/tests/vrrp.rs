@@ -1742,8 +1742,11 @@ fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
 
 /// pulse's interface deleted and created again (another index, the same
 /// name): keepalived takes over meanwhile, then pulse takes the new
-/// interface up (sockets, virtual address) and preempts.
+/// interface up (sockets, virtual address) and preempts. Then the same
+/// for an interface pulse tracks (`track_interface`): FAULT while it is
+/// gone, master again once it is back.
 fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
+    segment.add_second_link()?;
     let address = segment.ipv4(100);
     let own = segment.ipv4(1);
     let instance = |priority| Instance {
@@ -1756,7 +1759,10 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
         virtual_address: format!("{address}/24"),
         extra: String::new(),
     };
-    let higher = instance(150);
+    let higher = Instance {
+        extra: "    track_interface {\n        eth1\n    }\n".into(),
+        ..instance(150)
+    };
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
     let directory = &segment.directory;
@@ -1812,6 +1818,40 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
         ensure!(
             pulse.log().contains("Interface eth0 added again"),
             "pulse did not log the new interface"
+        );
+        segment.a.ip("link del eth1\n")?;
+        wait_master(
+            "keepalived takes over once pulse's tracked interface is gone",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        ensure!(
+            pulse.log().contains("Interface eth1 deleted"),
+            "pulse did not log the tracked interface going"
+        );
+        let created = Instant::now();
+        segment.bridge.ip(&format!(
+            "link add name w1 type veth peer name eth1 netns {}\n\
+             link set w1 master br1 up\n",
+            segment.a.name()
+        ))?;
+        segment.a.ip("link set eth1 up\n")?;
+        wait_master(
+            "pulse preempts once its tracked interface is back",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "the tracked interface created again: pulse master",
+            created.elapsed() - settle,
+            higher.master_down_interval(),
         );
         pulse.terminate()?;
         keepalived.terminate()?;

@@ -358,11 +358,11 @@ impl Vrrp {
                         .map_err(|error| VrrpError::Socket(name.clone(), error))?,
                 ),
                 None => {
-                    // keepalived too: the instance stays in FAULT, the
-                    // others run.
+                    // keepalived too: the instance is in FAULT until an
+                    // address appears (address_changed), the others run.
                     tracing::error!(
                         "({name}) {interface_name} has no {} address to send adverts from: \
-                         the instance stays in FAULT",
+                         the instance stays in FAULT until it has one",
                         match settings.family {
                             Family::Ipv4 => "IPv4",
                             Family::Ipv6 => "link-local IPv6",
@@ -873,13 +873,20 @@ impl Vrrp {
             recreated = self.interface_recreated(&name, index, up, io).await;
         }
         if !exists
-            && let Some(instance) = self
-                .instances
-                .iter()
-                .find(|instance| instance.interface.index == index)
+            && let Some(name) = self.instances.iter().find_map(|instance| {
+                if instance.interface.index == index {
+                    return Some(&instance.interface.name);
+                }
+                instance
+                    .tracked_links
+                    .iter()
+                    .find(|tracked| tracked.index == index)
+                    .map(|tracked| &tracked.name)
+            })
         {
-            // keepalived's line, for an interface an instance uses.
-            tracing::info!("Interface {} deleted", instance.interface.name);
+            // keepalived's line, for an interface an instance uses or
+            // tracks.
+            tracing::info!("Interface {name} deleted");
         }
         let changed = match self.links.get_mut(&index) {
             Some(known) if *known != up => {
@@ -894,14 +901,7 @@ impl Vrrp {
             return;
         }
         if changed {
-            let name = self
-                .instances
-                .iter()
-                .find(|instance| instance.interface.index == index)
-                .map_or_else(
-                    || format!("interface {index}"),
-                    |instance| instance.interface.name.clone(),
-                );
+            let name = self.interface_name(index);
             tracing::info!("Netlink reports {name} {}", if up { "up" } else { "down" });
         }
         let now = Instant::now();
@@ -1089,8 +1089,13 @@ impl Vrrp {
         match change {
             SourceChange::Unchanged => {}
             SourceChange::Assigned(address) => {
-                let name = self.interface_name(index);
-                tracing::info!("Assigned address {address} for interface {name}");
+                // Logged for the instances' family only: an IPv4
+                // instance's interface gets its IPv6 link-local address
+                // whenever it comes up.
+                if self.instances.iter().any(on_interface) {
+                    let name = self.interface_name(index);
+                    tracing::info!("Assigned address {address} for interface {name}");
+                }
                 for position in 0..self.instances.len() {
                     let instance = &self.instances[position];
                     if on_interface(instance) && instance.sender.is_none() {
@@ -1115,8 +1120,10 @@ impl Vrrp {
                 }
             }
             SourceChange::Deassigned(address) => {
-                let name = self.interface_name(index);
-                tracing::info!("Deassigned address {address} from interface {name}");
+                if self.instances.iter().any(on_interface) {
+                    let name = self.interface_name(index);
+                    tracing::info!("Deassigned address {address} from interface {name}");
+                }
                 for position in 0..self.instances.len() {
                     let instance = &self.instances[position];
                     if on_interface(instance)
@@ -1134,14 +1141,21 @@ impl Vrrp {
         }
     }
 
+    /// The name of interface `index`, an instance's or a tracked one.
     fn interface_name(&self, index: u32) -> String {
         self.instances
             .iter()
-            .find(|instance| instance.interface.index == index)
-            .map_or_else(
-                || format!("interface {index}"),
-                |instance| instance.interface.name.clone(),
-            )
+            .find_map(|instance| {
+                if instance.interface.index == index {
+                    return Some(instance.interface.name.clone());
+                }
+                instance
+                    .tracked_links
+                    .iter()
+                    .find(|tracked| tracked.index == index)
+                    .map(|tracked| tracked.name.clone())
+            })
+            .unwrap_or_else(|| format!("interface {index}"))
     }
 
     /// Applies the links' and scripts' state to an instance: FAULT when
