@@ -145,6 +145,8 @@ impl Daemon {
         });
         command.args(["-n", "-l", "-P", "-f"]).arg(&configuration);
         command.arg("-p").arg(&pid_file);
+        // keepalived.stats (SIGUSR2) goes to $TMPDIR: the scenario's own.
+        command.env("TMPDIR", directory);
         if kind == Kind::Keepalived {
             // Without --dont-respawn the parent would restart a VRRP child
             // killed with -9, which is the crash under test.
@@ -925,6 +927,41 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
             );
             thread::sleep(Duration::from_millis(20));
         }
+        // SIGUSR2: keepalived's statistics file counts the drops it has a
+        // line for.
+        let statistics = segment.directory.join("keepalived.stats");
+        signal(pulse.child.id() as i32, libc::SIGUSR2);
+        // Whole once its last line, priority 0 adverts sent, is there.
+        let mut text = String::new();
+        wait_for(
+            "pulse writes its statistics",
+            Duration::from_secs(5),
+            || {
+                text = fs::read_to_string(&statistics).unwrap_or_default();
+                Ok(text
+                    .split_once("  Priority Zero:\n")
+                    .is_some_and(|(_, last)| last.contains("    Sent: ") && last.ends_with('\n')))
+            },
+        )?;
+        let count = |line: &str| -> Result<u64> {
+            text.lines()
+                .find_map(|found| found.strip_prefix(line))
+                .with_context(|| format!("no {line:?} in:\n{text}"))?
+                .trim()
+                .parse()
+                .with_context(|| format!("{line:?} in:\n{text}"))
+        };
+        ensure!(
+            text.starts_with("VRRP Instance: VI_1\n  Advertisements:\n    Received: 0\n"),
+            "statistics:\n{text}"
+        );
+        ensure!(count("  Became master: ")? == 1, "statistics:\n{text}");
+        ensure!(count("    TTL: ")? >= 1, "statistics:\n{text}");
+        ensure!(count("    Address List: ")? >= 1, "statistics:\n{text}");
+        ensure!(
+            pulse.log().contains("Printing VRRP stats for process("),
+            "pulse did not log the statistics"
+        );
         let took = wait_for(
             "pulse steps down for a valid higher priority",
             Duration::from_secs(5),
@@ -1573,6 +1610,262 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     })
 }
 
+/// keepalived's netlink address monitor, against keepalived: pulse
+/// (the higher priority) starts on a link without an IPv4 address and
+/// stays in FAULT, keepalived is master; the address added, pulse comes
+/// out of FAULT and preempts. Its virtual address deleted by hand, pulse
+/// steps down and takes over again after its skew time, the address
+/// back. Its own address deleted, pulse enters FAULT and keepalived takes
+/// over.
+fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let own = segment.ipv4(1);
+    let instance = |priority| Instance {
+        version: 3,
+        interval: V3_INTERVAL,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra: String::new(),
+    };
+    let higher = instance(150);
+    let lower = instance(100);
+    let settle = Duration::from_secs_f64(higher.interval) * 3;
+    let directory = &segment.directory;
+    segment.a.ip(&format!("addr del {own}/24 dev eth0\n"))?;
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "keepalived becomes master while pulse has no address",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        ensure!(
+            pulse.log().contains("(VI_1) Entering FAULT STATE"),
+            "pulse is not in FAULT without an address"
+        );
+        let added = Instant::now();
+        segment.a.ip(&format!("addr add {own}/24 dev eth0\n"))?;
+        wait_master(
+            "pulse preempts once it has an address",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "an address added: pulse out of FAULT and master",
+            added.elapsed() - settle,
+            higher.master_down_interval(),
+        );
+        let log = pulse.log();
+        ensure!(
+            log.contains(&format!("Assigned address {own} for interface eth0")),
+            "pulse did not log the address"
+        );
+        ensure!(
+            log.contains("(VI_1) Entering BACKUP STATE"),
+            "pulse did not leave FAULT for BACKUP"
+        );
+        let deleted = Instant::now();
+        segment.a.ip(&format!("addr del {address}/24 dev eth0\n"))?;
+        wait_for(
+            "pulse steps down for its deleted address",
+            Duration::from_secs(5),
+            || {
+                Ok(pulse.log().contains(&format!(
+                    "Netlink reflector reports IP {address} removed from eth0"
+                )))
+            },
+        )?;
+        wait_master(
+            "pulse takes over again after its address was deleted",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "the virtual address deleted by hand: pulse master with it again",
+            deleted.elapsed() - settle,
+            higher.skew_time(),
+        );
+        segment.a.ip(&format!("addr del {own}/24 dev eth0\n"))?;
+        let took = wait_master(
+            "keepalived takes over once pulse's address is gone",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        report(
+            scenario,
+            "pulse's address deleted: keepalived took over",
+            took,
+            // The subnet's route goes with the address (and the virtual
+            // address, its secondary, with it), so pulse's priority 0
+            // advert cannot leave: keepalived waits out its down timer.
+            lower.master_down_interval(),
+        );
+        let log = pulse.log();
+        ensure!(
+            log.contains(&format!("Deassigned address {own} from interface eth0")),
+            "pulse did not log the address going"
+        );
+        ensure!(
+            log.matches("(VI_1) Entering FAULT STATE").count() == 2,
+            "pulse did not enter FAULT again:\n{log}"
+        );
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
+/// pulse's interface deleted and created again (another index, the same
+/// name): keepalived takes over meanwhile, then pulse takes the new
+/// interface up (sockets, virtual address) and preempts. Then the same
+/// for an interface pulse tracks (`track_interface`): FAULT while it is
+/// gone, master again once it is back.
+fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
+    segment.add_second_link()?;
+    let address = segment.ipv4(100);
+    let own = segment.ipv4(1);
+    let instance = |priority| Instance {
+        version: 3,
+        interval: V3_INTERVAL,
+        priority,
+        nopreempt: false,
+        password: None,
+        unicast: None,
+        virtual_address: format!("{address}/24"),
+        extra: String::new(),
+    };
+    let higher = Instance {
+        extra: "    track_interface {\n        eth1\n    }\n".into(),
+        ..instance(150)
+    };
+    let lower = instance(100);
+    let settle = Duration::from_secs_f64(higher.interval) * 3;
+    let directory = &segment.directory;
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "pulse becomes master",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        // Deleting one end of the veth pair deletes the other, the
+        // bridge's port.
+        segment.a.ip("link del eth0\n")?;
+        wait_master(
+            "keepalived takes over once pulse's interface is gone",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        ensure!(
+            pulse.log().contains("Interface eth0 deleted"),
+            "pulse did not log the interface going"
+        );
+        let created = Instant::now();
+        segment.bridge.ip(&format!(
+            "link add name va type veth peer name eth0 netns {}\n\
+             link set va master br0 up\n",
+            segment.a.name()
+        ))?;
+        segment
+            .a
+            .ip(&format!("addr add {own}/24 dev eth0\nlink set eth0 up\n"))?;
+        wait_master(
+            "pulse preempts on its new interface",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "the interface created again: pulse master on it",
+            created.elapsed() - settle,
+            higher.master_down_interval(),
+        );
+        ensure!(
+            pulse.log().contains("Interface eth0 added again"),
+            "pulse did not log the new interface"
+        );
+        segment.a.ip("link del eth1\n")?;
+        wait_master(
+            "keepalived takes over once pulse's tracked interface is gone",
+            bound(lower.master_down_interval()),
+            settle,
+            &segment.b,
+            &segment.a,
+            address,
+        )?;
+        ensure!(
+            pulse.log().contains("Interface eth1 deleted"),
+            "pulse did not log the tracked interface going"
+        );
+        let created = Instant::now();
+        segment.bridge.ip(&format!(
+            "link add name w1 type veth peer name eth1 netns {}\n\
+             link set w1 master br1 up\n",
+            segment.a.name()
+        ))?;
+        segment.a.ip("link set eth1 up\n")?;
+        wait_master(
+            "pulse preempts once its tracked interface is back",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "the tracked interface created again: pulse master",
+            created.elapsed() - settle,
+            higher.master_down_interval(),
+        );
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -1696,6 +1989,8 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("sync group track_script, pulse master", |segment, name| {
             sync_group(segment, name, Kind::Pulse, SyncBreak::GroupScript)
         }),
+        ("address monitoring", address_monitoring),
+        ("interface deleted and created again", interface_recreated),
     ]
 }
 
@@ -1725,6 +2020,8 @@ fn interoperates_with_keepalived() {
     let process = std::process::id();
     // VRRP_SCENARIOS=WORDS runs the scenarios whose name contains one of
     // the comma-separated words (each keeps its index, so its subnet).
+    // VRRP_KEEP_LOGS=1 keeps the logs of the scenarios that passed too
+    // (/tmp/pulse-vrrp-*).
     let only = std::env::var("VRRP_SCENARIOS").ok();
     let handles: Vec<_> = scenarios()
         .into_iter()
@@ -1739,7 +2036,9 @@ fn interoperates_with_keepalived() {
             let handle = thread::spawn(move || -> Result<()> {
                 let segment = Segment::build(&prefix, subnet)?;
                 scenario(&segment, name)?;
-                let _ = fs::remove_dir_all(&segment.directory);
+                if std::env::var_os("VRRP_KEEP_LOGS").is_none() {
+                    let _ = fs::remove_dir_all(&segment.directory);
+                }
                 Ok(())
             });
             (name, handle)

@@ -298,6 +298,10 @@ async fn reload(settings: &Settings) -> Option<Arc<config::Config>> {
 /// SIGHUP, SIGTERM and SIGINT, as streams; `None` (logged) if the
 /// runtime cannot listen for them.
 fn signals() -> Option<(Signal, Signal, Signal)> {
+    // SIGUSR2 asks VRRP for its statistics (the VRRP task listens); a
+    // handler installed here, never unregistered, keeps its default
+    // action (ending the process) away when VRRP does not run.
+    let _ = signal(SignalKind::user_defined2());
     match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),
@@ -416,10 +420,12 @@ async fn serve(
             .clone()
     }));
     // ha_suspend: the checks learn which addresses are here, now (before
-    // their first attempt, after the warmup) and whenever they change.
-    let mut address_poll = tokio::time::interval(std::time::Duration::from_secs(1));
-    address_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut known_addresses = None;
+    // their first attempt, after the warmup) and at each change the
+    // kernel reports. The monitor opens once a configuration asks for it.
+    let mut address_monitor: Option<addresses::AddressMonitor> = None;
+    // Opens it: at once, then a second after a failure.
+    let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
+    open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut started_open = true;
     // The reload whose pass is awaited, if any; further SIGHUPs wait.
     let mut reload_applied: Option<oneshot::Receiver<PassOutcome>> = None;
@@ -439,6 +445,9 @@ async fn serve(
                     }
                     *current.lock().expect("never poisoned") = configuration.clone();
                     watch_addresses = wants_addresses(&configuration);
+                    if !watch_addresses {
+                        address_monitor = None;
+                    }
                     checkers.reload(Plan::from_config(&configuration)).await;
                     let (applied_sender, applied) = oneshot::channel();
                     if reloads_sender
@@ -494,14 +503,28 @@ async fn serve(
                 }
                 None => break settings.stop_mode,
             },
-            _ = address_poll.tick(), if watch_addresses => {
-                match addresses::local_addresses() {
-                    Ok(addresses) if known_addresses.as_ref() != Some(&addresses) => {
-                        known_addresses = Some(addresses.clone());
-                        checkers.local_addresses(addresses).await;
+            changed = async { address_monitor.as_mut().expect("guarded").changed().await },
+                if watch_addresses && address_monitor.is_some() =>
+            {
+                match changed {
+                    Some(addresses) => checkers.local_addresses(addresses).await,
+                    None => {
+                        tracing::warn!(
+                            "rtnetlink's address events stopped: reading the addresses again"
+                        );
+                        address_monitor = None;
                     }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!("cannot list this host's addresses: {error}"),
+                }
+            }
+            _ = open_retry.tick(), if watch_addresses && address_monitor.is_none() => {
+                match addresses::AddressMonitor::open().await {
+                    Ok(monitor) => {
+                        checkers.local_addresses(monitor.addresses()).await;
+                        address_monitor = Some(monitor);
+                    }
+                    Err(error) => {
+                        tracing::warn!("cannot follow this host's addresses: {error}")
+                    }
                 }
             }
             _ = hangup.recv() => reload_pending = true,

@@ -14,6 +14,8 @@ use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::Handle;
 
 use super::io::Interface;
+use super::packet::Family;
+use super::sources::SourceAddresses;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AddressError {
@@ -50,6 +52,15 @@ pub async fn link(handle: &Handle, name: &str) -> Result<LinkMessage, AddressErr
 
 /// Reads what VRRP needs of interface `name`.
 pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
+    Ok(interface_with_sources(handle, name).await?.0)
+}
+
+/// [`interface`], with every address of the interface adverts can go
+/// from, for the address events that follow.
+pub async fn interface_with_sources(
+    handle: &Handle,
+    name: &str,
+) -> Result<(Interface, SourceAddresses), AddressError> {
     let link = link(handle, name).await?;
     let hardware_address = link
         .attributes
@@ -60,39 +71,67 @@ pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, Address
         })
         .ok_or_else(|| AddressError::NoHardwareAddress(name.to_owned()))?;
     let index = link.header.index;
-    let mut ipv4 = None;
-    let mut ipv6_link_local = None;
+    let mut sources = SourceAddresses::default();
+    let mut secondaries = Vec::new();
     let mut addresses = handle
         .address()
         .get()
         .set_link_index_filter(index)
         .execute();
     while let Some(message) = addresses.try_next().await? {
-        let secondary = message.header.flags.contains(AddressHeaderFlags::Secondary);
-        for attribute in &message.attributes {
-            match attribute {
-                // IFA_LOCAL is the interface's own address (IFA_ADDRESS is
-                // the peer's on point-to-point links).
-                AddressAttribute::Local(IpAddr::V4(address)) if !secondary && ipv4.is_none() => {
-                    ipv4 = Some(*address)
-                }
-                AddressAttribute::Address(IpAddr::V6(address))
-                    if message.header.scope == AddressScope::Link && ipv6_link_local.is_none() =>
-                {
-                    ipv6_link_local = Some(*address)
-                }
-                _ => {}
-            }
+        let Some((address, link_scope)) = address_of(&message) else {
+            continue;
+        };
+        // The kernel's primary IPv4 address comes first, whatever the
+        // order of the dump.
+        if message.header.flags.contains(AddressHeaderFlags::Secondary) {
+            secondaries.push((address, link_scope));
+        } else {
+            sources.added(address, link_scope);
         }
     }
-    Ok(Interface {
+    for (address, link_scope) in secondaries {
+        sources.added(address, link_scope);
+    }
+    let interface = Interface {
         name: name.to_owned(),
         index,
         up: is_up(&link),
         hardware_address,
-        ipv4,
-        ipv6_link_local,
-    })
+        ipv4: match sources.source(Family::Ipv4) {
+            Some(IpAddr::V4(address)) => Some(address),
+            _ => None,
+        },
+        ipv6_link_local: match sources.source(Family::Ipv6) {
+            Some(IpAddr::V6(address)) => Some(address),
+            _ => None,
+        },
+    };
+    Ok((interface, sources))
+}
+
+/// The interface's own address in an address message, and whether its
+/// scope is the link's: IFA_LOCAL, else IFA_ADDRESS (IFA_ADDRESS is the
+/// peer's on point-to-point links, and IPv6 gives only IFA_ADDRESS), as
+/// keepalived reads it.
+pub fn address_of(message: &AddressMessage) -> Option<(IpAddr, bool)> {
+    let local = message
+        .attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            AddressAttribute::Local(address) => Some(*address),
+            _ => None,
+        });
+    let address = local.or_else(|| {
+        message
+            .attributes
+            .iter()
+            .find_map(|attribute| match attribute {
+                AddressAttribute::Address(address) => Some(*address),
+                _ => None,
+            })
+    })?;
+    Some((address, message.header.scope == AddressScope::Link))
 }
 
 /// The interface index of `name`.

@@ -89,6 +89,12 @@ pub enum Event {
     /// own tracking says.
     SyncFault,
     SyncFaultCleared,
+    /// One of its virtual addresses was deleted by someone else: a master
+    /// steps down to BACKUP (priority 0 advert, addresses removed) with
+    /// its down timer at the skew time, so that it takes over again, and
+    /// adds them again, unless another router does first (keepalived 2.2's
+    /// set_vrrp_backup).
+    VirtualAddressRemoved,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,6 +218,56 @@ impl Statistics {
     fn count_drop(&mut self, reason: DropReason) {
         self.drops[reason as usize] += 1;
     }
+
+    /// Instance `name`'s block of keepalived 2.2's statistics file
+    /// (vrrp_print.c's vrrp_print_stats, written on SIGUSR2). keepalived
+    /// counts fewer errors than pulse: the drops it has no line for
+    /// (checksum, version, VRID, family, ...) are left out, a wrong
+    /// address count is an address list error as in keepalived's
+    /// vrrp_check_packet.
+    pub fn keepalived_report(&self, name: &str) -> String {
+        let drops = |reasons: &[DropReason]| -> u64 {
+            reasons.iter().map(|reason| self.drops(*reason)).sum()
+        };
+        format!(
+            "VRRP Instance: {name}\n\
+             \x20 Advertisements:\n\
+             \x20   Received: {}\n\
+             \x20   Sent: {}\n\
+             \x20 Became master: {}\n\
+             \x20 Released master: {}\n\
+             \x20 Packet Errors:\n\
+             \x20   Length: {}\n\
+             \x20   TTL: {}\n\
+             \x20   Invalid Type: {}\n\
+             \x20   Advertisement Interval: {}\n\
+             \x20   Address List: {}\n\
+             \x20 Authentication Errors:\n\
+             \x20   Invalid Type: {}\n\
+             \x20   Type Mismatch: {}\n\
+             \x20   Failure: {}\n\
+             \x20 Priority Zero:\n\
+             \x20   Received: {}\n\
+             \x20   Sent: {}\n",
+            self.adverts_received,
+            self.adverts_sent,
+            self.became_master,
+            self.released_master,
+            drops(&[DropReason::Truncated, DropReason::TooLong]),
+            drops(&[DropReason::WrongTtl]),
+            drops(&[DropReason::WrongType]),
+            drops(&[DropReason::IntervalMismatch]),
+            drops(&[
+                DropReason::AddressCountMismatch,
+                DropReason::AddressListMismatch
+            ]),
+            drops(&[DropReason::InvalidAuthenticationType]),
+            drops(&[DropReason::AuthenticationTypeMismatch]),
+            drops(&[DropReason::AuthenticationFailure]),
+            self.priority_zero_received,
+            self.priority_zero_sent,
+        )
+    }
 }
 
 const PRIORITY_OWNER: u8 = 255;
@@ -295,6 +351,12 @@ impl Machine {
     /// backup whose down timer ran out (keepalived's `wantstate`).
     pub fn wants_master(&self) -> bool {
         self.state == State::Master || (self.state == State::Backup && self.wants_master)
+    }
+
+    /// The address its adverts now go from (the interface's address
+    /// changed), compared with a master's of equal priority.
+    pub fn set_local_address(&mut self, address: Option<IpAddr>) {
+        self.settings.local_address = address;
     }
 
     pub fn settings(&self) -> &InstanceSettings {
@@ -435,6 +497,15 @@ impl Machine {
             Event::SyncFaultCleared => {
                 self.sync_fault = false;
                 self.leave_fault(now, &mut actions);
+            }
+            Event::VirtualAddressRemoved => {
+                if self.state == State::Master {
+                    self.send_advert(PRIORITY_STOP, &mut actions);
+                    self.release_master(&mut actions);
+                    self.master_advert_interval = self.settings.advert_interval;
+                    self.enter_backup(now, &mut actions);
+                    self.deadline = Some(now + self.skew_time());
+                }
             }
         }
         actions

@@ -6,7 +6,7 @@
 //!
 //! The I/O around the machines: sockets (IP protocol 112), gratuitous ARP
 //! and neighbour advertisements ([`io`]), interfaces and virtual addresses
-//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink,
+//! ([`addresses`]), the addresses adverts go from ([`sources`]), routes and rules ([`routes`]) through rtnetlink,
 //! tracked scripts and files ([`track`]), and the task that feeds the
 //! machines [`Event`]s and carries out their [`Action`]s ([`task`]).
 
@@ -16,6 +16,7 @@ pub mod machine;
 pub mod packet;
 pub mod routes;
 pub mod settings;
+pub mod sources;
 pub mod sync;
 pub mod task;
 pub mod track;

@@ -23,6 +23,7 @@ use super::addresses::{self, AddressError};
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
 use super::routes;
+use super::sources::{SourceAddresses, SourceChange};
 use super::sync::{Decision, SyncGroup};
 use super::track;
 use super::{Action, Event, InstanceSettings, Machine, Received, SettingsError, State};
@@ -83,6 +84,14 @@ struct Instance {
     interface: Interface,
     /// `None` without a source address: the instance stays in FAULT.
     sender: Option<SendSocket>,
+    /// Whether it has an address to send from; cleared before the sender
+    /// goes, so that a master leaving for FAULT sends its priority 0
+    /// advert first.
+    has_source: bool,
+    /// Its source address is `mcast_src_ip`/`unicast_src_ip`, not the
+    /// interface's: the interface's addresses coming and going do not
+    /// change it (keepalived's `saddr_from_config`).
+    configured_source: bool,
     /// The multicast group, or the unicast peers.
     destinations: Vec<IpAddr>,
     /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
@@ -139,8 +148,13 @@ struct Followups {
 /// The tasks and channels around the loop, replaced on reload.
 struct Io {
     datagrams: mpsc::Receiver<(u32, Datagram)>,
+    /// For the reader of a socket opened later (an interface created
+    /// again).
+    datagrams_sender: mpsc::Sender<(u32, Datagram)>,
     sockets: Vec<(u32, Arc<ReceiveSocket>)>,
-    link_events: LinkEvents,
+    /// The reader task of each receive socket, by interface index.
+    readers: Vec<(u32, JoinHandle<()>)>,
+    netlink_events: NetlinkEvents,
     script_changes: mpsc::Receiver<track::ScriptChange>,
     file_changes: mpsc::Receiver<track::FileChange>,
     tasks: Vec<JoinHandle<()>>,
@@ -151,6 +165,47 @@ impl Io {
         for task in self.tasks.drain(..) {
             task.abort();
         }
+        for (_, reader) in self.readers.drain(..) {
+            reader.abort();
+        }
+    }
+
+    /// Starts reading `socket`, whose packets arrive on interface `index`.
+    fn add_receiver(&mut self, index: u32, socket: ReceiveSocket) {
+        let socket = Arc::new(socket);
+        self.sockets.push((index, socket.clone()));
+        let sender = self.datagrams_sender.clone();
+        self.readers.push((
+            index,
+            tokio::spawn(async move {
+                loop {
+                    match socket.receive().await {
+                        Ok(Some(datagram)) => {
+                            if sender.send((index, datagram)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            tracing::warn!("VRRP receive: {error}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }),
+        ));
+    }
+
+    /// Stops reading the sockets of interface `index` (gone).
+    fn remove_receivers(&mut self, index: u32) {
+        self.sockets
+            .retain(|(socket_index, _)| *socket_index != index);
+        self.readers.retain(|(reader_index, reader)| {
+            if *reader_index == index {
+                reader.abort();
+            }
+            *reader_index != index
+        });
     }
 }
 
@@ -164,7 +219,10 @@ pub struct Vrrp {
     /// Up (with carrier) or not, by interface index, for the instances'
     /// interfaces and tracked ones.
     links: HashMap<u32, bool>,
-    link_events: Option<LinkEvents>,
+    /// The addresses adverts can go from, by interface index, for the
+    /// instances' interfaces.
+    sources: HashMap<u32, SourceAddresses>,
+    netlink_events: Option<NetlinkEvents>,
     /// The tracked `vrrp_script`s: succeeding or not, `None` before their
     /// first result.
     scripts: HashMap<String, Option<bool>>,
@@ -172,8 +230,9 @@ pub struct Vrrp {
     files: HashMap<String, i64>,
 }
 
-/// rtnetlink's stream of link messages (`RTNLGRP_LINK`).
-type LinkEvents = futures_util::stream::BoxStream<
+/// rtnetlink's stream of link and address messages (`RTNLGRP_LINK`,
+/// `RTNLGRP_IPV4_IFADDR`, `RTNLGRP_IPV6_IFADDR`).
+type NetlinkEvents = futures_util::stream::BoxStream<
     'static,
     (
         rtnetlink::packet_core::NetlinkMessage<rtnetlink::packet_route::RouteNetlinkMessage>,
@@ -187,13 +246,17 @@ impl Vrrp {
     pub async fn prepare(configuration: Arc<config::Config>) -> Result<Vrrp, VrrpError> {
         let (connection, handle, _) = rtnetlink::new_connection().map_err(VrrpError::Netlink)?;
         tokio::spawn(connection);
-        // Subscribed before the links are read, so that no change between
-        // the read and the loop is missed.
-        let (monitor, _, link_events) =
-            rtnetlink::new_multicast_connection(&[rtnetlink::MulticastGroup::Link])
-                .map_err(VrrpError::Netlink)?;
+        // Subscribed before the links and addresses are read, so that no
+        // change between the read and the loop is missed.
+        let (monitor, _, netlink_events) = rtnetlink::new_multicast_connection(&[
+            rtnetlink::MulticastGroup::Link,
+            rtnetlink::MulticastGroup::Ipv4Ifaddr,
+            rtnetlink::MulticastGroup::Ipv6Ifaddr,
+        ])
+        .map_err(VrrpError::Netlink)?;
         tokio::spawn(monitor);
         let mut links = HashMap::new();
+        let mut sources = HashMap::new();
         let mut scripts = HashMap::new();
         let mut files = HashMap::new();
         let defaults = &configuration.global.vrrp;
@@ -212,14 +275,16 @@ impl Vrrp {
             let interface = match interfaces.get(&interface_name) {
                 Some(interface) => interface.clone(),
                 None => {
-                    let interface = addresses::interface(&handle, &interface_name)
-                        .await
-                        .map_err(|error| VrrpError::Interface {
-                            instance: name.clone(),
-                            interface: interface_name.clone(),
-                            error,
-                        })?;
+                    let (interface, interface_sources) =
+                        addresses::interface_with_sources(&handle, &interface_name)
+                            .await
+                            .map_err(|error| VrrpError::Interface {
+                                instance: name.clone(),
+                                interface: interface_name.clone(),
+                                error,
+                            })?;
                     interfaces.insert(interface_name.clone(), interface.clone());
+                    sources.insert(interface.index, interface_sources);
                     interface
                 }
             };
@@ -278,6 +343,7 @@ impl Vrrp {
                 (tracked_links, tracked_scripts, tracked_files) =
                     (own.links, own.scripts, own.files);
             }
+            let configured_source = settings.local_address.is_some();
             let source = settings.local_address.or(match settings.family {
                 Family::Ipv4 => interface.ipv4.map(IpAddr::V4),
                 Family::Ipv6 => interface.ipv6_link_local.map(IpAddr::V6),
@@ -292,11 +358,11 @@ impl Vrrp {
                         .map_err(|error| VrrpError::Socket(name.clone(), error))?,
                 ),
                 None => {
-                    // keepalived too: the instance stays in FAULT, the
-                    // others run.
+                    // keepalived too: the instance is in FAULT until an
+                    // address appears (address_changed), the others run.
                     tracing::error!(
                         "({name}) {interface_name} has no {} address to send adverts from: \
-                         the instance stays in FAULT",
+                         the instance stays in FAULT until it has one",
                         match settings.family {
                             Family::Ipv4 => "IPv4",
                             Family::Ipv6 => "link-local IPv6",
@@ -332,6 +398,8 @@ impl Vrrp {
                 tracked_priority: priority,
                 machine,
                 interface: interface.clone(),
+                has_source: sender.is_some(),
+                configured_source,
                 sender,
                 destinations,
                 addresses: messages,
@@ -390,7 +458,8 @@ impl Vrrp {
             receivers,
             configuration,
             links,
-            link_events: Some(Box::pin(link_events)),
+            sources,
+            netlink_events: Some(Box::pin(netlink_events)),
             scripts,
             files,
         })
@@ -410,30 +479,8 @@ impl Vrrp {
     fn start_io(&mut self) -> Io {
         let (datagrams_sender, datagrams) = mpsc::channel::<(u32, Datagram)>(DATAGRAM_QUEUE);
         let mut tasks = Vec::new();
-        let mut sockets = Vec::new();
-        for (index, socket) in std::mem::take(&mut self.receivers) {
-            let socket = Arc::new(socket);
-            sockets.push((index, socket.clone()));
-            let sender = datagrams_sender.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    match socket.receive().await {
-                        Ok(Some(datagram)) => {
-                            if sender.send((index, datagram)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(error) => {
-                            tracing::warn!("VRRP receive: {error}");
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                        }
-                    }
-                }
-            }));
-        }
-        let link_events = self
-            .link_events
+        let netlink_events = self
+            .netlink_events
             .take()
             .unwrap_or_else(|| Box::pin(futures_util::stream::pending()));
         let (script_sender, script_changes) = mpsc::channel(64);
@@ -458,14 +505,20 @@ impl Vrrp {
                 )));
             }
         }
-        Io {
+        let mut io = Io {
             datagrams,
-            sockets,
-            link_events,
+            datagrams_sender,
+            sockets: Vec::new(),
+            readers: Vec::new(),
+            netlink_events,
             script_changes,
             file_changes,
             tasks,
+        };
+        for (index, socket) in std::mem::take(&mut self.receivers) {
+            io.add_receiver(index, socket);
         }
+        io
     }
 
     /// Runs until `shutdown` fires (or its sender goes), then stops every
@@ -479,6 +532,11 @@ impl Vrrp {
     ) {
         let mut io = self.start_io();
         self.start_instances().await;
+        // SIGUSR2: keepalived's statistics file.
+        let mut statistics_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())
+                .inspect_err(|error| tracing::warn!("cannot listen for SIGUSR2: {error}"))
+                .ok();
         loop {
             let next = self
                 .instances
@@ -487,6 +545,8 @@ impl Vrrp {
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
+                Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
+                    if statistics_signal.is_some() => self.write_statistics(),
                 Some(configuration) = reloads.recv() => {
                     if let Some(next) = self.reload(configuration).await {
                         io.stop();
@@ -495,9 +555,9 @@ impl Vrrp {
                         self.start_instances().await;
                     }
                 }
-                event = futures_util::StreamExt::next(&mut io.link_events) => match event {
-                    Some((message, _)) => self.link_changed(message).await,
-                    None => io.link_events = Box::pin(futures_util::stream::pending()),
+                event = futures_util::StreamExt::next(&mut io.netlink_events) => match event {
+                    Some((message, _)) => self.netlink_event(message, &mut io).await,
+                    None => io.netlink_events = Box::pin(futures_util::stream::pending()),
                 },
                 Some(change) = io.script_changes.recv() => {
                     if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
@@ -559,6 +619,34 @@ impl Vrrp {
         let now = Instant::now();
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
+        }
+    }
+
+    /// Writes every instance's counters to `keepalived.stats` in the
+    /// temporary directory (`TMPDIR`, else /tmp), as keepalived 2.2 does on
+    /// SIGUSR2, with its log line.
+    fn write_statistics(&self) {
+        tracing::info!(
+            "Printing VRRP stats for process({}) on signal",
+            std::process::id()
+        );
+        let report: String = self
+            .instances
+            .iter()
+            .map(|instance| {
+                instance
+                    .machine
+                    .statistics()
+                    .keepalived_report(&instance.machine.settings().name)
+            })
+            .collect();
+        let path = std::env::temp_dir().join("keepalived.stats");
+        if let Err(error) = std::fs::write(&path, report) {
+            tracing::info!(
+                "Can't open {} ({}: {error})",
+                path.display(),
+                error.raw_os_error().unwrap_or(0)
+            );
         }
     }
 
@@ -705,7 +793,10 @@ impl Vrrp {
             };
             // The machine goes on with its state and timers; sockets,
             // links and scripts are the new configuration's.
+            // The source address is the one just read.
+            let source = new.machine.settings().local_address;
             std::mem::swap(&mut new.machine, &mut old.machine);
+            new.machine.set_local_address(source);
             new.started = old.started;
             new.starting = old.starting;
             new.faulted = old.faulted;
@@ -728,44 +819,343 @@ impl Vrrp {
         Some(next)
     }
 
-    /// A link appeared, changed or went: the instances tracking it are
-    /// told if that changes their FAULT state or priority.
-    async fn link_changed(
+    /// A message from the rtnetlink monitor: a link or an address.
+    async fn netlink_event(
         &mut self,
         message: rtnetlink::packet_core::NetlinkMessage<
             rtnetlink::packet_route::RouteNetlinkMessage,
         >,
+        io: &mut Io,
     ) {
         use rtnetlink::packet_core::NetlinkPayload;
         use rtnetlink::packet_route::RouteNetlinkMessage;
-        let (index, up) = match message.payload {
+        match message.payload {
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => {
-                (link.header.index, addresses::is_up(&link))
+                self.link_changed(&link, true, io).await
             }
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link)) => {
-                (link.header.index, false)
+                self.link_changed(&link, false, io).await
             }
-            _ => return,
-        };
-        match self.links.get_mut(&index) {
-            Some(known) if *known != up => *known = up,
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewAddress(address)) => {
+                self.address_changed(&address, true).await
+            }
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(address)) => {
+                self.address_changed(&address, false).await
+            }
+            _ => {}
+        }
+    }
+
+    /// A link appeared, changed or went: the instances tracking it are
+    /// told if that changes their FAULT state or priority. A link of an
+    /// instance's or a tracked interface's name with another index is
+    /// that interface created again: the instances take it up again, as
+    /// keepalived does.
+    async fn link_changed(
+        &mut self,
+        link: &netlink_packet_route::link::LinkMessage,
+        exists: bool,
+        io: &mut Io,
+    ) {
+        use netlink_packet_route::link::LinkAttribute;
+        let index = link.header.index;
+        let up = exists && addresses::is_up(link);
+        let mut recreated = false;
+        if exists
+            && let Some(name) = link
+                .attributes
+                .iter()
+                .find_map(|attribute| match attribute {
+                    LinkAttribute::IfName(name) => Some(name.clone()),
+                    _ => None,
+                })
+        {
+            recreated = self.interface_recreated(&name, index, up, io).await;
+        }
+        if !exists
+            && let Some(name) = self.instances.iter().find_map(|instance| {
+                if instance.interface.index == index {
+                    return Some(&instance.interface.name);
+                }
+                instance
+                    .tracked_links
+                    .iter()
+                    .find(|tracked| tracked.index == index)
+                    .map(|tracked| &tracked.name)
+            })
+        {
+            // keepalived's line, for an interface an instance uses or
+            // tracks.
+            tracing::info!("Interface {name} deleted");
+        }
+        let changed = match self.links.get_mut(&index) {
+            Some(known) if *known != up => {
+                *known = up;
+                true
+            }
             // Not tracked, or no change (the kernel reports other flags
             // and statistics too).
-            _ => return,
+            _ => false,
+        };
+        if !changed && !recreated {
+            return;
         }
-        let name = self
-            .instances
-            .iter()
-            .find(|instance| instance.interface.index == index)
-            .map_or_else(
-                || format!("interface {index}"),
-                |instance| instance.interface.name.clone(),
-            );
-        tracing::info!("Netlink reports {name} {}", if up { "up" } else { "down" });
+        if changed {
+            let name = self.interface_name(index);
+            tracing::info!("Netlink reports {name} {}", if up { "up" } else { "down" });
+        }
         let now = Instant::now();
         for position in 0..self.instances.len() {
             self.track(position, now).await;
         }
+    }
+
+    /// Link `index` is called `name`: when an instance's interface or a
+    /// tracked one of that name had another index, it was deleted and
+    /// created again. The instances on it read it again (its addresses),
+    /// open their sockets on it and rebuild their virtual addresses and
+    /// routes for the new index; tracked links follow the new index.
+    /// Whether anything was taken up again.
+    async fn interface_recreated(&mut self, name: &str, index: u32, up: bool, io: &mut Io) -> bool {
+        let mut recreated = false;
+        for instance in &mut self.instances {
+            for tracked in &mut instance.tracked_links {
+                if tracked.name == name && tracked.index != index {
+                    self.links.remove(&tracked.index);
+                    tracked.index = index;
+                    self.links.insert(index, up);
+                    recreated = true;
+                }
+            }
+        }
+        let positions: Vec<usize> = (0..self.instances.len())
+            .filter(|position| {
+                let interface = &self.instances[*position].interface;
+                interface.name == name && interface.index != index
+            })
+            .collect();
+        if positions.is_empty() {
+            return recreated;
+        }
+        let (interface, sources) = match addresses::interface_with_sources(&self.handle, name).await
+        {
+            Ok(read) => read,
+            Err(error) => {
+                tracing::error!("Interface {name} is back but cannot be read: {error}");
+                return recreated;
+            }
+        };
+        if interface.index != index {
+            // Deleted again since; its own messages follow.
+            return recreated;
+        }
+        let old_index = self.instances[positions[0]].interface.index;
+        io.remove_receivers(old_index);
+        self.links.remove(&old_index);
+        self.sources.remove(&old_index);
+        self.links.insert(index, interface.up);
+        tracing::info!("Interface {name} added again (index {old_index} is now {index})");
+        for position in positions {
+            let instance = &mut self.instances[position];
+            let instance_name = instance.machine.settings().name.clone();
+            let family = instance.machine.settings().family;
+            instance.interface = interface.clone();
+            if !io
+                .sockets
+                .iter()
+                .any(|(socket_index, socket)| *socket_index == index && socket.family() == family)
+            {
+                match ReceiveSocket::open(&interface, family) {
+                    Ok(socket) => io.add_receiver(index, socket),
+                    Err(error) => tracing::error!(
+                        "({instance_name}) cannot open its receive socket on {name}: {error}"
+                    ),
+                }
+            }
+            let source = if instance.configured_source {
+                instance.machine.settings().local_address
+            } else {
+                sources.source(family)
+            };
+            self.instances[position].sender = None;
+            self.instances[position].has_source = false;
+            self.open_sender(position, source);
+            let instance = &mut self.instances[position];
+            let mut announcers = HashMap::new();
+            match virtual_addresses(
+                &self.handle,
+                &instance.model,
+                &interface,
+                &instance_name,
+                &mut announcers,
+            )
+            .await
+            {
+                Ok((messages, announced)) => {
+                    instance.addresses = messages;
+                    instance.announced = announced;
+                }
+                Err(error) => tracing::error!(
+                    "({instance_name}) cannot set up its virtual addresses on {name}: {error}"
+                ),
+            }
+            (instance.routes, instance.rules) =
+                routes_and_rules(&instance.model, &interface, &instance_name);
+        }
+        self.sources.insert(index, sources);
+        true
+    }
+
+    /// Opens the instance's send socket from `source` (none: it has no
+    /// address to send from, and stays in FAULT); the machine compares
+    /// that address with a master's.
+    fn open_sender(&mut self, position: usize, source: Option<IpAddr>) {
+        let instance = &mut self.instances[position];
+        let name = &instance.machine.settings().name;
+        let sender = source.and_then(|source| {
+            SendSocket::open(&instance.interface, source, instance.model.unicast_ttl)
+                .inspect_err(|error| {
+                    tracing::error!("({name}) cannot open its send socket from {source}: {error}")
+                })
+                .ok()
+        });
+        instance.has_source = sender.is_some();
+        instance.sender = sender;
+        if !instance.configured_source {
+            instance.machine.set_local_address(source);
+        }
+    }
+
+    /// An address appeared on or went from an interface, as keepalived's
+    /// netlink_if_address_filter: one of an instance's virtual addresses
+    /// deleted while it is master makes it step down (it takes over again
+    /// after its skew time); otherwise the interface's source addresses
+    /// change ([`SourceAddresses`]), and the instances sending from it
+    /// follow: out of FAULT when an address appears on an interface that
+    /// had none, into FAULT when the last one goes, on to another one when
+    /// theirs goes and another is left.
+    async fn address_changed(&mut self, message: &AddressMessage, added: bool) {
+        let Some((address, link_scope)) = addresses::address_of(message) else {
+            return;
+        };
+        let index = message.header.index;
+        let now = Instant::now();
+        let ours: Vec<usize> = (0..self.instances.len())
+            .filter(|position| {
+                self.instances[*position]
+                    .addresses
+                    .iter()
+                    .any(|virtual_address| {
+                        virtual_address.header.index == index
+                            && addresses::address_of(virtual_address)
+                                .is_some_and(|(virtual_address, _)| virtual_address == address)
+                    })
+            })
+            .collect();
+        if !ours.is_empty() {
+            // Pulse's own removals come when the instance has left MASTER
+            // already.
+            if !added {
+                for position in ours {
+                    let instance = &self.instances[position];
+                    if instance.machine.state() == State::Master {
+                        tracing::info!(
+                            "Netlink reflector reports IP {address} removed from {}",
+                            instance.interface.name
+                        );
+                        self.handle_event(position, now, Event::VirtualAddressRemoved)
+                            .await;
+                    }
+                }
+            }
+            // A virtual address is never a source (keepalived's
+            // ignore_address_if_ours_or_link_local).
+            return;
+        }
+        let Some(sources) = self.sources.get_mut(&index) else {
+            return;
+        };
+        let change = if added {
+            sources.added(address, link_scope)
+        } else {
+            sources.removed(address, link_scope)
+        };
+        let family = Family::of(&address);
+        let on_interface = |instance: &Instance| {
+            instance.interface.index == index
+                && !instance.configured_source
+                && instance.machine.settings().family == family
+        };
+        match change {
+            SourceChange::Unchanged => {}
+            SourceChange::Assigned(address) => {
+                // Logged for the instances' family only: an IPv4
+                // instance's interface gets its IPv6 link-local address
+                // whenever it comes up.
+                if self.instances.iter().any(on_interface) {
+                    let name = self.interface_name(index);
+                    tracing::info!("Assigned address {address} for interface {name}");
+                }
+                for position in 0..self.instances.len() {
+                    let instance = &self.instances[position];
+                    if on_interface(instance) && instance.sender.is_none() {
+                        self.open_sender(position, Some(address));
+                        self.track(position, now).await;
+                    }
+                }
+            }
+            SourceChange::Replaced { old, new } => {
+                for position in 0..self.instances.len() {
+                    let instance = &self.instances[position];
+                    if on_interface(instance)
+                        && instance.sender.as_ref().map(SendSocket::source) == Some(old)
+                    {
+                        tracing::info!(
+                            "({}) sending from {new}: {old} went",
+                            instance.machine.settings().name
+                        );
+                        self.open_sender(position, Some(new));
+                        self.track(position, now).await;
+                    }
+                }
+            }
+            SourceChange::Deassigned(address) => {
+                if self.instances.iter().any(on_interface) {
+                    let name = self.interface_name(index);
+                    tracing::info!("Deassigned address {address} from interface {name}");
+                }
+                for position in 0..self.instances.len() {
+                    let instance = &self.instances[position];
+                    if on_interface(instance)
+                        && instance.sender.as_ref().map(SendSocket::source) == Some(address)
+                    {
+                        // FAULT first, while the sender is there for a
+                        // master's priority 0 advert (keepalived's
+                        // down_instance before the address is forgotten).
+                        self.instances[position].has_source = false;
+                        self.track(position, now).await;
+                        self.open_sender(position, None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The name of interface `index`, an instance's or a tracked one.
+    fn interface_name(&self, index: u32) -> String {
+        self.instances
+            .iter()
+            .find_map(|instance| {
+                if instance.interface.index == index {
+                    return Some(instance.interface.name.clone());
+                }
+                instance
+                    .tracked_links
+                    .iter()
+                    .find(|tracked| tracked.index == index)
+                    .map(|tracked| tracked.name.clone())
+            })
+            .unwrap_or_else(|| format!("interface {index}"))
     }
 
     /// Applies the links' and scripts' state to an instance: FAULT when
@@ -783,8 +1173,8 @@ impl Vrrp {
     async fn track_and_start(&mut self, position: usize, now: Instant, start: bool) {
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
-        let mut fault = (instance.track_own_interface && !up(instance.interface.index))
-            || instance.sender.is_none();
+        let mut fault =
+            (instance.track_own_interface && !up(instance.interface.index)) || !instance.has_source;
         let mut priority = i32::from(instance.machine.settings().priority);
         let mut waiting = false;
         let effects = instance

@@ -815,3 +815,97 @@ fn drop_reasons_index_their_counters() {
         assert_eq!(reason as usize, index, "{reason:?}");
     }
 }
+
+#[test]
+fn a_master_whose_virtual_address_is_deleted_steps_down_and_takes_over_again() {
+    let mut machine = Machine::new(settings(100));
+    let start = Instant::now();
+    machine.handle(start, Event::Start);
+    let at = run_until_master(&mut machine);
+    let actions = machine.handle(at, Event::VirtualAddressRemoved);
+    assert_eq!(
+        actions,
+        vec![
+            Action::SendAdvert { priority: 0 },
+            Action::RemoveAddresses,
+            Action::EnterState(State::Backup),
+        ]
+    );
+    // Back after the skew time, not the master down interval.
+    assert_eq!(machine.poll_at(), Some(at + machine.skew_time()));
+    let actions = machine.handle(at + machine.skew_time(), Event::Timer);
+    assert_eq!(machine.state(), State::Master);
+    assert!(actions.contains(&Action::AddAddresses), "{actions:?}");
+}
+
+#[test]
+fn a_deleted_virtual_address_means_nothing_to_a_backup() {
+    let start = Instant::now();
+    let (mut machine, _) = started(settings(100), start);
+    let deadline = machine.poll_at();
+    assert!(
+        machine
+            .handle(start + seconds(0.5), Event::VirtualAddressRemoved)
+            .is_empty()
+    );
+    assert_eq!(machine.state(), State::Backup);
+    assert_eq!(machine.poll_at(), deadline);
+}
+
+#[test]
+fn the_local_address_set_later_is_compared_with_a_masters() {
+    let mut local = settings(100);
+    local.local_address = None;
+    let mut machine = Machine::new(local);
+    machine.set_local_address(Some(LOCAL));
+    assert_eq!(machine.settings().local_address, Some(LOCAL));
+}
+
+/// keepalived 2.2.7's /tmp/keepalived.stats after SIGUSR2 for a lone
+/// master that had sent 3 adverts (captured in a network namespace).
+const KEEPALIVED_STATS: &str = "VRRP Instance: VI_1
+  Advertisements:
+    Received: 0
+    Sent: 3
+  Became master: 1
+  Released master: 0
+  Packet Errors:
+    Length: 0
+    TTL: 0
+    Invalid Type: 0
+    Advertisement Interval: 0
+    Address List: 0
+  Authentication Errors:
+    Invalid Type: 0
+    Type Mismatch: 0
+    Failure: 0
+  Priority Zero:
+    Received: 0
+    Sent: 0
+";
+
+#[test]
+fn the_statistics_report_is_keepalived_s() {
+    let mut machine = Machine::new(settings(100));
+    let start = Instant::now();
+    machine.handle(start, Event::Start);
+    let mut at = run_until_master(&mut machine);
+    for _ in 0..2 {
+        at = machine.poll_at().unwrap();
+        machine.handle(at, Event::Timer);
+    }
+    assert_eq!(
+        machine.statistics().keepalived_report("VI_1"),
+        KEEPALIVED_STATS
+    );
+    // The drops keepalived has a line for, each on its line; a packet
+    // too short is a length error.
+    machine.handle(at, Event::Malformed(packet::Error::Truncated));
+    machine.handle(at, Event::Malformed(packet::Error::BadChecksum));
+    let report = machine.statistics().keepalived_report("VI_1");
+    assert!(report.contains("    Length: 1\n"), "{report}");
+    assert_eq!(
+        report.replace("    Length: 1\n", "    Length: 0\n"),
+        KEEPALIVED_STATS
+    );
+}
