@@ -65,7 +65,17 @@ fn main() -> ExitCode {
     if let Err(error) = nanny::raise_open_file_limit() {
         eprintln!("nanny: cannot raise the open file limit: {error}");
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    // One thread, as keepalived's checker: with thousands of checks a
+    // second, each a socket's few system calls, a multi-threaded runtime
+    // spent more on its threads (wake-ups through futexes and eventfds,
+    // work stealing, results handed across threads) than on the checks;
+    // the checks' time is the kernel's TCP, which more threads do not
+    // shorten. Every driver's I/O is non-blocking (tokio::fs and
+    // tokio::process hand their blocking parts to tokio's blocking pool).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("nanny: {error}");

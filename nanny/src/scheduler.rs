@@ -326,6 +326,14 @@ impl Scheduler {
         let (bfd_sessions, mut bfd_reports) = driver::bfd::spawn();
         bfd_sessions.send_replace(self.bfd_sessions());
         let ready_to_run = self.ready_to_run.clone();
+        // One timer for the loop, moved only when the next wake changes:
+        // a new sleep at every turn (a turn per finished attempt, thousands
+        // a second) put an entry in tokio's timer wheel and took it out
+        // again each time.
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        // Where `timer` is set, while it has not fired.
+        let mut timer_at: Option<Instant> = None;
         loop {
             let wake = self
                 .timers
@@ -336,6 +344,12 @@ impl Scheduler {
                 (Some(wake), Some(backstop)) => Some(wake.min(backstop)),
                 (wake, backstop) => wake.or(backstop),
             };
+            if let Some(at) = wake
+                && timer_at != Some(at)
+            {
+                timer.as_mut().reset(at);
+                timer_at = Some(at);
+            }
             tokio::select! {
                 _ = shutdown.recv() => break,
                 Some(command) = commands.recv() => match command {
@@ -353,28 +367,20 @@ impl Scheduler {
                     }
                 }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    // A task that panicked stays owned until its backstop
-                    // abandons it (no verdict).
-                    let Ok((number, started, outcome)) = joined else { continue };
-                    // An abandoned attempt (or one whose check was
-                    // removed) may still be joined: only current attempts
-                    // count.
-                    let Some(index) = self.owners.remove(&number) else { continue };
-                    if let Some(attempt) = self.running[index].take() {
-                        let lateness = started.saturating_duration_since(attempt.due);
-                        if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
-                            tracing::warn!(target: LOAD, "{summary}");
+                    if !self.finished(joined).await {
+                        break;
+                    }
+                    // Every other attempt finished by now, in this turn:
+                    // one turn of the loop per attempt cost more than the
+                    // attempt's own work.
+                    let mut listening = true;
+                    while let Some(joined) = attempts.try_join_next() {
+                        if !self.finished(joined).await {
+                            listening = false;
+                            break;
                         }
                     }
-                    if let Err(failure) = &outcome
-                        && self.specs[index].log_all_failures
-                    {
-                        tracing::info!("{}: attempt failed: {failure}", self.specs[index]);
-                    }
-                    let now = self.now();
-                    let transition = self.machines[index].handle(now, outcome);
-                    self.timers.push(Reverse((self.machines[index].poll_at(), index)));
-                    if !self.publish(index, transition).await {
+                    if !listening {
                         break;
                     }
                 }
@@ -384,7 +390,8 @@ impl Scheduler {
                     }
                     self.start_queued(&mut attempts);
                 }
-                _ = sleep_until_option(wake) => {
+                _ = &mut timer, if wake.is_some() => {
+                    timer_at = None;
                     if !self.fire_timers(&mut attempts).await {
                         break;
                     }
@@ -392,6 +399,40 @@ impl Scheduler {
             }
         }
         attempts.shutdown().await;
+    }
+
+    /// Takes a finished attempt's outcome; false when nobody listens any
+    /// more.
+    async fn finished(
+        &mut self,
+        joined: Result<(u64, Instant, Outcome), tokio::task::JoinError>,
+    ) -> bool {
+        // A task that panicked stays owned until its backstop abandons it
+        // (no verdict).
+        let Ok((number, started, outcome)) = joined else {
+            return true;
+        };
+        // An abandoned attempt (or one whose check was removed) may still
+        // be joined: only current attempts count.
+        let Some(index) = self.owners.remove(&number) else {
+            return true;
+        };
+        if let Some(attempt) = self.running[index].take() {
+            let lateness = started.saturating_duration_since(attempt.due);
+            if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
+                tracing::warn!(target: LOAD, "{summary}");
+            }
+        }
+        if let Err(failure) = &outcome
+            && self.specs[index].log_all_failures
+        {
+            tracing::info!("{}: attempt failed: {failure}", self.specs[index]);
+        }
+        let now = self.now();
+        let transition = self.machines[index].handle(now, outcome);
+        self.timers
+            .push(Reverse((self.machines[index].poll_at(), index)));
+        self.publish(index, transition).await
     }
 
     /// Handles every timer due now; false when nobody listens any more.
@@ -871,13 +912,6 @@ impl Scheduler {
             }
         }
         true
-    }
-}
-
-async fn sleep_until_option(wake: Option<Instant>) {
-    match wake {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
