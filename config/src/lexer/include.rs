@@ -387,7 +387,7 @@ impl Lexer<'_> {
             }
             // keepalived reads lines with fgets() and strlen(): a NUL byte
             // ends the line.
-            if let Some(nul) = raw[..length].iter().position(|&byte| byte == 0) {
+            if let Some(nul) = memchr::memchr(0, &raw[..length]) {
                 length = nul;
             }
             let raw = &raw[..length];

@@ -232,18 +232,24 @@ fn plain_line(
     };
     let words = scratch;
     words.clear();
+    // The searches run over slices (no index checks: this is the lexer's
+    // inner loop on a large configuration).
+    let is_white = |byte: &u8| BYTE_CLASS[usize::from(*byte)] & WHITE != 0;
+    let text = &raw[..text_end];
     let mut position = start;
     loop {
-        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE != 0 {
-            position += 1;
-        }
+        position += text[position..]
+            .iter()
+            .position(|byte| !is_white(byte))
+            .unwrap_or(text_end - position);
         if position >= text_end {
             break;
         }
         let word_start = position;
-        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE == 0 {
-            position += 1;
-        }
+        position += text[position..]
+            .iter()
+            .position(is_white)
+            .unwrap_or(text_end - position);
         words.push(Word {
             text: text_of(&raw[word_start..position]),
             span: span(word_start, position),
