@@ -90,6 +90,15 @@ impl Text {
         }
     }
 
+    /// Whether the text is the one byte `byte`, without making a `str` of
+    /// it (every word of every line is asked whether it is a brace).
+    pub fn is_byte(&self, byte: u8) -> bool {
+        match &self.0 {
+            Repr::Inline { length, bytes } => *length == 1 && bytes[0] == byte,
+            Repr::Heap(text) => text.as_bytes() == [byte],
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Inline { length, bytes } => {
@@ -225,12 +234,12 @@ pub struct Word {
 impl Word {
     /// An unquoted `{`.
     pub fn is_open(&self) -> bool {
-        !self.quoted && self.text == "{"
+        !self.quoted && self.text.is_byte(b'{')
     }
 
     /// An unquoted `}`.
     pub fn is_close(&self) -> bool {
-        !self.quoted && self.text == "}"
+        !self.quoted && self.text.is_byte(b'}')
     }
 }
 

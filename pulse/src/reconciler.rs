@@ -282,9 +282,9 @@ impl Reconciler {
                     up: change.up,
                     script: real_server.and_then(|real_server| {
                         if change.up {
-                            real_server.notify_up.clone()
+                            real_server.notify_up.as_deref().cloned()
                         } else {
-                            real_server.notify_down.clone()
+                            real_server.notify_down.as_deref().cloned()
                         }
                     }),
                 });
@@ -402,9 +402,9 @@ impl Reconciler {
                     self.virtual_server(&change.virtual_server)
                         .and_then(|virtual_server| {
                             if change.up {
-                                virtual_server.quorum_up.clone()
+                                virtual_server.quorum_up.as_deref().cloned()
                             } else {
-                                virtual_server.quorum_down.clone()
+                                virtual_server.quorum_down.as_deref().cloned()
                             }
                         });
                 if change.up {
@@ -511,7 +511,7 @@ pub fn stop_notifications(
                         virtual_server: name.clone(),
                         real_server: SocketAddr::new(real_server.address, real_server.port),
                         up: false,
-                        script: real_server.notify_down.clone(),
+                        script: real_server.notify_down.as_deref().cloned(),
                     });
                 }
             }
@@ -519,7 +519,7 @@ pub fn stop_notifications(
         notifications.push(Notification::Quorum {
             virtual_server: name,
             up: false,
-            script: virtual_server.quorum_down.clone(),
+            script: virtual_server.quorum_down.as_deref().cloned(),
         });
     }
     notifications

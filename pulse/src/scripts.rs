@@ -129,7 +129,8 @@ mod tests {
         ));
         let script = configuration.virtual_servers[0].real_servers[0]
             .notify_up
-            .clone();
+            .as_deref()
+            .cloned();
         let (sender, receiver) = mpsc::channel(4);
         let shared = configuration.clone();
         let runner = tokio::spawn(run(receiver, move || shared.clone()));

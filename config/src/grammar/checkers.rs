@@ -238,7 +238,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                     // The user comes from MISC_CHECK's `user` keyword.
                     misc.path = common::command_words(child)
                         .first()
-                        .map(|command| crate::model::Script::new(command, None, None));
+                        .map(|command| Box::new(crate::model::Script::new(command, None, None)));
                 }
             }
             (CheckerKind::Misc(misc), "misc_timeout") => {

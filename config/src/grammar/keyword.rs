@@ -96,5 +96,12 @@ impl Keyword {
 
 /// Finds a keyword in a table (keepalived compares keywords exactly).
 pub fn find(table: &'static [Keyword], name: &str) -> Option<&'static Keyword> {
-    table.iter().find(|keyword| keyword.name == name)
+    // Every line's keyword is looked up in its block's table, one entry
+    // after another: of the names of the same length, the first bytes are
+    // compared before the whole names (a call to memcmp each).
+    table.iter().find(|keyword| {
+        keyword.name.len() == name.len()
+            && keyword.name.as_bytes().first() == name.as_bytes().first()
+            && keyword.name == name
+    })
 }

@@ -15,7 +15,7 @@ use super::{Context, Keyword, Node, checkers, values};
 use crate::model::{
     CheckDefaults, Config, Family, ForwardingMethod, Granularity, GroupEntry, Protocol, RealServer,
     Scheduler, ServiceFlags, SorryServer, Tunnel, TunnelChecksum, TunnelKind, VirtualServer,
-    VirtualServerAddress, VirtualServerGroup,
+    VirtualServerAddress, VirtualServerGroup, WrittenDefaults,
 };
 use crate::syntax::{Span, Word};
 
@@ -660,14 +660,14 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 if server.quorum_up.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    server.quorum_up = common::script_checked(child, Some(context));
+                    server.quorum_up = common::script_checked(child, Some(context)).map(Box::new);
                 }
             }
             "quorum_down" => {
                 if server.quorum_down.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    server.quorum_down = common::script_checked(child, Some(context));
+                    server.quorum_down = common::script_checked(child, Some(context)).map(Box::new);
                 }
             }
             "quorum" => {
@@ -1075,13 +1075,16 @@ fn read_real_server<'n, 'a>(
         inhibit_on_failure: false,
         alpha: false,
         smtp_alert: true,
-        defaults: CheckDefaults::default(),
+        defaults: WrittenDefaults::default(),
         checkers: Vec::new(),
     };
+    // Gathered apart, and stored once: the real server holds them on the
+    // heap only if any is written.
+    let mut defaults = CheckDefaults::default();
     let mut weight_written = false;
     let mut checker_nodes = Vec::new();
     for child in &node.children {
-        if read_check_default(child, &mut real_server.defaults, context) {
+        if read_check_default(child, &mut defaults, context) {
             if child.name() == "snmp_name" {
                 real_server.snmp_name = Some(common::joined(child));
             }
@@ -1123,25 +1126,28 @@ fn read_real_server<'n, 'a>(
                 if real_server.notify_up.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    real_server.notify_up = common::script_checked(child, Some(context));
+                    real_server.notify_up =
+                        common::script_checked(child, Some(context)).map(Box::new);
                 }
             }
             "notify_down" => {
                 if real_server.notify_down.is_some() {
                     ignored_duplicate(context, child);
                 } else {
-                    real_server.notify_down = common::script_checked(child, Some(context));
+                    real_server.notify_down =
+                        common::script_checked(child, Some(context)).map(Box::new);
                 }
             }
             "alpha" => {
                 if let Some(value) = values::optional_boolean(context, argument, "alpha") {
-                    real_server.defaults.alpha = Some(value);
+                    defaults.alpha = Some(value);
                 }
             }
             _ if checkers::is_checker(child.name()) => checker_nodes.push(child),
             _ => context.not_acted_on(child),
         }
     }
+    real_server.defaults = defaults.into();
     if !weight_written {
         // Marks "inherit the virtual server's weight" (resolved later).
         real_server.weight = u32::MAX;
@@ -1165,6 +1171,7 @@ fn resolve_real_server(
         real_server.weight = server.weight;
     }
     let vs = &server.defaults;
+    // Cheap: nothing to copy when nothing is written.
     let rs = real_server.defaults.clone();
     real_server.inhibit_on_failure = rs
         .inhibit_on_failure

@@ -386,24 +386,36 @@ impl Lexer<'_> {
                 length -= 1;
             }
             // keepalived reads lines with fgets() and strlen(): a NUL byte
-            // ends the line.
-            if let Some(nul) = raw[..length].iter().position(|&byte| byte == 0) {
-                length = nul;
-            }
-            let raw = &raw[..length];
-            if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1 {
-                if let Some((line, span)) = super::plain_line(
-                    raw,
-                    id,
-                    line_number,
-                    utf8,
-                    &mut self.words,
-                    &mut self.spare_words,
-                ) {
-                    return Some(super::FileLine::Plain(line, span));
+            // ends the line. A plain line has none (`plain_line` says so
+            // while it reads the line), so the line is only searched for
+            // one when it is not plain.
+            let mut tried_plain = false;
+            loop {
+                let raw = &raw[..length];
+                if self.defining.is_none() && !raw.is_empty() && raw.len() < super::LINE_BUFFER - 1
+                {
+                    if let Some((line, span)) = super::plain_line(
+                        raw,
+                        id,
+                        line_number,
+                        utf8,
+                        &mut self.words,
+                        &mut self.spare_words,
+                    ) {
+                        return Some(super::FileLine::Plain(line, span));
+                    }
+                }
+                if tried_plain {
+                    break;
+                }
+                tried_plain = true;
+                match memchr::memchr(0, raw) {
+                    // What is before the NUL may be plain.
+                    Some(nul) => length = nul,
+                    None => break,
                 }
             }
-            let raw = raw.to_vec();
+            let raw = raw[..length].to_vec();
             if raw.len() >= super::LINE_BUFFER - 1 {
                 self.diagnostics.push(Diagnostic::warning(
                     Span {

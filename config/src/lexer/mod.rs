@@ -149,7 +149,9 @@ static BYTE_CLASS: [u8; 256] = {
     let mut byte = 0;
     while byte < 256 {
         table[byte] = match byte as u8 {
-            b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' => SPECIAL,
+            // A NUL ends a line (keepalived reads them with fgets() and
+            // strlen()): cut there before a line is taken as plain.
+            b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' | 0 => SPECIAL,
             b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => WHITE,
             b'{' | b'}' => BRACE,
             _ => 0,
@@ -162,8 +164,8 @@ static BYTE_CLASS: [u8; 256] = {
 /// A file line that none of `read_line`'s steps would change but for
 /// blanks at either end and a final `{`: no comment, quote or escape
 /// (`#`, `!`, `"`, `\\`), no conditional, definition, substitution or
-/// sequence (`@`, `$`, `~`), no `include`, and no brace but a last `{` or a
-/// lone `}`. Its words (with the spans the cell-by-cell path would give
+/// sequence (`@`, `$`, `~`), no `include`, no NUL byte, and no brace but
+/// a last `{` or a lone `}`. Its words (with the spans the cell-by-cell path would give
 /// them) and the span of its text (or of its `{`: what [`text::covering`]
 /// would say), straight from the file's bytes; `None` for any other line.
 /// `utf8`: `raw` is known to be valid UTF-8.
@@ -232,18 +234,24 @@ fn plain_line(
     };
     let words = scratch;
     words.clear();
+    // The searches run over slices (no index checks: this is the lexer's
+    // inner loop on a large configuration).
+    let is_white = |byte: &u8| BYTE_CLASS[usize::from(*byte)] & WHITE != 0;
+    let text = &raw[..text_end];
     let mut position = start;
     loop {
-        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE != 0 {
-            position += 1;
-        }
+        position += text[position..]
+            .iter()
+            .position(|byte| !is_white(byte))
+            .unwrap_or(text_end - position);
         if position >= text_end {
             break;
         }
         let word_start = position;
-        while position < text_end && BYTE_CLASS[usize::from(raw[position])] & WHITE == 0 {
-            position += 1;
-        }
+        position += text[position..]
+            .iter()
+            .position(is_white)
+            .unwrap_or(text_end - position);
         words.push(Word {
             text: text_of(&raw[word_start..position]),
             span: span(word_start, position),

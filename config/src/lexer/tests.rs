@@ -794,3 +794,30 @@ fn plain_lines_lex_as_the_long_path_does() {
     }
     assert!(compared >= 12, "{compared}");
 }
+
+/// keepalived reads lines with fgets() and strlen(): a NUL byte ends the
+/// line, whether what is before it is plain or not, and what follows it is
+/// never read (not even a brace).
+#[test]
+fn a_nul_byte_ends_a_line() {
+    let lex = |text: &str| {
+        let mut sources = Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        let lines = read_str("t.conf", text, &options(), &mut sources, &mut diagnostics);
+        (lines, diagnostics.items.len())
+    };
+    for (with_nul, cut) in [
+        ("weight 1\0 2 {", "weight 1"),
+        ("a b {\0}", "a b {"),
+        ("a # c\0 d", "a # c"),
+        ("x \"y\0 z\"", "x \"y"),
+        ("\0a b", ""),
+        ("a\0", "a"),
+    ] {
+        assert_eq!(
+            lex(&format!("{with_nul}\nnext\n")),
+            lex(&format!("{cut}\nnext\n")),
+            "{with_nul:?}"
+        );
+    }
+}

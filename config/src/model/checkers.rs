@@ -107,7 +107,8 @@ pub struct Url {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MiscCheck {
-    pub path: Option<Script>,
+    /// Boxed: see [`super::VirtualServer::quorum_up`].
+    pub path: Option<Box<Script>>,
     /// Default: the delay_loop.
     #[serde(serialize_with = "super::seconds::serialize_option")]
     pub timeout: Option<Duration>,

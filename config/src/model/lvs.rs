@@ -202,6 +202,77 @@ pub struct CheckDefaults {
     pub virtualhost: Option<String>,
 }
 
+/// No value written (what [`WrittenDefaults`] reads as when empty).
+static NOTHING_WRITTEN: CheckDefaults = CheckDefaults {
+    connect_timeout: None,
+    retry: None,
+    delay_before_retry: None,
+    warmup: None,
+    delay_loop: None,
+    inhibit_on_failure: None,
+    alpha: None,
+    smtp_alert: None,
+    virtualhost: None,
+};
+
+/// The [`CheckDefaults`] written on a real server, read and written as
+/// one (it dereferences to it, and serializes as it): held on the heap only
+/// when something is written. Most real servers write none, and a large
+/// configuration's 100,000 real servers would each carry 104 bytes of
+/// `None`s.
+#[derive(Clone, Default)]
+pub struct WrittenDefaults(Option<Box<CheckDefaults>>);
+
+impl WrittenDefaults {
+    /// Whether nothing is written.
+    pub fn is_empty(&self) -> bool {
+        **self == NOTHING_WRITTEN
+    }
+}
+
+impl From<CheckDefaults> for WrittenDefaults {
+    fn from(defaults: CheckDefaults) -> Self {
+        if defaults == NOTHING_WRITTEN {
+            WrittenDefaults(None)
+        } else {
+            WrittenDefaults(Some(Box::new(defaults)))
+        }
+    }
+}
+
+impl std::ops::Deref for WrittenDefaults {
+    type Target = CheckDefaults;
+    fn deref(&self) -> &CheckDefaults {
+        self.0.as_deref().unwrap_or(&NOTHING_WRITTEN)
+    }
+}
+
+impl std::ops::DerefMut for WrittenDefaults {
+    fn deref_mut(&mut self) -> &mut CheckDefaults {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl PartialEq for WrittenDefaults {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for WrittenDefaults {}
+
+impl std::fmt::Debug for WrittenDefaults {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, formatter)
+    }
+}
+
+impl Serialize for WrittenDefaults {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VirtualServer {
     pub address: VirtualServerAddress,
@@ -235,8 +306,10 @@ pub struct VirtualServer {
     pub quorum: u32,
     /// Default 0 (must be below the quorum).
     pub hysteresis: u32,
-    pub quorum_up: Option<Script>,
-    pub quorum_down: Option<Script>,
+    /// Boxed, as every script of the model: most servers have none, and a
+    /// script held inline would take 96 bytes of each of them.
+    pub quorum_up: Option<Box<Script>>,
+    pub quorum_down: Option<Box<Script>>,
     /// Default for real servers' weight (default 1).
     pub weight: u32,
     pub sorry_server: Option<SorryServer>,
@@ -275,8 +348,10 @@ pub struct RealServer {
     pub upper_threshold: u32,
     /// `lthreshold`: 0 = none.
     pub lower_threshold: u32,
-    pub notify_up: Option<Script>,
-    pub notify_down: Option<Script>,
+    /// Boxed: see [`VirtualServer::quorum_up`] (a large configuration has
+    /// 100,000 real servers).
+    pub notify_up: Option<Box<Script>>,
+    pub notify_down: Option<Box<Script>>,
     pub snmp_name: Option<String>,
     /// Resolved: the real server's value, else the virtual server's, else
     /// keepalived's default (inhibit_on_failure false, alpha false,
@@ -286,6 +361,6 @@ pub struct RealServer {
     pub smtp_alert: bool,
     /// As written on the real server (checkers resolve from these and the
     /// virtual server's).
-    pub defaults: CheckDefaults,
+    pub defaults: WrittenDefaults,
     pub checkers: Vec<Checker>,
 }
