@@ -590,7 +590,12 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             timer.reset();
         }
         if !states_open && !reloads_open {
-            break StopMode::Keep;
+            // The daemon sends its stop mode, then drops both channels:
+            // `select!` may see the channels close before it polls the stop
+            // (it picks among ready branches at random), and the mode must
+            // not be lost then (SIGTERM left the table in place in one lab
+            // run). Without a mode, the daemon is gone: keep the table.
+            break channels.stop.try_recv().unwrap_or(StopMode::Keep);
         }
         tokio::select! {
             change = channels.states.recv(), if states_open => match change {
