@@ -43,6 +43,21 @@ struct Instance {
 }
 
 impl Instance {
+    /// A VRRPv3 multicast instance at [`V3_INTERVAL`], preempting, without
+    /// authentication nor further lines: what most scenarios start from.
+    fn v3(priority: u8, virtual_address: impl Into<String>) -> Self {
+        Self {
+            version: 3,
+            interval: V3_INTERVAL,
+            priority,
+            nopreempt: false,
+            password: None,
+            unicast: None,
+            virtual_address: virtual_address.into(),
+            extra: String::new(),
+        }
+    }
+
     fn configuration(&self) -> String {
         let mut text = String::from("vrrp_instance VI_1 {\n    interface eth0\n");
         let _ = writeln!(text, "    virtual_router_id 51");
@@ -651,14 +666,8 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
     };
     let address = segment.ipv4(100);
     let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
         nopreempt: true,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let first = instance(100);
     let second = instance(200);
@@ -712,16 +721,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
 /// address up, keepalived takes over; the link back, pulse preempts again.
 fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
     let address = segment.ipv4(100);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let directory = &segment.directory;
     // keepalived's `notify`: INSTANCE, the name, the state, the priority.
     let notified = directory.join("notified");
@@ -832,14 +832,8 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
         unreachable!()
     };
     let instance = Instance {
-        version: 3,
         interval: 0.1,
-        priority: 100,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
+        ..Instance::v3(100, format!("{address}/24"))
     };
     let mut pulse = Daemon::start(
         Kind::Pulse,
@@ -990,14 +984,8 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     let flag = directory.join("healthy");
     fs::write(&flag, "")?;
     let instance = |priority, extra| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
         extra,
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let higher = instance(
         150,
@@ -1099,16 +1087,7 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
         "#!/bin/sh\nfile=$1\nshift\necho \"$@\" >> \"$file\"\n",
     )?;
     fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-    let timing = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: String::new(),
-        extra: String::new(),
-    };
+    let timing = |priority| Instance::v3(priority, "");
     let flag = directory.join("healthy");
     fs::write(&flag, "")?;
     let (script_block, group_tracking) = match how {
@@ -1363,18 +1342,13 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
         segment.subnet
     ))?;
     let instance = Instance {
-        version: 3,
         interval: 0.1,
-        priority: 100,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24\n        {other}/24 dev d1"),
         extra: format!(
             "    virtual_routes {{\n        198.51.100.0/24 via {gateway}\n        \
              blackhole 203.0.113.0/24 table 100\n    }}\n    virtual_rules {{\n        \
              from {address}/32 table 100 priority 1000\n    }}\n"
         ),
+        ..Instance::v3(100, format!("{address}/24\n        {other}/24 dev d1"))
     };
     let mut pulse = Daemon::start(
         Kind::Pulse,
@@ -1535,14 +1509,8 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     let directory = &segment.directory;
     let file = directory.join("weight");
     let instance = |priority, extra| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
         extra,
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let higher = instance(150, "    track_file {\n        weight\n    }\n".to_owned());
     let lower = instance(100, String::new());
@@ -1620,16 +1588,7 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
 fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
     let address = segment.ipv4(100);
     let own = segment.ipv4(1);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let higher = instance(150);
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
@@ -1749,16 +1708,7 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
     segment.add_second_link()?;
     let address = segment.ipv4(100);
     let own = segment.ipv4(1);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let higher = Instance {
         extra: "    track_interface {\n        eth1\n    }\n".into(),
         ..instance(150)
@@ -1873,12 +1823,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         Instance {
             version,
             interval,
-            priority,
-            nopreempt: false,
-            password: None,
-            unicast: None,
-            virtual_address: format!("{}/24", segment.ipv4(100)),
-            extra: String::new(),
+            ..Instance::v3(priority, format!("{}/24", segment.ipv4(100)))
         }
     }
     fn unicast(
@@ -2148,12 +2093,7 @@ fn failover_outage() {
                 let instance = |priority| Instance {
                     version,
                     interval,
-                    priority,
-                    nopreempt: false,
-                    password: None,
-                    unicast: None,
-                    virtual_address: format!("{address}/24"),
-                    extra: String::new(),
+                    ..Instance::v3(priority, format!("{address}/24"))
                 };
                 let (master, backup) = (instance(150), instance(100));
                 let directory = &segment.directory;
