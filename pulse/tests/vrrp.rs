@@ -1818,6 +1818,144 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
 
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
+/// Whether a TCP connection to `address` port 8080 from `namespace` is
+/// answered within a second (a dropped SYN times out).
+fn tcp_answered(namespace: &Namespace, address: IpAddr) -> Result<bool> {
+    let target = std::net::SocketAddr::new(address, 8080);
+    namespace.run(|| {
+        match std::net::TcpStream::connect_timeout(&target, Duration::from_secs(1)) {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => Ok(false),
+            Err(error) => Err(error).with_context(|| format!("connecting to {target}")),
+        }
+    })?
+}
+
+/// Whether an ICMP echo request to `address` from `namespace` is answered
+/// within a second (an unprivileged ping socket: the namespace's
+/// `ping_group_range` must hold group 0).
+fn ping_answered(namespace: &Namespace, address: IpAddr) -> Result<bool> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    namespace.run(|| -> Result<bool> {
+        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::ICMPV4))?;
+        socket.set_read_timeout(Some(Duration::from_secs(1)))?;
+        // Type 8 (echo request); the kernel sets the identifier and the
+        // checksum.
+        let request = [8, 0, 0, 0, 0, 0, 0, 1, b'p', b'u', b'l', b's', b'e'];
+        socket.send_to(&request, &std::net::SocketAddr::new(address, 0).into())?;
+        let mut buffer = [std::mem::MaybeUninit::new(0u8); 64];
+        match socket.recv(&mut buffer) {
+            Ok(_) => Ok(true),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(error.into()),
+        }
+    })?
+}
+
+/// `nft list ruleset` in `namespace`; `None` without nft (the ruleset
+/// comparison is then skipped, the traffic checks are not).
+fn ruleset(namespace: &Namespace) -> Result<Option<String>> {
+    match namespace.command("nft").args(["list", "ruleset"]).output() {
+        Ok(output) if output.status.success() => {
+            Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+        }
+        Ok(output) if output.status.code() == Some(255) => Ok(None),
+        Ok(output) => bail!(
+            "nft list ruleset: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Accept mode. keepalived with `no_accept`, then pulse with `no_accept`,
+/// then pulse in strict mode, each master alone in `a`: a client's TCP
+/// and ICMP to the virtual address are dropped while the router's own
+/// address answers, and pulse's nftables ruleset is keepalived's (when nft
+/// is installed); the tables go when the daemon stops. Then pulse with
+/// `accept`: both are answered.
+fn accept_mode(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let own = segment.ipv4(1);
+    let directory = &segment.directory;
+    segment.c.sysctl("net/ipv4/ping_group_range", "0 0")?;
+    let _responder = labkit::http::Responder::spawn(&segment.a, "0.0.0.0:8080".parse()?, "a")?;
+    let instance = |extra: &str| Instance {
+        interval: 0.1,
+        extra: extra.to_owned(),
+        ..Instance::v3(100, format!("{address}/24"))
+    };
+    let mut rulesets = Vec::new();
+    for (kind, name, extra, accept) in [
+        (
+            Kind::Keepalived,
+            "keepalived-no-accept",
+            "    no_accept\n",
+            false,
+        ),
+        (Kind::Pulse, "pulse-no-accept", "    no_accept\n", false),
+        (Kind::Pulse, "pulse-strict", "    strict_mode on\n", false),
+        (Kind::Pulse, "pulse-accept", "    accept\n", true),
+    ] {
+        let instance = instance(extra);
+        let mut daemon = Daemon::start(kind, &segment.a, directory, name, &instance)?;
+        let result = (|| -> Result<()> {
+            wait_for(
+                &format!("{name} becomes master"),
+                bound(instance.master_down_interval()),
+                || holds(&segment.a, address),
+            )?;
+            ensure!(
+                tcp_answered(&segment.c, own)? && ping_answered(&segment.c, own)?,
+                "{name}: the router's own address does not answer"
+            );
+            let tcp = tcp_answered(&segment.c, address)?;
+            let ping = ping_answered(&segment.c, address)?;
+            ensure!(
+                tcp == accept && ping == accept,
+                "{name}: TCP to the virtual address answered: {tcp}, ICMP: {ping}"
+            );
+            if !accept && let Some(ruleset) = ruleset(&segment.a)? {
+                rulesets.push((name, ruleset));
+            }
+            daemon.terminate()?;
+            if let Some(ruleset) = ruleset(&segment.a)? {
+                ensure!(
+                    ruleset.trim().is_empty(),
+                    "{name} left a ruleset behind:\n{ruleset}"
+                );
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            bail!("{error:#}\n{name}'s log:\n{}", daemon.log());
+        }
+    }
+    match rulesets.as_slice() {
+        [] => println!("{scenario}: nft is not installed, rulesets not compared"),
+        [(_, keepalived), others @ ..] => {
+            ensure!(
+                keepalived.contains("table ip keepalived") && keepalived.contains("@vips drop"),
+                "keepalived's ruleset is not what this test expects:\n{keepalived}"
+            );
+            for (name, ruleset) in others {
+                ensure!(
+                    ruleset == keepalived,
+                    "{name}'s ruleset differs from keepalived's:\n{ruleset}\nkeepalived's:\n{keepalived}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn scenarios() -> Vec<(&'static str, Scenario)> {
     fn multicast(segment: &Segment, version: u8, interval: f64, priority: u8) -> Instance {
         Instance {
@@ -1936,6 +2074,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         }),
         ("address monitoring", address_monitoring),
         ("interface deleted and created again", interface_recreated),
+        ("accept mode", accept_mode),
     ]
 }
 
