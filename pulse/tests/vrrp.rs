@@ -1877,79 +1877,94 @@ fn ruleset(namespace: &Namespace) -> Result<Option<String>> {
 
 /// Accept mode. keepalived with `no_accept`, then pulse with `no_accept`,
 /// then pulse in strict mode, each master alone in `a`: a client's TCP
-/// and ICMP to the virtual address are dropped while the router's own
-/// address answers, and pulse's nftables ruleset is keepalived's (when nft
-/// is installed); the tables go when the daemon stops. Then pulse with
-/// `accept`: both are answered.
+/// (and, over IPv4, ICMP) to the virtual address are dropped while the
+/// router's own address answers, and pulse's nftables ruleset is
+/// keepalived's (when nft is installed); the tables go when the daemon
+/// stops. Then pulse with `accept`: answered. IPv4, then IPv6 (the ip6
+/// table, with its neighbour discovery and link-local rules).
 fn accept_mode(segment: &Segment, scenario: &str) -> Result<()> {
-    let address = segment.ipv4(100);
-    let own = segment.ipv4(1);
     let directory = &segment.directory;
     segment.c.sysctl("net/ipv4/ping_group_range", "0 0")?;
-    let _responder = labkit::http::Responder::spawn(&segment.a, "0.0.0.0:8080".parse()?, "a")?;
-    let instance = |extra: &str| Instance {
-        interval: 0.1,
-        extra: extra.to_owned(),
-        ..Instance::v3(100, format!("{address}/24"))
-    };
-    let mut rulesets = Vec::new();
-    for (kind, name, extra, accept) in [
-        (
-            Kind::Keepalived,
-            "keepalived-no-accept",
-            "    no_accept\n",
-            false,
-        ),
-        (Kind::Pulse, "pulse-no-accept", "    no_accept\n", false),
-        (Kind::Pulse, "pulse-strict", "    strict_mode on\n", false),
-        (Kind::Pulse, "pulse-accept", "    accept\n", true),
+    // Dual stack: IPv4 clients too.
+    let _responder = labkit::http::Responder::spawn(&segment.a, "[::]:8080".parse()?, "a")?;
+    for (address, own, prefix) in [
+        (segment.ipv4(100), segment.ipv4(1), 24),
+        (segment.ipv6(0x100), segment.ipv6(1), 64),
     ] {
-        let instance = instance(extra);
-        let mut daemon = Daemon::start(kind, &segment.a, directory, name, &instance)?;
-        let result = (|| -> Result<()> {
-            wait_for(
-                &format!("{name} becomes master"),
-                bound(instance.master_down_interval()),
-                || holds(&segment.a, address),
-            )?;
-            ensure!(
-                tcp_answered(&segment.c, own)? && ping_answered(&segment.c, own)?,
-                "{name}: the router's own address does not answer"
-            );
-            let tcp = tcp_answered(&segment.c, address)?;
-            let ping = ping_answered(&segment.c, address)?;
-            ensure!(
-                tcp == accept && ping == accept,
-                "{name}: TCP to the virtual address answered: {tcp}, ICMP: {ping}"
-            );
-            if !accept && let Some(ruleset) = ruleset(&segment.a)? {
-                rulesets.push((name, ruleset));
-            }
-            daemon.terminate()?;
-            if let Some(ruleset) = ruleset(&segment.a)? {
+        let instance = |extra: &str| Instance {
+            interval: 0.1,
+            extra: extra.to_owned(),
+            ..Instance::v3(100, format!("{address}/{prefix}"))
+        };
+        let mut rulesets = Vec::new();
+        for (kind, name, extra, accept) in [
+            (
+                Kind::Keepalived,
+                "keepalived-no-accept",
+                "    no_accept\n",
+                false,
+            ),
+            (Kind::Pulse, "pulse-no-accept", "    no_accept\n", false),
+            (Kind::Pulse, "pulse-strict", "    strict_mode on\n", false),
+            (Kind::Pulse, "pulse-accept", "    accept\n", true),
+        ] {
+            let instance = instance(extra);
+            let mut daemon = Daemon::start(kind, &segment.a, directory, name, &instance)?;
+            let result = (|| -> Result<()> {
+                wait_for(
+                    &format!("{name} becomes master"),
+                    bound(instance.master_down_interval()),
+                    || holds(&segment.a, address),
+                )?;
+                let ipv4 = address.is_ipv4();
                 ensure!(
-                    ruleset.trim().is_empty(),
-                    "{name} left a ruleset behind:\n{ruleset}"
+                    tcp_answered(&segment.c, own)? && (!ipv4 || ping_answered(&segment.c, own)?),
+                    "{name}: the router's own address {own} does not answer"
                 );
+                let tcp = tcp_answered(&segment.c, address)?;
+                let ping = if ipv4 {
+                    ping_answered(&segment.c, address)?
+                } else {
+                    tcp
+                };
+                ensure!(
+                    tcp == accept && ping == accept,
+                    "{name}: TCP to {address} answered: {tcp}, ICMP: {ping}"
+                );
+                if !accept && let Some(ruleset) = ruleset(&segment.a)? {
+                    rulesets.push((name, ruleset));
+                }
+                daemon.terminate()?;
+                if let Some(ruleset) = ruleset(&segment.a)? {
+                    ensure!(
+                        ruleset.trim().is_empty(),
+                        "{name} left a ruleset behind:\n{ruleset}"
+                    );
+                }
+                Ok(())
+            })();
+            if let Err(error) = result {
+                bail!("{error:#}\n{name}'s log:\n{}", daemon.log());
             }
-            Ok(())
-        })();
-        if let Err(error) = result {
-            bail!("{error:#}\n{name}'s log:\n{}", daemon.log());
         }
-    }
-    match rulesets.as_slice() {
-        [] => println!("{scenario}: nft is not installed, rulesets not compared"),
-        [(_, keepalived), others @ ..] => {
-            ensure!(
-                keepalived.contains("table ip keepalived") && keepalived.contains("@vips drop"),
-                "keepalived's ruleset is not what this test expects:\n{keepalived}"
-            );
-            for (name, ruleset) in others {
+        let table = if address.is_ipv4() {
+            "table ip keepalived"
+        } else {
+            "table ip6 keepalived"
+        };
+        match rulesets.as_slice() {
+            [] => println!("{scenario}: nft is not installed, rulesets not compared"),
+            [(_, keepalived), others @ ..] => {
                 ensure!(
-                    ruleset == keepalived,
-                    "{name}'s ruleset differs from keepalived's:\n{ruleset}\nkeepalived's:\n{keepalived}"
+                    keepalived.contains(table) && keepalived.contains("@vips drop"),
+                    "keepalived's ruleset is not what this test expects:\n{keepalived}"
                 );
+                for (name, ruleset) in others {
+                    ensure!(
+                        ruleset == keepalived,
+                        "{name}'s ruleset differs from keepalived's:\n{ruleset}\nkeepalived's:\n{keepalived}"
+                    );
+                }
             }
         }
     }
