@@ -771,3 +771,16 @@ fn strict_mode_requires_a_virtual_address() {
         )]
     );
 }
+
+/// keepalived 2.2.7 as Debian builds it has no iptables: it says so and
+/// uses nftables, as pulse does.
+#[test]
+fn vrrp_iptables_falls_back_to_nftables_with_keepalived_s_warning() {
+    let (_, diagnostics) = check("global_defs {\n vrrp_iptables KEEPALIVED\n}\n");
+    assert!(
+        diagnostics.items.iter().any(|item| item.severity == Severity::Warning
+            && item.message
+                == "iptables not supported, using nftables instead. Please replace 'vrrp_iptables and 'vrrp_ipsets' with 'nftables' config option"),
+        "{diagnostics:?}"
+    );
+}
