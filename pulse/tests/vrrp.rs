@@ -43,6 +43,21 @@ struct Instance {
 }
 
 impl Instance {
+    /// A VRRPv3 multicast instance at [`V3_INTERVAL`], preempting, without
+    /// authentication nor further lines: what most scenarios start from.
+    fn v3(priority: u8, virtual_address: impl Into<String>) -> Self {
+        Self {
+            version: 3,
+            interval: V3_INTERVAL,
+            priority,
+            nopreempt: false,
+            password: None,
+            unicast: None,
+            virtual_address: virtual_address.into(),
+            extra: String::new(),
+        }
+    }
+
     fn configuration(&self) -> String {
         let mut text = String::from("vrrp_instance VI_1 {\n    interface eth0\n");
         let _ = writeln!(text, "    virtual_router_id 51");
@@ -651,14 +666,8 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
     };
     let address = segment.ipv4(100);
     let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
         nopreempt: true,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let first = instance(100);
     let second = instance(200);
@@ -712,16 +721,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
 /// address up, keepalived takes over; the link back, pulse preempts again.
 fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
     let address = segment.ipv4(100);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let directory = &segment.directory;
     // keepalived's `notify`: INSTANCE, the name, the state, the priority.
     let notified = directory.join("notified");
@@ -832,14 +832,8 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
         unreachable!()
     };
     let instance = Instance {
-        version: 3,
         interval: 0.1,
-        priority: 100,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
+        ..Instance::v3(100, format!("{address}/24"))
     };
     let mut pulse = Daemon::start(
         Kind::Pulse,
@@ -990,14 +984,8 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     let flag = directory.join("healthy");
     fs::write(&flag, "")?;
     let instance = |priority, extra| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
         extra,
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let higher = instance(
         150,
@@ -1099,16 +1087,7 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
         "#!/bin/sh\nfile=$1\nshift\necho \"$@\" >> \"$file\"\n",
     )?;
     fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-    let timing = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: String::new(),
-        extra: String::new(),
-    };
+    let timing = |priority| Instance::v3(priority, "");
     let flag = directory.join("healthy");
     fs::write(&flag, "")?;
     let (script_block, group_tracking) = match how {
@@ -1363,18 +1342,13 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
         segment.subnet
     ))?;
     let instance = Instance {
-        version: 3,
         interval: 0.1,
-        priority: 100,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24\n        {other}/24 dev d1"),
         extra: format!(
             "    virtual_routes {{\n        198.51.100.0/24 via {gateway}\n        \
              blackhole 203.0.113.0/24 table 100\n    }}\n    virtual_rules {{\n        \
              from {address}/32 table 100 priority 1000\n    }}\n"
         ),
+        ..Instance::v3(100, format!("{address}/24\n        {other}/24 dev d1"))
     };
     let mut pulse = Daemon::start(
         Kind::Pulse,
@@ -1535,14 +1509,8 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
     let directory = &segment.directory;
     let file = directory.join("weight");
     let instance = |priority, extra| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
         extra,
+        ..Instance::v3(priority, format!("{address}/24"))
     };
     let higher = instance(150, "    track_file {\n        weight\n    }\n".to_owned());
     let lower = instance(100, String::new());
@@ -1620,16 +1588,7 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
 fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
     let address = segment.ipv4(100);
     let own = segment.ipv4(1);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let higher = instance(150);
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
@@ -1749,16 +1708,7 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
     segment.add_second_link()?;
     let address = segment.ipv4(100);
     let own = segment.ipv4(1);
-    let instance = |priority| Instance {
-        version: 3,
-        interval: V3_INTERVAL,
-        priority,
-        nopreempt: false,
-        password: None,
-        unicast: None,
-        virtual_address: format!("{address}/24"),
-        extra: String::new(),
-    };
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
     let higher = Instance {
         extra: "    track_interface {\n        eth1\n    }\n".into(),
         ..instance(150)
@@ -1868,17 +1818,165 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
 
 type Scenario = fn(&Segment, &str) -> Result<()>;
 
+/// Whether a TCP connection to `address` port 8080 from `namespace` is
+/// answered within a second (a dropped SYN times out).
+fn tcp_answered(namespace: &Namespace, address: IpAddr) -> Result<bool> {
+    let target = std::net::SocketAddr::new(address, 8080);
+    namespace.run(|| {
+        match std::net::TcpStream::connect_timeout(&target, Duration::from_secs(1)) {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => Ok(false),
+            Err(error) => Err(error).with_context(|| format!("connecting to {target}")),
+        }
+    })?
+}
+
+/// Whether an ICMP echo request to `address` from `namespace` is answered
+/// within a second (an unprivileged ping socket: the namespace's
+/// `ping_group_range` must hold group 0).
+fn ping_answered(namespace: &Namespace, address: IpAddr) -> Result<bool> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    namespace.run(|| -> Result<bool> {
+        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::ICMPV4))?;
+        socket.set_read_timeout(Some(Duration::from_secs(1)))?;
+        // Type 8 (echo request); the kernel sets the identifier and the
+        // checksum.
+        let request = [8, 0, 0, 0, 0, 0, 0, 1, b'p', b'u', b'l', b's', b'e'];
+        socket.send_to(&request, &std::net::SocketAddr::new(address, 0).into())?;
+        let mut buffer = [std::mem::MaybeUninit::new(0u8); 64];
+        match socket.recv(&mut buffer) {
+            Ok(_) => Ok(true),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(error.into()),
+        }
+    })?
+}
+
+/// `nft list ruleset` in `namespace`; `None` without nft (the ruleset
+/// comparison is then skipped, the traffic checks are not).
+fn ruleset(namespace: &Namespace) -> Result<Option<String>> {
+    match namespace.command("nft").args(["list", "ruleset"]).output() {
+        Ok(output) if output.status.success() => {
+            Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+        }
+        Ok(output) if output.status.code() == Some(255) => Ok(None),
+        Ok(output) => bail!(
+            "nft list ruleset: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Accept mode. keepalived with `no_accept`, then pulse with `no_accept`,
+/// then pulse in strict mode, each master alone in `a`: a client's TCP
+/// (and, over IPv4, ICMP) to the virtual address are dropped while the
+/// router's own address answers, and pulse's nftables ruleset is
+/// keepalived's (when nft is installed); the tables go when the daemon
+/// stops. Then pulse with `accept`: answered. IPv4, then IPv6 (the ip6
+/// table, with its neighbour discovery and link-local rules).
+fn accept_mode(segment: &Segment, scenario: &str) -> Result<()> {
+    let directory = &segment.directory;
+    segment.c.sysctl("net/ipv4/ping_group_range", "0 0")?;
+    // Dual stack: IPv4 clients too.
+    let _responder = labkit::http::Responder::spawn(&segment.a, "[::]:8080".parse()?, "a")?;
+    for (address, own, prefix) in [
+        (segment.ipv4(100), segment.ipv4(1), 24),
+        (segment.ipv6(0x100), segment.ipv6(1), 64),
+    ] {
+        let instance = |extra: &str| Instance {
+            interval: 0.1,
+            extra: extra.to_owned(),
+            ..Instance::v3(100, format!("{address}/{prefix}"))
+        };
+        let mut rulesets = Vec::new();
+        for (kind, name, extra, accept) in [
+            (
+                Kind::Keepalived,
+                "keepalived-no-accept",
+                "    no_accept\n",
+                false,
+            ),
+            (Kind::Pulse, "pulse-no-accept", "    no_accept\n", false),
+            (Kind::Pulse, "pulse-strict", "    strict_mode on\n", false),
+            (Kind::Pulse, "pulse-accept", "    accept\n", true),
+        ] {
+            let instance = instance(extra);
+            let mut daemon = Daemon::start(kind, &segment.a, directory, name, &instance)?;
+            let result = (|| -> Result<()> {
+                wait_for(
+                    &format!("{name} becomes master"),
+                    bound(instance.master_down_interval()),
+                    || holds(&segment.a, address),
+                )?;
+                let ipv4 = address.is_ipv4();
+                ensure!(
+                    tcp_answered(&segment.c, own)? && (!ipv4 || ping_answered(&segment.c, own)?),
+                    "{name}: the router's own address {own} does not answer"
+                );
+                let tcp = tcp_answered(&segment.c, address)?;
+                let ping = if ipv4 {
+                    ping_answered(&segment.c, address)?
+                } else {
+                    tcp
+                };
+                ensure!(
+                    tcp == accept && ping == accept,
+                    "{name}: TCP to {address} answered: {tcp}, ICMP: {ping}"
+                );
+                if !accept && let Some(ruleset) = ruleset(&segment.a)? {
+                    rulesets.push((name, ruleset));
+                }
+                daemon.terminate()?;
+                if let Some(ruleset) = ruleset(&segment.a)? {
+                    ensure!(
+                        ruleset.trim().is_empty(),
+                        "{name} left a ruleset behind:\n{ruleset}"
+                    );
+                }
+                Ok(())
+            })();
+            if let Err(error) = result {
+                bail!("{error:#}\n{name}'s log:\n{}", daemon.log());
+            }
+        }
+        let table = if address.is_ipv4() {
+            "table ip keepalived"
+        } else {
+            "table ip6 keepalived"
+        };
+        match rulesets.as_slice() {
+            [] => println!("{scenario}: nft is not installed, rulesets not compared"),
+            [(_, keepalived), others @ ..] => {
+                ensure!(
+                    keepalived.contains(table) && keepalived.contains("@vips drop"),
+                    "keepalived's ruleset is not what this test expects:\n{keepalived}"
+                );
+                for (name, ruleset) in others {
+                    ensure!(
+                        ruleset == keepalived,
+                        "{name}'s ruleset differs from keepalived's:\n{ruleset}\nkeepalived's:\n{keepalived}"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn scenarios() -> Vec<(&'static str, Scenario)> {
     fn multicast(segment: &Segment, version: u8, interval: f64, priority: u8) -> Instance {
         Instance {
             version,
             interval,
-            priority,
-            nopreempt: false,
-            password: None,
-            unicast: None,
-            virtual_address: format!("{}/24", segment.ipv4(100)),
-            extra: String::new(),
+            ..Instance::v3(priority, format!("{}/24", segment.ipv4(100)))
         }
     }
     fn unicast(
@@ -1991,6 +2089,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         }),
         ("address monitoring", address_monitoring),
         ("interface deleted and created again", interface_recreated),
+        ("accept mode", accept_mode),
     ]
 }
 
@@ -2148,12 +2247,7 @@ fn failover_outage() {
                 let instance = |priority| Instance {
                     version,
                     interval,
-                    priority,
-                    nopreempt: false,
-                    password: None,
-                    unicast: None,
-                    virtual_address: format!("{address}/24"),
-                    extra: String::new(),
+                    ..Instance::v3(priority, format!("{address}/24"))
                 };
                 let (master, backup) = (instance(150), instance(100));
                 let directory = &segment.directory;

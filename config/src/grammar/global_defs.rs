@@ -392,7 +392,14 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                         .map(|word| word.text.to_string())
                         .collect(),
                 );
-                context.not_acted_on(child);
+                // keepalived 2.2.7 as Debian builds it (nftables only) says
+                // this, quotes as they are, and drops with nftables, as
+                // pulse does.
+                context.warning(
+                    child.keyword.span,
+                    "iptables not supported, using nftables instead. Please replace \
+                     'vrrp_iptables and 'vrrp_ipsets' with 'nftables' config option",
+                );
             }
             "vrrp_priority" => {
                 vrrp.priority = argument

@@ -3,12 +3,14 @@
 mod keepalived_cases;
 mod keepalived_keywords;
 
+use std::time::Duration;
+
 use keepalived_cases::KEEPALIVED_CASES;
 use keepalived_keywords::KEEPALIVED_KEYWORDS;
 
 use super::parse;
 use crate::diagnostic::{Diagnostics, Severity};
-use crate::model::Config;
+use crate::model::{Config, VrrpState};
 use crate::syntax::{FileId, Line, Span, Word};
 
 /// Splits text on whitespace into keepalived lines: braces are words of
@@ -699,4 +701,86 @@ fn the_keyword_tables_are_keepalived_2_2_7s() {
         }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// `vrrp_strict` overrides what keepalived 2.2.7 overrides, with its words
+/// (the first, second and fourth as its log shows them for such a file, the
+/// rest from its source); `strict_mode off` in the
+/// instance keeps the configuration as written.
+#[test]
+fn strict_mode_overrides_with_keepalived_s_words() {
+    let instance = "vrrp_instance VI_1 {\n interface eth0\n state MASTER\n virtual_router_id 51\n priority 100\n version 2\n accept\n authentication {\n  auth_type PASS\n  auth_pass secret\n }\n garp_lower_prio_repeat 3\n garp_lower_prio_delay 2\n lower_prio_no_advert false\n higher_prio_send_advert true\n preempt_delay 5\n virtual_ipaddress {\n  10.0.0.10/24\n }\nSTRICT}\n";
+    let (config, diagnostics) = check(&format!(
+        "global_defs {{\n vrrp_strict\n}}\n{}",
+        instance.replace("STRICT", "")
+    ));
+    assert_eq!(errors(&diagnostics), vec![]);
+    let warnings: Vec<_> = diagnostics
+        .items
+        .iter()
+        .filter(|item| item.severity == Severity::Warning)
+        .map(|item| item.message.as_str())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "(VI_1) State MASTER must match being address owner",
+            "(VI_1) Strict mode does not support authentication. Ignoring.",
+            "(VI_1) preempt_delay is incompatible with strict mode - resetting",
+            "(VI_1) warning - accept mode for VRRP version 2 does not comply with RFC3768 - resetting",
+            "(VI_1) Strict mode requires no repeat garps - resetting",
+            "(VI_1) Strict mode requires no repeat garp delay - resetting",
+            "(VI_1) Strict mode requires no lower priority advert - resetting",
+            "(VI_1) strict mode requires higher_prio_send_advert to be clear - resetting",
+        ]
+    );
+    let strict = &config.vrrp_instances[0];
+    assert_eq!(strict.state, Some(VrrpState::Backup));
+    assert_eq!(strict.authentication, None);
+    assert_eq!(strict.preempt_delay, Duration::ZERO);
+    assert_eq!(strict.accept, Some(false));
+    assert_eq!(strict.garp.lower_prio_repeat, Some(0));
+    assert_eq!(strict.garp.lower_prio_delay, Some(Duration::ZERO));
+    assert_eq!(strict.lower_prio_no_advert, Some(true));
+    assert_eq!(strict.higher_prio_send_advert, Some(false));
+    let (config, diagnostics) = check(&format!(
+        "global_defs {{\n vrrp_strict\n}}\n{}",
+        instance.replace("STRICT", " strict_mode off\n")
+    ));
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .all(|item| !item.message.contains("strict") && !item.message.contains("Strict")),
+        "{diagnostics:?}"
+    );
+    assert_eq!(config.vrrp_instances[0].accept, Some(true));
+    assert!(config.vrrp_instances[0].authentication.is_some());
+}
+
+/// keepalived refuses a strict instance without addresses.
+#[test]
+fn strict_mode_requires_a_virtual_address() {
+    let (_, diagnostics) =
+        check("vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 51\n strict_mode on\n}\n");
+    assert_eq!(
+        errors(&diagnostics),
+        vec![(
+            1,
+            "(VI_1) No VIP specified; at least one is required".to_owned()
+        )]
+    );
+}
+
+/// keepalived 2.2.7 as Debian builds it has no iptables: it says so and
+/// uses nftables, as pulse does.
+#[test]
+fn vrrp_iptables_falls_back_to_nftables_with_keepalived_s_warning() {
+    let (_, diagnostics) = check("global_defs {\n vrrp_iptables KEEPALIVED\n}\n");
+    assert!(
+        diagnostics.items.iter().any(|item| item.severity == Severity::Warning
+            && item.message
+                == "iptables not supported, using nftables instead. Please replace 'vrrp_iptables and 'vrrp_ipsets' with 'nftables' config option"),
+        "{diagnostics:?}"
+    );
 }

@@ -1059,20 +1059,10 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
     }
     // Strict mode (global vrrp_strict, unless the instance says otherwise;
     // global_defs normally comes first, as keepalived's own checks assume).
+    // keepalived 2.2.7's vrrp_complete_instance, in its order and words.
     let strict = instance.strict_mode.unwrap_or(config.global.vrrp.strict);
-    if strict && instance.authentication.is_some() {
-        context.warning(
-            node.keyword.span,
-            "strict mode does not support authentication: keepalived ignores it",
-        );
-        instance.authentication = None;
-    }
-    if strict && instance.accept == Some(true) && version == 2 {
-        context.warning(
-            node.keyword.span,
-            "accept mode with VRRPv2 does not comply with RFC 3768: keepalived resets it in strict mode",
-        );
-        instance.accept = Some(false);
+    if strict {
+        strict_mode(context, node, &mut instance, version);
     }
     if let (Some(router_id), Some(interface)) = (instance.virtual_router_id, &instance.interface) {
         let is_ipv6 = instance
@@ -1998,5 +1988,107 @@ pub fn finish(config: &mut Config, context: &mut Context) {
                 format!("no {what} '{name}' is defined (or it was dropped): keepalived ignores this reference"),
             );
         }
+    }
+}
+
+/// What keepalived 2.2.7 overrides of an instance in strict mode
+/// (`vrrp_strict`, `strict_mode`), in its words; its defaults in strict
+/// mode (accept mode off, no repeated garps, no adverts to a lower
+/// priority) are pulse's settings resolution's.
+fn strict_mode(context: &mut Context, node: &Node, instance: &mut VrrpInstance, version: u8) {
+    let name = instance.name.clone();
+    let is_ipv6 = instance
+        .virtual_addresses
+        .first()
+        .is_some_and(|address| address.address.address.is_ipv6());
+    if is_ipv6 && instance.version == Some(2) {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) cannot use IPv6 with VRRP version 2; setting version 3"),
+        );
+        instance.version = Some(3);
+    }
+    if instance.virtual_addresses.is_empty() {
+        context.error(
+            node.keyword.span,
+            format!("({name}) No VIP specified; at least one is required"),
+        );
+    }
+    let owner = instance.priority == 255;
+    if instance
+        .state
+        .is_some_and(|state| (state == VrrpState::Master) != owner)
+    {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) State MASTER must match being address owner"),
+        );
+        instance.state = Some(if owner {
+            VrrpState::Master
+        } else {
+            VrrpState::Backup
+        });
+    }
+    if instance.authentication.is_some() {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) Strict mode does not support authentication. Ignoring."),
+        );
+        instance.authentication = None;
+    }
+    if instance.preempt_delay > Duration::ZERO {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) preempt_delay is incompatible with strict mode - resetting"),
+        );
+        instance.preempt_delay = Duration::ZERO;
+    }
+    let version = if is_ipv6 { 3 } else { version };
+    if instance.accept == Some(true) && !owner && version == 2 {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "({name}) warning - accept mode for VRRP version 2 does not comply with RFC3768 - resetting"
+            ),
+        );
+        instance.accept = Some(false);
+    }
+    if instance
+        .garp
+        .lower_prio_repeat
+        .is_some_and(|repeat| repeat != 0)
+    {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) Strict mode requires no repeat garps - resetting"),
+        );
+        instance.garp.lower_prio_repeat = Some(0);
+    }
+    if instance
+        .garp
+        .lower_prio_delay
+        .is_some_and(|delay| !delay.is_zero())
+    {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) Strict mode requires no repeat garp delay - resetting"),
+        );
+        instance.garp.lower_prio_delay = Some(Duration::ZERO);
+    }
+    if instance.lower_prio_no_advert == Some(false) {
+        context.warning(
+            node.keyword.span,
+            format!("({name}) Strict mode requires no lower priority advert - resetting"),
+        );
+        instance.lower_prio_no_advert = Some(true);
+    }
+    if instance.higher_prio_send_advert == Some(true) {
+        context.warning(
+            node.keyword.span,
+            format!(
+                "({name}) strict mode requires higher_prio_send_advert to be clear - resetting"
+            ),
+        );
+        instance.higher_prio_send_advert = Some(false);
     }
 }

@@ -7,10 +7,12 @@
 //! The I/O around the machines: sockets (IP protocol 112), gratuitous ARP
 //! and neighbour advertisements ([`io`]), interfaces and virtual addresses
 //! ([`addresses`]), the addresses adverts go from ([`sources`]), routes and rules ([`routes`]) through rtnetlink,
+//! the nftables drop rules of a master without accept mode ([`firewall`]),
 //! tracked scripts and files ([`track`]), and the task that feeds the
 //! machines [`Event`]s and carries out their [`Action`]s ([`task`]).
 
 pub mod addresses;
+pub mod firewall;
 pub mod io;
 pub mod machine;
 pub mod packet;

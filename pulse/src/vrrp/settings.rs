@@ -100,6 +100,15 @@ pub struct InstanceSettings {
     /// takes over.
     pub down_timer_adverts: u32,
     pub garp: GarpSettings,
+    /// `strict_mode` / global `vrrp_strict`. The configuration crate has
+    /// already overridden what strict mode forbids; here it changes
+    /// defaults (accept mode, garps and adverts to a lower priority).
+    pub strict: bool,
+    /// Accept mode (RFC 5798 §6.1 `Accept_Mode`): whether a master takes
+    /// traffic to the virtual addresses. Without it the daemon drops that
+    /// traffic with firewall rules while master (keepalived's
+    /// `no_accept`; its default in strict mode).
+    pub accept: bool,
 }
 
 /// Why a `vrrp_instance` cannot run.
@@ -126,6 +135,7 @@ impl InstanceSettings {
         defaults: &VrrpDefaults,
     ) -> Result<InstanceSettings, SettingsError> {
         let name = instance.name.clone();
+        let strict = instance.strict_mode.unwrap_or(defaults.strict);
         let virtual_router_id = instance
             .virtual_router_id
             .ok_or_else(|| SettingsError::MissingVirtualRouterId(name.clone()))?;
@@ -173,16 +183,27 @@ impl InstanceSettings {
         let garp = GarpSettings {
             master_delay,
             master_repeat,
-            lower_priority_delay: instance
-                .garp
-                .lower_prio_delay
-                .or(defaults.garp_lower_prio_delay)
-                .unwrap_or(master_delay),
-            lower_priority_repeat: instance
-                .garp
-                .lower_prio_repeat
-                .or(defaults.garp_lower_prio_repeat)
-                .unwrap_or(master_repeat),
+            // Strict mode: no repeated garps to a lower priority unless
+            // the instance says so (keepalived ignores the global values
+            // then).
+            lower_priority_delay: if strict {
+                instance.garp.lower_prio_delay.unwrap_or(Duration::ZERO)
+            } else {
+                instance
+                    .garp
+                    .lower_prio_delay
+                    .or(defaults.garp_lower_prio_delay)
+                    .unwrap_or(master_delay)
+            },
+            lower_priority_repeat: if strict {
+                instance.garp.lower_prio_repeat.unwrap_or(0)
+            } else {
+                instance
+                    .garp
+                    .lower_prio_repeat
+                    .or(defaults.garp_lower_prio_repeat)
+                    .unwrap_or(master_repeat)
+            },
             master_refresh: instance
                 .garp
                 .master_refresh
@@ -226,11 +247,19 @@ impl InstanceSettings {
                 .unwrap_or(defaults.skip_check_adv_addr),
             lower_priority_no_advert: instance
                 .lower_prio_no_advert
-                .or(defaults.lower_prio_no_advert)
+                .or(if strict {
+                    Some(true)
+                } else {
+                    defaults.lower_prio_no_advert
+                })
                 .unwrap_or(false),
             higher_priority_send_advert: instance
                 .higher_prio_send_advert
-                .or(defaults.higher_prio_send_advert)
+                .or(if strict {
+                    Some(false)
+                } else {
+                    defaults.higher_prio_send_advert
+                })
                 .unwrap_or(false),
             down_timer_adverts: instance
                 .down_timer_adverts
@@ -238,6 +267,10 @@ impl InstanceSettings {
                 .unwrap_or(DEFAULT_DOWN_TIMER_ADVERTS)
                 .max(1),
             garp,
+            strict,
+            // keepalived: "If we are running in strict mode, default is to
+            // disable accept mode, otherwise default is to enable it."
+            accept: instance.accept.unwrap_or(!strict),
             name,
         })
     }

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::addresses::{self, AddressError};
+use super::firewall::Firewall;
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
 use super::routes;
@@ -97,6 +98,10 @@ struct Instance {
     /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
     /// messages.
     addresses: Vec<AddressMessage>,
+    /// What a master without accept mode drops traffic to and from:
+    /// virtual_ipaddress and virtual_ipaddress_excluded (keepalived's
+    /// `vips` set holds both); empty with accept mode.
+    dropped: Vec<IpAddr>,
     /// virtual_routes and virtual_rules, added after the addresses.
     routes: Vec<RouteMessage>,
     rules: Vec<RuleMessage>,
@@ -228,6 +233,9 @@ pub struct Vrrp {
     scripts: HashMap<String, Option<bool>>,
     /// The tracked files' values.
     files: HashMap<String, i64>,
+    /// The drop rules of the masters without accept mode; handed on at a
+    /// reload, removed when VRRP stops.
+    firewall: Firewall,
 }
 
 /// rtnetlink's stream of link and address messages (`RTNLGRP_LINK`,
@@ -386,8 +394,19 @@ impl Vrrp {
             if membership.is_some() {
                 machine.join_sync_group();
             }
+            let dropped = if machine.settings().accept {
+                Vec::new()
+            } else {
+                model
+                    .virtual_addresses
+                    .iter()
+                    .chain(&model.excluded_addresses)
+                    .map(|address| address.address.address)
+                    .collect()
+            };
             instances.push(Instance {
                 model: model.clone(),
+                dropped,
                 routes: route_messages,
                 rules: rule_messages,
                 track_own_interface: !model.dont_track_primary,
@@ -462,6 +481,7 @@ impl Vrrp {
             netlink_events: Some(Box::pin(netlink_events)),
             scripts,
             files,
+            firewall: Firewall::default(),
         })
     }
 
@@ -619,6 +639,10 @@ impl Vrrp {
         let now = Instant::now();
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
+        }
+        // As keepalived at exit: the tables go too.
+        if let Err(error) = self.firewall.remove_tables() {
+            tracing::error!("cannot remove the firewall tables: {error}");
         }
     }
 
@@ -816,6 +840,7 @@ impl Vrrp {
                 .count(),
             next.instances.len()
         );
+        next.firewall = std::mem::take(&mut self.firewall);
         Some(next)
     }
 
@@ -1401,6 +1426,14 @@ impl Vrrp {
                 }
             }
             Action::AddAddresses => {
+                // keepalived's order: the drop rule first, so that no
+                // packet to an address is taken before it.
+                if !instance.dropped.is_empty() {
+                    tracing::info!("({name}) setting firewall drop rule");
+                    if let Err(error) = self.firewall.drop_addresses(&instance.dropped) {
+                        tracing::error!("({name}) cannot set the firewall drop rule: {error}");
+                    }
+                }
                 tracing::info!("({name}) setting the virtual addresses");
                 for message in &instance.addresses {
                     if let Err(error) = addresses::add(&self.handle, message.clone()).await {
@@ -1439,6 +1472,12 @@ impl Vrrp {
                 for message in &instance.addresses {
                     if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
                         tracing::error!("({name}) cannot remove a virtual address: {error}");
+                    }
+                }
+                if !instance.dropped.is_empty() {
+                    tracing::info!("({name}) removing firewall drop rule");
+                    if let Err(error) = self.firewall.accept_addresses(&instance.dropped) {
+                        tracing::error!("({name}) cannot remove the firewall drop rule: {error}");
                     }
                 }
             }

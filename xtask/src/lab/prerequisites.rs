@@ -18,6 +18,9 @@ pub const PACKAGES: &[&str] = &[
     // Topologies and traffic inside the guest.
     "iproute2",
     "curl",
+    // `nft list ruleset`: the VRRP interop test compares pulse's drop
+    // rules (no_accept) with keepalived's.
+    "nftables",
 ];
 
 /// Installs whichever of [`PACKAGES`] is not installed yet.

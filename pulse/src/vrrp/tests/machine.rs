@@ -49,6 +49,8 @@ fn settings(priority: u8) -> InstanceSettings {
             master_refresh: None,
             master_refresh_repeat: 1,
         },
+        strict: false,
+        accept: true,
     }
 }
 

@@ -133,3 +133,33 @@ fn instance_values_override_global_ones_and_short_passwords_are_padded() {
         ["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
     );
 }
+
+/// `vrrp_strict` as keepalived 2.2.7 resolves it: accept mode off, no
+/// repeated garps nor adverts to a lower priority, whatever global_defs
+/// says; an instance's own `strict_mode off` or values win.
+#[test]
+fn strict_mode_changes_defaults_as_keepalived_does() {
+    let instance = |global: &str, lines: &str| {
+        settings_of(&format!(
+            "global_defs {{\n    vrrp_garp_lower_prio_repeat 4\n    vrrp_higher_prio_send_advert\n\
+             {global}\n}}\nvrrp_instance VI_1 {{\n    interface eth0\n    \
+             virtual_router_id 51\n    version 3\n{lines}\n    virtual_ipaddress {{\n        \
+             192.0.2.100/24\n    }}\n}}\n"
+        ))
+    };
+    let plain = instance("", "");
+    assert!(!plain.strict && plain.accept);
+    assert_eq!(plain.garp.lower_priority_repeat, 4);
+    assert!(plain.higher_priority_send_advert && !plain.lower_priority_no_advert);
+    let strict = instance("    vrrp_strict", "");
+    assert!(strict.strict && !strict.accept);
+    assert_eq!(strict.garp.lower_priority_repeat, 0);
+    assert_eq!(strict.garp.lower_priority_delay, Duration::ZERO);
+    assert!(!strict.higher_priority_send_advert && strict.lower_priority_no_advert);
+    assert!(instance("    vrrp_strict", "    accept").accept);
+    assert!(!instance("", "    no_accept").accept);
+    let per_instance = instance("", "    strict_mode on");
+    assert!(per_instance.strict && !per_instance.accept);
+    let off = instance("    vrrp_strict", "    strict_mode off");
+    assert!(!off.strict && off.accept);
+}
