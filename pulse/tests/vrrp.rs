@@ -2082,6 +2082,24 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
                 unicast(segment, 2, 1.0, 100, true),
             )
         }),
+        ("v3 unicast, keepalived master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Keepalived,
+                unicast(segment, 3, V3_INTERVAL, 150, false),
+                unicast(segment, 3, V3_INTERVAL, 100, true),
+            )
+        }),
+        ("v2 unicast, pulse master", |segment, name| {
+            failover(
+                segment,
+                name,
+                Kind::Pulse,
+                unicast(segment, 2, 1.0, 150, true),
+                unicast(segment, 2, 1.0, 100, false),
+            )
+        }),
         ("v3 IPv6 multicast, pulse master", |segment, name| {
             let ipv6 = |priority| Instance {
                 virtual_address: format!("{}/64", segment.ipv6(0x100)),
