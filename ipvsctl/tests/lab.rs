@@ -194,16 +194,11 @@ fn play(case: &Case, program: &Path, tag: &str) -> Vec<(String, Outcome)> {
     for listing in FINAL_LISTINGS {
         let arguments: Vec<String> = listing.split_whitespace().map(str::to_owned).collect();
         let mut outcome = run(&namespace, program, &arguments, "");
-        // The kernel dumps services by their position in a hash table that
-        // every namespace shares, resuming each part of a dump at a
-        // position: services added or deleted meanwhile in other
-        // namespaces (the cases running beside this one) shift positions,
-        // and libipvs then lists a service twice (seen twice in
-        // ipvsadm's -S, in a few hundred runs). ipvsctl drops repeats. A
-        // listing with a repeated service says nothing of the table: it
-        // is taken again.
+        // ipvsadm may list a service twice while cases beside this one
+        // change their tables (see `repeats_a_service`); ipvsctl drops
+        // repeats. Such a listing is taken again.
         for _ in 0..5 {
-            if !repeats_a_service(&outcome.stdout) {
+            if !labkit::repeats_a_service(&outcome.stdout) {
                 break;
             }
             eprintln!("differential: {tag}'s {listing} repeated a service; listing again");
@@ -212,21 +207,6 @@ fn play(case: &Case, program: &Path, tag: &str) -> Vec<(String, Outcome)> {
         outcomes.push((format!("(final) {listing}"), outcome));
     }
     outcomes
-}
-
-/// Whether a listing names a service twice (`-A ...` in -S, a service
-/// line in -L), which a table cannot hold.
-fn repeats_a_service(listing: &str) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    listing
-        .lines()
-        .filter(|line| {
-            line.starts_with("-A ")
-                || ["TCP ", "UDP ", "SCTP ", "FWM "]
-                    .iter()
-                    .any(|protocol| line.starts_with(protocol))
-        })
-        .any(|line| !seen.insert(line))
 }
 
 fn describe(label: &str, reference: &str, ours: &str, report: &mut String) {
@@ -458,19 +438,4 @@ fn json_listings_match_the_table() {
         ),
         (Some(1), "", "No such service\n")
     );
-}
-
-#[test]
-fn a_listing_that_repeats_a_service_is_recognised() {
-    assert!(repeats_a_service(
-        "-A -f 7 -6 -s rr -p 30 -M 64\n-A -f 7 -6 -s rr -p 30 -M 64\n"
-    ));
-    assert!(repeats_a_service(
-        "Prot LocalAddress:Port Scheduler Flags\nTCP  10.0.0.1:80 rr\nTCP  10.0.0.1:80 rr\n"
-    ));
-    // Destinations of different services may look alike; services differ.
-    assert!(!repeats_a_service(
-        "-A -t 10.0.0.1:80 -s rr\n-a -t 10.0.0.1:80 -r 10.0.0.9:80 -m -w 1\n\
-         -A -t 10.0.0.2:80 -s rr\n-a -t 10.0.0.2:80 -r 10.0.0.9:80 -m -w 1\n"
-    ));
 }

@@ -120,6 +120,17 @@ impl std::fmt::Display for Kind {
     }
 }
 
+/// `result`, with both daemons' logs when it is an error.
+fn with_logs<T>(result: Result<T>, pulse: &Daemon, keepalived: &Daemon) -> Result<T> {
+    result.map_err(|error| {
+        error.context(format!(
+            "pulse log:\n{}\nkeepalived log:\n{}",
+            pulse.log(),
+            keepalived.log()
+        ))
+    })
+}
+
 /// A running pulse or keepalived.
 struct Daemon {
     kind: Kind,
@@ -809,13 +820,7 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         );
         Ok(())
     })();
-    result.map_err(|error| {
-        error.context(format!(
-            "pulse log:\n{}\nkeepalived log:\n{}",
-            pulse.log(),
-            keepalived.log()
-        ))
-    })
+    with_logs(result, &pulse, &keepalived)
 }
 
 /// The client sends adverts that would take the master's place were they
@@ -1058,13 +1063,7 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         keepalived.terminate()?;
         Ok(())
     })();
-    result.map_err(|error| {
-        error.context(format!(
-            "pulse log:\n{}\nkeepalived log:\n{}",
-            pulse.log(),
-            keepalived.log()
-        ))
-    })
+    with_logs(result, &pulse, &keepalived)
 }
 
 /// A `vrrp_sync_group` of two instances, each on a link of its own, the
@@ -1600,13 +1599,7 @@ fn file_tracking(segment: &Segment, scenario: &str) -> Result<()> {
         keepalived.terminate()?;
         Ok(())
     })();
-    result.map_err(|error| {
-        error.context(format!(
-            "pulse log:\n{}\nkeepalived log:\n{}",
-            pulse.log(),
-            keepalived.log()
-        ))
-    })
+    with_logs(result, &pulse, &keepalived)
 }
 
 /// keepalived's netlink address monitor, against keepalived: pulse
@@ -1721,13 +1714,7 @@ fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
         keepalived.terminate()?;
         Ok(())
     })();
-    result.map_err(|error| {
-        error.context(format!(
-            "pulse log:\n{}\nkeepalived log:\n{}",
-            pulse.log(),
-            keepalived.log()
-        ))
-    })
+    with_logs(result, &pulse, &keepalived)
 }
 
 /// pulse's interface deleted and created again (another index, the same
@@ -1838,13 +1825,7 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
         keepalived.terminate()?;
         Ok(())
     })();
-    result.map_err(|error| {
-        error.context(format!(
-            "pulse log:\n{}\nkeepalived log:\n{}",
-            pulse.log(),
-            keepalived.log()
-        ))
-    })
+    with_logs(result, &pulse, &keepalived)
 }
 
 type Scenario = fn(&Segment, &str) -> Result<()>;

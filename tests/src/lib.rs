@@ -10,10 +10,12 @@ pub mod http;
 mod ipvs_connections;
 pub mod kernel;
 pub mod lines;
+mod listing;
 mod namespace;
 pub mod topology;
 
 pub use ipvs_connections::{IpvsConnection, ipvs_connections};
+pub use listing::repeats_a_service;
 pub use namespace::{Namespace, run_ip};
 pub use topology::{
     DirectReturnTopology, Director, FailoverTopology, Host, NatTopology, Reception, neighbour,
