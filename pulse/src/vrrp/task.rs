@@ -1613,39 +1613,59 @@ fn merge_group_tracking(
             file.weight = 0;
         }
     }
-    own.links.retain(|link| {
-        let twice = group.links.iter().any(|other| other.index == link.index);
-        if twice {
+    keep_once(
+        &mut own.links,
+        &group.links,
+        |link, other| link.index == other.index,
+        |link| {
             tracing::warn!(
                 "({name}) track_interface {} is configured on VRRP instance and sync group. Remove vrrp instance or sync group config",
                 link.name
-            );
-        }
-        !twice
-    });
-    own.scripts.retain(|script| {
-        let twice = group.scripts.iter().any(|other| other.name == script.name);
-        if twice {
+            )
+        },
+    );
+    keep_once(
+        &mut own.scripts,
+        &group.scripts,
+        |script, other| script.name == other.name,
+        |script| {
             tracing::warn!(
                 "({name}) track_script {} is configured on VRRP instance and sync group. Remove vrrp instance config",
                 script.name
-            );
-        }
-        !twice
-    });
-    own.files.retain(|file| {
-        let twice = group.files.iter().any(|other| other.name == file.name);
-        if twice {
+            )
+        },
+    );
+    keep_once(
+        &mut own.files,
+        &group.files,
+        |file, other| file.name == other.name,
+        |file| {
             tracing::warn!(
                 "({name}) track_file {} is configured on VRRP instance and sync group. Remove vrrp instance config",
                 file.name
-            );
-        }
-        !twice
-    });
+            )
+        },
+    );
     own.links.append(&mut group.links);
     own.scripts.append(&mut group.scripts);
     own.files.append(&mut group.files);
+}
+
+/// Drops from `own` what `group` tracks too (`same`), with `warning` for
+/// each: the group's entry counts, once.
+fn keep_once<T>(
+    own: &mut Vec<T>,
+    group: &[T],
+    same: impl Fn(&T, &T) -> bool,
+    warning: impl Fn(&T),
+) {
+    own.retain(|item| {
+        let twice = group.iter().any(|other| same(item, other));
+        if twice {
+            warning(item);
+        }
+        !twice
+    });
 }
 
 /// keepalived 2.2's rule for the members of a sync group without
