@@ -1311,11 +1311,13 @@ impl Vrrp {
         }
         for (group, state) in followups.group_transitions {
             let group = &self.groups[group];
-            group_notify(
+            notify(
                 &self.configuration,
                 &group.model.notify,
+                "GROUP",
                 group.coordinator.name(),
                 state,
+                0,
             );
         }
     }
@@ -1509,6 +1511,7 @@ impl Vrrp {
                 notify(
                     &self.configuration,
                     &instance.notify,
+                    "INSTANCE",
                     &name,
                     state,
                     instance.machine.effective_priority(),
@@ -2042,12 +2045,14 @@ fn sync_daemon_worker(request: SyncRequest) {
     let _ = worker.lock().expect("never poisoned").send(request);
 }
 
-/// Runs the instance's notify scripts for `state`: the state's own
-/// (`notify_master`...) as written, and `notify` with keepalived's four
-/// arguments: `INSTANCE`, the name, the state and the priority.
+/// Runs an instance's or a sync group's notify scripts for `state`: the
+/// state's own (`notify_master`...) as written, and `notify` with
+/// keepalived's four arguments: `INSTANCE` or `GROUP`, the name, the state
+/// and the priority (0 for a group, as keepalived's send_group_notifies).
 fn notify(
     configuration: &config::Config,
     scripts: &config::Notify,
+    kind: &str,
     name: &str,
     state: State,
     priority: u8,
@@ -2065,31 +2070,8 @@ fn notify(
         spawn_script(
             configuration,
             script,
-            &["INSTANCE", name, word, &priority.to_string()],
+            &[kind, name, word, &priority.to_string()],
         );
-    }
-}
-
-/// Runs a sync group's notify scripts for `state`: the state's own as
-/// written, and `notify` with keepalived's arguments for a group: `GROUP`,
-/// the name, the state and 0 (keepalived's send_group_notifies).
-fn group_notify(
-    configuration: &config::Config,
-    scripts: &config::Notify,
-    name: &str,
-    state: State,
-) {
-    let (own, word) = match state {
-        State::Master => (&scripts.master, "MASTER"),
-        State::Backup => (&scripts.backup, "BACKUP"),
-        State::Fault => (&scripts.fault, "FAULT"),
-        State::Initialize => (&scripts.stop, "STOP"),
-    };
-    if let Some(script) = own {
-        spawn_script(configuration, script, &[]);
-    }
-    if let Some(script) = &scripts.any {
-        spawn_script(configuration, script, &["GROUP", name, word, "0"]);
     }
 }
 
