@@ -392,14 +392,6 @@ impl Batch {
             offset,
             len,
         };
-        let vips = Expression::Lookup {
-            set: SET,
-            id: VIPS_SET_ID,
-        };
-        let drop = Expression::Verdict {
-            code: NF_DROP,
-            chain: None,
-        };
         if family == TableFamily::Ipv6 {
             // Neighbour discovery for the addresses goes on: without it
             // the master could not defend them (keepalived's rules).
@@ -467,16 +459,17 @@ impl Batch {
                 );
             }
         }
-        self.rule(protocol, INPUT_CHAIN, &[network(destination), vips, drop]);
-        let vips = Expression::Lookup {
-            set: SET,
-            id: VIPS_SET_ID,
-        };
-        let drop = Expression::Verdict {
-            code: NF_DROP,
-            chain: None,
-        };
-        self.rule(protocol, OUTPUT_CHAIN, &[network(source), vips, drop]);
+        for (chain, offset) in [(INPUT_CHAIN, destination), (OUTPUT_CHAIN, source)] {
+            let vips = Expression::Lookup {
+                set: SET,
+                id: VIPS_SET_ID,
+            };
+            let drop = Expression::Verdict {
+                code: NF_DROP,
+                chain: None,
+            };
+            self.rule(protocol, chain, &[network(offset), vips, drop]);
+        }
     }
 
     pub fn delete_table(&mut self, family: TableFamily) {
