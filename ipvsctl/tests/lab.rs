@@ -147,13 +147,12 @@ fn run(namespace: &Namespace, program: &Path, arguments: &[String], input: &str)
             });
             // A command that hangs is a difference, not a hung run.
             let started = std::time::Instant::now();
-            let mut reported = false;
             let status = loop {
                 if let Some(status) = child.try_wait().unwrap() {
                     break status.code();
                 }
-                if !reported && started.elapsed() > SLOW_PROCESS {
-                    reported = true;
+                // stall_report answers once per run, None after.
+                if started.elapsed() > SLOW_PROCESS {
                     if let Some(report) = labkit::kernel::stall_report(Some(child.id())) {
                         eprintln!(
                             "{} {} still runs after {SLOW_PROCESS:?}; the kernel:\n{report}",

@@ -276,10 +276,9 @@ fn settle_namespaces() -> Result<()> {
     )?;
     run("ip", &["netns", "delete", MARKER])?;
     let peer = Path::new("/sys/class/net").join(PEER);
-    let mut reported = false;
-    let mut report_if_slow = |what: &str| {
-        if !reported && started.elapsed() > SLOW_SETTLING {
-            reported = true;
+    let report_if_slow = |what: &str| {
+        // stall_report answers once per process, None after.
+        if started.elapsed() > SLOW_SETTLING {
             if let Some(report) = labkit::kernel::stall_report(None) {
                 eprintln!(
                     "xtask: the kernel is still {what} after {} s:\n{report}",
