@@ -220,10 +220,14 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
         }
         rest.push((binary, to_owned(&arguments), others));
     }
+    let first_runs = runs.len();
     runs.extend(rest);
 
     let mut failed = Vec::new();
     for (index, (binary, arguments, tests)) in runs.into_iter().enumerate() {
+        if index == first_runs {
+            load_ipvs_modules()?;
+        }
         if index > 0 {
             settle_namespaces()?;
         }
@@ -239,6 +243,42 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
         eprintln!("xtask: failed: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Loads IPVS's schedulers and persistence engines, after the `first_`
+/// tests (they need IPVS as the guest booted). The kernel loads a scheduler
+/// on a service's first use holding IPVS's lock, and the module's init
+/// registers per-namespace state, which waits for namespaces being
+/// dismantled; dismantling one waits for IPVS's lock: a deadlock that only
+/// ends when the waiting command is killed (every IPVS command of ipvsctl's
+/// first cases waited 125 s in CI, 300 s here, 2026-11-30; the kernel's
+/// stacks showed ip_vs_scheduler_get -> request_module, modprobe in
+/// register_pernet_subsys, cleanup_net in ip_vs_dst_event).
+fn load_ipvs_modules() -> Result<()> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("cannot read the kernel's release")?;
+    let directory = Path::new("/lib/modules")
+        .join(release.trim())
+        .join("kernel/net/netfilter/ipvs");
+    let mut modules: Vec<String> = std::fs::read_dir(&directory)
+        .with_context(|| format!("cannot list {}", directory.display()))?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|file| file.split('.').next().map(str::to_owned))
+        // Schedulers and persistence engines; not the FTP helper, which
+        // changes what port 21 services do.
+        .filter(|module| module.starts_with("ip_vs_") && module != "ip_vs_ftp")
+        .collect();
+    modules.sort();
+    let status = Command::new("modprobe")
+        .arg("-a")
+        .args(&modules)
+        .status()
+        .context("cannot run modprobe")?;
+    if !status.success() {
+        bail!("modprobe -a {} failed ({status})", modules.join(" "));
+    }
+    eprintln!("xtask: loaded {}", modules.join(" "));
+    Ok(())
 }
 
 /// How long the kernel may take to dismantle a test binary's namespaces
