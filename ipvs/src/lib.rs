@@ -42,6 +42,7 @@ mod destination;
 mod error;
 mod fields;
 mod info;
+pub mod listing;
 mod message;
 mod nla;
 pub mod request;

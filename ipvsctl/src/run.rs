@@ -390,29 +390,65 @@ impl Runner<'_> {
             format::title(options.kind, &mut text);
             self.print(text.as_bytes());
         }
-        // Fetched and formatted by several threads for a large table, then
-        // printed in order up to the first service whose destinations could
-        // not be read: what ipvsadm, printing as it goes, would have left.
+        // The plain listing prints nothing of a destination that the
+        // kernel's text listing lacks: there, one read replaces a dump per
+        // service. A service the text does not show for certain (changed
+        // between the two reads, or a firewall mark both families use) is
+        // dumped as before, and so is every one if the text cannot be read.
+        let mut listed = if !save && options.kind == ListKind::Default {
+            match self.client.listing() {
+                Ok(listing) => ipvs::listing::match_services(&services, listing),
+                Err(_) => Vec::new(),
+            }
+        } else {
+            Vec::new()
+        };
+        listed.resize_with(services.len(), || None);
+        // The rest fetched and formatted by several threads for a large
+        // table, then printed in order up to the first service whose
+        // destinations could not be read: what ipvsadm, printing as it goes,
+        // would have left.
         self.function = IpvsCommand::GetDestination;
-        let keys: Vec<ServiceKey> = services.iter().map(|service| service.key).collect();
-        let entries = self.client.map_destinations(&keys, |index, destinations| {
-            let destinations = destinations.map_err(|error| errno_of(&error))?;
+        let (listed_indexes, dumped_indexes): (Vec<usize>, Vec<usize>) =
+            (0..services.len()).partition(|&index| listed[index].is_some());
+        let keys: Vec<ServiceKey> = dumped_indexes
+            .iter()
+            .map(|&index| services[index].key)
+            .collect();
+        let format_entry = |index: usize, destinations: &[Destination]| {
             let service = &services[index];
             let mut text = String::new();
             if save {
-                format::save_entry(
-                    service,
-                    &destinations,
-                    options.numeric,
-                    &resolver,
-                    &mut text,
-                );
+                format::save_entry(service, destinations, options.numeric, &resolver, &mut text);
             } else {
-                format::service_entry(service, &destinations, options, &resolver, &mut text);
+                format::service_entry(service, destinations, options, &resolver, &mut text);
             }
-            Ok(text)
+            text
+        };
+        let dumped = self
+            .client
+            .map_destinations(&keys, |position, destinations| {
+                let destinations = destinations.map_err(|error| errno_of(&error))?;
+                Ok(format_entry(dumped_indexes[position], &destinations))
+            });
+        let listed_entries = in_parallel(&listed_indexes, |&index| {
+            let destinations: Vec<Destination> = listed[index]
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(format::listed_destination)
+                .collect();
+            format_entry(index, &destinations)
         });
-        for entry in entries {
+        let mut entries: Vec<Option<Result<String, i32>>> = Vec::new();
+        entries.resize_with(services.len(), || None);
+        for (index, entry) in listed_indexes.iter().zip(listed_entries) {
+            entries[*index] = Some(Ok(entry));
+        }
+        for (index, entry) in dumped_indexes.iter().zip(dumped) {
+            entries[*index] = Some(entry);
+        }
+        for entry in entries.into_iter().flatten() {
             match entry {
                 Ok(text) => self.print(text.as_bytes()),
                 Err(errno) => {
@@ -858,6 +894,38 @@ fn sync_state(state: u32) -> SyncState {
     } else {
         SyncState::Master
     }
+}
+
+/// `each` of `items`, in order, computed by up to four threads for many
+/// items: formatting a large listing costs more than reading it.
+fn in_parallel<T: Sync, R: Send>(items: &[T], each: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    /// Fewer items than this per thread and a thread costs more than it saves.
+    const ITEMS_PER_THREAD: usize = 64;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |count| count.get())
+        .min(4)
+        .min(items.len() / ITEMS_PER_THREAD)
+        .max(1);
+    if threads == 1 {
+        return items.iter().map(&each).collect();
+    }
+    let each = &each;
+    std::thread::scope(|scope| {
+        let mut chunks = items.chunks(items.len().div_ceil(threads));
+        let first = chunks.next().unwrap_or_default();
+        let others: Vec<_> = chunks
+            .map(|chunk| scope.spawn(move || chunk.iter().map(each).collect::<Vec<R>>()))
+            .collect();
+        let mut results: Vec<R> = first.iter().map(each).collect();
+        for handle in others {
+            results.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        results
+    })
 }
 
 #[cfg(test)]

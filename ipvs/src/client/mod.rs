@@ -296,6 +296,49 @@ impl Client {
         )
     }
 
+    /// The kernel's text listing of the client's namespace
+    /// (`/proc/net/ip_vs`): every destination of every service in one read,
+    /// where netlink needs a dump per service; see [`crate::listing`] for
+    /// what it lacks.
+    pub fn listing(
+        &self,
+    ) -> Result<Vec<crate::listing::ListedService>, crate::listing::ListingError> {
+        if self.in_my_namespace() {
+            return crate::listing::read();
+        }
+        // /proc shows the reading thread's namespace: read from a thread in
+        // the client's.
+        let namespace = &self.namespace;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: setns on a namespace file we own; it moves only
+                    // this thread, which ends here.
+                    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                        return Err(crate::listing::ListingError::Read(
+                            std::io::Error::last_os_error(),
+                        ));
+                    }
+                    crate::listing::read()
+                })
+                .join()
+                .expect("reading the listing does not panic")
+        })
+    }
+
+    /// Whether the calling thread is in the client's network namespace.
+    fn in_my_namespace(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (
+            self.namespace.metadata(),
+            std::fs::metadata("/proc/thread-self/ns/net"),
+        ) {
+            (Ok(mine), Ok(current)) => mine.dev() == current.dev() && mine.ino() == current.ino(),
+            _ => false,
+        }
+    }
+
     /// The destinations of each of `keys`, in order (see
     /// [`Client::map_destinations`]).
     pub fn destinations_of(&mut self, keys: &[ServiceKey]) -> Result<Vec<Vec<Destination>>, Error> {
