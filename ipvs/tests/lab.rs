@@ -430,6 +430,160 @@ fn destinations_of_every_method() {
     assert_eq!(client.destinations(&key).unwrap().len(), created.len() - 1);
 }
 
+/// The kernel's text listing, read where the client is, gives every
+/// service read over netlink the destinations netlink gives it, in the same
+/// order, as far as the text shows them; returns how many services it
+/// matched.
+fn assert_listing_agrees_with_netlink(client: &mut Client) -> usize {
+    let services = settled_services(client);
+    let listing = client.listing().expect("the text listing reads");
+    let matched = ipvs::listing::match_services(&services, listing);
+    let mut count = 0;
+    for (service, listed) in services.iter().zip(matched) {
+        let Some(listed) = listed else { continue };
+        count += 1;
+        let dumped = client.destinations(&service.key).unwrap();
+        let shown = |destination: &Destination| {
+            let counters = destination.counters.unwrap();
+            let method = match destination.forwarding {
+                Forwarding::Local => "Local",
+                Forwarding::Tunnel(_) => "Tunnel",
+                Forwarding::Route => "Route",
+                // The kernel names every other method Masq.
+                _ => "Masq",
+            };
+            (
+                destination.socket_address(),
+                method,
+                destination.weight as i32,
+                counters.active as i32,
+                counters.inactive as i32,
+            )
+        };
+        let from_text: Vec<_> = listed
+            .iter()
+            .map(|destination| {
+                (
+                    SocketAddr::new(destination.address, destination.port),
+                    match destination.forwarding {
+                        ipvs::listing::ListedForwarding::Masquerade => "Masq",
+                        ipvs::listing::ListedForwarding::Local => "Local",
+                        ipvs::listing::ListedForwarding::Tunnel => "Tunnel",
+                        ipvs::listing::ListedForwarding::Route => "Route",
+                    },
+                    destination.weight,
+                    destination.active_connections,
+                    destination.inactive_connections,
+                )
+            })
+            .collect();
+        let from_netlink: Vec<_> = dumped.iter().map(shown).collect();
+        assert_eq!(from_text, from_netlink, "{}", service.key);
+    }
+    count
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn the_kernels_text_listing_agrees_with_netlink() {
+    labkit::require_lab();
+    let (namespace, mut client) = namespace("listing");
+    let socket = |text: &str| text.parse::<SocketAddr>().unwrap();
+    let mut operations = Vec::new();
+    let mut service = |key: ServiceKey, scheduler: &str, flags: ServiceFlags| {
+        let mut service = Service::new(key, scheduler);
+        service.flags = flags;
+        if flags.contains(ServiceFlags::PERSISTENT) {
+            service.timeout = 300;
+        }
+        operations.push(Operation::CreateService(service));
+        key
+    };
+    let web = service(tcp("10.0.0.1:80"), "wrr", ServiceFlags::empty());
+    let dns = service(
+        ServiceKey::Address {
+            protocol: Protocol::Udp,
+            address: "10.0.0.2".parse().unwrap(),
+            port: 53,
+        },
+        "wlc",
+        ServiceFlags::PERSISTENT | ServiceFlags::ONE_PACKET,
+    );
+    service(
+        ServiceKey::Address {
+            protocol: Protocol::Sctp,
+            address: "10.0.0.3".parse().unwrap(),
+            port: 9999,
+        },
+        "sh",
+        ServiceFlags::empty(),
+    );
+    let six = service(tcp("[2001:db8::1]:443"), "rr", ServiceFlags::ONE_PACKET);
+    // One mark in both families, told apart by their schedulers.
+    let mark_four = service(
+        ServiceKey::Fwmark {
+            family: Family::Inet,
+            mark: 42,
+        },
+        "lc",
+        ServiceFlags::empty(),
+    );
+    let mark_six = service(
+        ServiceKey::Fwmark {
+            family: Family::Inet6,
+            mark: 42,
+        },
+        "dh",
+        ServiceFlags::ONE_PACKET,
+    );
+    let mut destination = |key: ServiceKey, address: &str, forwarding: Forwarding, weight| {
+        let mut destination = Destination::new(socket(address), forwarding);
+        destination.weight = weight;
+        destination.upper_threshold = 100;
+        operations.push(Operation::CreateDestination(key, destination));
+    };
+    destination(web, "10.0.2.11:8080", Forwarding::Masquerade, 3);
+    destination(web, "10.0.2.12:80", Forwarding::Route, 0);
+    destination(web, "10.0.2.13:80", Forwarding::Local, 65535);
+    destination(web, "10.0.2.14:80", Forwarding::Bypass, 1);
+    destination(web, "10.0.2.15:80", Forwarding::Other(6), 1);
+    destination(web, "10.0.2.16:80", Forwarding::Tunnel(Tunnel::default()), 1);
+    destination(
+        web,
+        "[2001:db8::16]:80",
+        Forwarding::Tunnel(Tunnel {
+            kind: TunnelKind::Gue,
+            port: 6080,
+            checksum: TunnelChecksum::Checksum,
+        }),
+        2,
+    );
+    destination(dns, "10.0.2.21:53", Forwarding::Masquerade, 1);
+    destination(six, "[2001:db8:1::10]:443", Forwarding::Masquerade, 7);
+    destination(six, "[2001:db8:1::11]:443", Forwarding::Route, 1);
+    destination(mark_four, "10.0.2.31:0", Forwarding::Route, 1);
+    destination(mark_six, "[2001:db8:2::1]:0", Forwarding::Route, 1);
+    client.apply(&operations).unwrap();
+
+    // Read from this thread, outside the namespace, and from inside it.
+    assert_eq!(assert_listing_agrees_with_netlink(&mut client), 6);
+    namespace
+        .run(|| {
+            let services = client.services().unwrap();
+            let listing = ipvs::listing::read().expect("the namespace's own listing");
+            let matched = ipvs::listing::match_services(&services, listing);
+            assert!(matched.iter().all(Option::is_some), "{matched:?}");
+        })
+        .unwrap();
+
+    // The same scheduler and flags on both marks: the text cannot tell
+    // them apart, so neither is matched.
+    let mut same = Service::new(mark_six, "lc");
+    same.flags = ServiceFlags::empty();
+    client.update_service(&same).unwrap();
+    assert_eq!(assert_listing_agrees_with_netlink(&mut client), 4);
+}
+
 #[test]
 #[ignore = "runs in the lab"]
 fn kernel_refusals_name_the_object_and_the_reason() {
@@ -586,6 +740,8 @@ fn statistics_after_real_traffic_then_zero_and_flush() {
         statistics.incoming_bytes > 0 && statistics.outgoing_bytes > 0,
         "{statistics:?}"
     );
+    // Connection counts are the same in the kernel's text listing.
+    assert_eq!(assert_listing_agrees_with_netlink(&mut client), 1);
     let destinations = client.destinations(&key).unwrap();
     for destination in &destinations {
         let statistics = destination.statistics.unwrap();
