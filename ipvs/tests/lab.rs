@@ -547,7 +547,12 @@ fn the_kernels_text_listing_agrees_with_netlink() {
     destination(web, "10.0.2.13:80", Forwarding::Local, 65535);
     destination(web, "10.0.2.14:80", Forwarding::Bypass, 1);
     destination(web, "10.0.2.15:80", Forwarding::Other(6), 1);
-    destination(web, "10.0.2.16:80", Forwarding::Tunnel(Tunnel::default()), 1);
+    destination(
+        web,
+        "10.0.2.16:80",
+        Forwarding::Tunnel(Tunnel::default()),
+        1,
+    );
     destination(
         web,
         "[2001:db8::16]:80",
