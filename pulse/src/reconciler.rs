@@ -114,6 +114,9 @@ pub struct Reconciler {
     /// the table, at weight 0, until the kernel counts no connection on it
     /// (see [`Reconciler::reload`]).
     draining: Draining,
+    /// Modules [`load_modules`] asked modprobe for, each once: one that does
+    /// not exist would otherwise be asked for at every retry.
+    modules_asked_for: HashSet<String>,
 }
 
 /// Destinations and services on their way out after a reload.
@@ -249,6 +252,7 @@ impl Reconciler {
             ownership,
             failing: HashSet::new(),
             draining: Draining::default(),
+            modules_asked_for: HashSet::new(),
         }
     }
 
@@ -356,6 +360,7 @@ impl Reconciler {
         let applied = if operations.is_empty() {
             Ok(())
         } else {
+            load_modules(&operations, &mut self.modules_asked_for);
             self.client.apply(&operations)
         };
         // What pulse owns from now on: the desired services, and any it
@@ -665,6 +670,65 @@ async fn in_blocking_pool<T: Send + 'static>(
     }
 }
 
+/// Loads the scheduler and persistence-engine modules a batch needs and the
+/// kernel lacks, before the batch.
+///
+/// Otherwise the kernel loads them itself, with IPVS's lock held
+/// (`request_module` in `ip_vs_scheduler_get`), and that can deadlock: the
+/// module's init waits for the network-namespace lock, which the kernel
+/// holds while it dismantles a deleted namespace, and which waits for
+/// IPVS's lock (`ip_vs_dst_event`), until the request is killed (seen in
+/// the lab: 125 s and more, from `ipvsadm -A -s lblcr`). Loaded here,
+/// outside IPVS's lock, a module only waits for the dismantling to end. A
+/// module that does not load is left to the kernel, whose refusal of the
+/// operation is then reported as usual.
+fn load_modules(operations: &[Operation], asked_for: &mut HashSet<String>) {
+    for module in modules_to_load(operations, |module| {
+        asked_for.contains(module) || std::path::Path::new("/sys/module").join(module).exists()
+    }) {
+        asked_for.insert(module.clone());
+        match std::process::Command::new("modprobe")
+            .args(["-q", &module])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+        {
+            Ok(status) if status.success() => tracing::debug!("loaded {module}"),
+            Ok(status) => tracing::debug!("modprobe {module}: {status}"),
+            Err(error) => tracing::debug!("modprobe {module}: {error}"),
+        }
+    }
+}
+
+/// The modules (`ip_vs_NAME` for a scheduler, `ip_vs_pe_NAME` for a
+/// persistence engine, as the kernel asks for them) of the services a batch
+/// creates or updates that are not `loaded`, each once. A name that is not a
+/// module name (the kernel would refuse the service) is skipped.
+fn modules_to_load(operations: &[Operation], loaded: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut modules: Vec<String> = Vec::new();
+    for operation in operations {
+        let (Operation::CreateService(service) | Operation::UpdateService(service)) = operation
+        else {
+            continue;
+        };
+        let scheduler = Some(format!("ip_vs_{}", service.scheduler));
+        let engine = service
+            .persistence_engine
+            .as_ref()
+            .map(|engine| format!("ip_vs_pe_{engine}"));
+        for module in [scheduler, engine].into_iter().flatten() {
+            let is_a_module_name = module
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
+            if is_a_module_name && !modules.contains(&module) && !loaded(&module) {
+                modules.push(module);
+            }
+        }
+    }
+    modules
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,6 +862,30 @@ mod tests {
 
     fn load(text: &str) -> config::Config {
         fulcrum_config::load_str("test.conf", text, &Default::default()).config
+    }
+
+    #[test]
+    fn modules_missing_from_the_kernel_are_loaded_before_their_services() {
+        let service = |scheduler: &str, engine: Option<&str>| {
+            let mut service = ipvs::Service::new(web(), scheduler);
+            service.persistence_engine = engine.map(str::to_owned);
+            service
+        };
+        let operations = [
+            Operation::CreateService(service("lblcr", None)),
+            Operation::CreateService(service("rr", Some("sip"))),
+            Operation::UpdateService(service("lblcr", None)),
+            Operation::UpdateService(service("wlc", None)),
+            // Not a module name: left to the kernel to refuse.
+            Operation::CreateService(service("../x", None)),
+            Operation::DeleteService(web()),
+        ];
+        let loaded = |module: &str| matches!(module, "ip_vs_rr" | "ip_vs_wlc");
+        assert_eq!(
+            modules_to_load(&operations, loaded),
+            ["ip_vs_lblcr", "ip_vs_pe_sip"]
+        );
+        assert!(modules_to_load(&operations[3..], loaded).is_empty());
     }
 
     #[test]
