@@ -361,7 +361,9 @@ impl Reconciler {
             Ok(())
         } else {
             load_modules(&operations, &mut self.modules_asked_for);
-            self.client.apply(&operations)
+            self.client
+                .apply(&operations)
+                .or_else(|error| without_missed_services(&operations, error, reason))
         };
         // What pulse owns from now on: the desired services, and any it
         // meant to delete but could not (so the next pass tries again).
@@ -670,6 +672,49 @@ async fn in_blocking_pool<T: Send + 'static>(
     }
 }
 
+/// A batch's refusals, less those of services the table's read missed.
+///
+/// The kernel's service dump resumes each datagram by position in a table
+/// every namespace shares, so services of other namespaces coming and going
+/// meanwhile can make it skip one of ours: planned again, its creation and
+/// its destinations' are refused as existing. Not refusals to report; the
+/// next pass, within [`DRIFT_CHECK`], reads the table again.
+fn without_missed_services(
+    operations: &[Operation],
+    mut error: BatchError,
+    reason: Reason,
+) -> Result<(), BatchError> {
+    let exists = |failure: &ipvs::Error| failure.errno() == Some(ipvs::Errno(libc::EEXIST));
+    let missed: HashSet<ServiceKey> = error
+        .failures
+        .iter()
+        .filter_map(|(index, failure)| match &operations[*index] {
+            Operation::CreateService(service) if exists(failure) => Some(service.key),
+            _ => None,
+        })
+        .collect();
+    error.failures.retain(|(index, failure)| {
+        let of_a_missed_service = match &operations[*index] {
+            Operation::CreateService(service) => missed.contains(&service.key),
+            Operation::CreateDestination(key, _) => missed.contains(key),
+            _ => false,
+        };
+        if of_a_missed_service && exists(failure) {
+            tracing::debug!(
+                "{reason}: {} exists: the table's read missed its service",
+                operations[*index]
+            );
+            return false;
+        }
+        true
+    });
+    if error.failures.is_empty() && error.interrupted.is_none() {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
 /// Loads the scheduler and persistence-engine modules a batch needs and the
 /// kernel lacks, before the batch.
 ///
@@ -862,6 +907,53 @@ mod tests {
 
     fn load(text: &str) -> config::Config {
         fulcrum_config::load_str("test.conf", text, &Default::default()).config
+    }
+
+    #[test]
+    fn creations_refused_because_the_read_missed_the_service_are_not_failures() {
+        let refusal = |errno: i32| ipvs::Error::Kernel {
+            operation: "test".into(),
+            errno: ipvs::Errno(errno),
+            reason: "test".into(),
+        };
+        let other = ServiceKey::Fwmark {
+            family: ipvs::Family::Inet,
+            mark: 7,
+        };
+        let real_server = || destination("10.0.2.11:80", 1, 0, 0);
+        let operations = [
+            Operation::CreateService(ipvs::Service::new(web(), "rr")),
+            Operation::CreateDestination(web(), real_server()),
+            Operation::CreateDestination(other, real_server()),
+            Operation::CreateService(ipvs::Service::new(other, "nonesuch")),
+        ];
+        let batch = |failures: Vec<(usize, ipvs::Error)>| BatchError {
+            total: operations.len(),
+            failures,
+            interrupted: None,
+        };
+        assert!(
+            without_missed_services(
+                &operations,
+                batch(vec![(0, refusal(libc::EEXIST)), (1, refusal(libc::EEXIST))]),
+                Reason::Health
+            )
+            .is_ok()
+        );
+        // A destination of a service that was created is a real refusal,
+        // and so is any other errno.
+        let left = without_missed_services(
+            &operations,
+            batch(vec![
+                (0, refusal(libc::EEXIST)),
+                (2, refusal(libc::EEXIST)),
+                (3, refusal(libc::ENOENT)),
+            ]),
+            Reason::Health,
+        )
+        .unwrap_err();
+        let indexes: Vec<usize> = left.failures.iter().map(|(index, _)| *index).collect();
+        assert_eq!(indexes, [2, 3]);
     }
 
     #[test]
