@@ -135,8 +135,8 @@ impl AddressMonitor {
     }
 
     /// Waits for an event that changes the addresses, and returns them;
-    /// `None` if the kernel's messages stopped (the monitor must be
-    /// opened again). Cancel-safe: an event is applied as soon as it is
+    /// `None` if the kernel's messages stopped or some were lost (the
+    /// monitor must be opened again). Cancel-safe: an event is applied as soon as it is
     /// read.
     pub async fn changed(&mut self) -> Option<HashSet<IpAddr>> {
         while let Some((message, _)) = self.events.next().await {
@@ -147,6 +147,10 @@ impl AddressMonitor {
                 NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(address)) => {
                     (false, address)
                 }
+                // The socket's buffer overflowed and the kernel dropped
+                // events: what is known is stale, and only a new read of
+                // every address is right again.
+                NetlinkPayload::Overrun(_) => return None,
                 _ => continue,
             };
             if let Some((index, address)) = LocalAddresses::address_of(&address)
@@ -206,5 +210,47 @@ mod tests {
             addresses.contains(&"127.0.0.1".parse().unwrap()),
             "{addresses:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn lost_events_make_the_monitor_read_again() {
+        use netlink_packet_route::address::AddressHeader;
+        use rtnetlink::packet_core::NetlinkHeader;
+        let message = |payload| {
+            (
+                NetlinkMessage::new(NetlinkHeader::default(), payload),
+                rtnetlink::sys::SocketAddr::new(0, 0),
+            )
+        };
+        let added = |address: &str| {
+            let mut added = AddressMessage::default();
+            added.header = AddressHeader {
+                family: netlink_packet_route::AddressFamily::Inet,
+                prefix_len: 24,
+                index: 2,
+                ..AddressHeader::default()
+            };
+            added.attributes.push(AddressAttribute::Local(ip(address)));
+            message(NetlinkPayload::InnerMessage(
+                RouteNetlinkMessage::NewAddress(added),
+            ))
+        };
+        // After the overrun, an event that would change the addresses: the
+        // monitor must not take it as if nothing had been lost.
+        let events = vec![
+            added("192.0.2.1"),
+            message(NetlinkPayload::Overrun(Vec::new())),
+            added("192.0.2.2"),
+        ];
+        let mut monitor = AddressMonitor {
+            addresses: LocalAddresses::default(),
+            events: futures_util::stream::iter(events).boxed(),
+            connection: tokio::spawn(async {}),
+        };
+        assert_eq!(
+            monitor.changed().await,
+            Some(HashSet::from([ip("192.0.2.1")]))
+        );
+        assert_eq!(monitor.changed().await, None);
     }
 }

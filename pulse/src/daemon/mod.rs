@@ -510,7 +510,7 @@ async fn serve(
                     Some(addresses) => checkers.local_addresses(addresses).await,
                     None => {
                         tracing::warn!(
-                            "rtnetlink's address events stopped: reading the addresses again"
+                            "rtnetlink's address events stopped or overflowed: reading the addresses again"
                         );
                         address_monitor = None;
                     }
