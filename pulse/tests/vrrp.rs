@@ -1717,6 +1717,79 @@ fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
     with_logs(result, &pulse, &keepalived)
 }
 
+/// Events lost to a full rtnetlink buffer: pulse, master, is stopped
+/// (SIGSTOP) while a thousand addresses are added on another interface,
+/// which fills its monitor socket's buffer, and its virtual address is
+/// deleted by hand after them. The kernel drops that deletion's event;
+/// once resumed, pulse must read the addresses again, find the virtual
+/// address gone and step down and take over again with it, as for a
+/// deletion it saw. Without the catch-up nobody holds the address.
+fn lost_events(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
+    let higher = instance(150);
+    let lower = instance(100);
+    let settle = Duration::from_secs_f64(higher.interval) * 3;
+    let directory = &segment.directory;
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
+    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
+    let result = (|| -> Result<()> {
+        wait_master(
+            "pulse becomes master",
+            bound(higher.master_down_interval()) + Duration::from_secs(3),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        let mut burst =
+            String::from("link add burst0 type veth peer name burst1\nlink set burst0 up\n");
+        for host in 0..1000 {
+            burst.push_str(&format!(
+                "addr add 10.254.{}.{}/32 dev burst0\n",
+                host / 250,
+                host % 250 + 1
+            ));
+        }
+        burst.push_str(&format!("addr del {address}/24 dev eth0\n"));
+        let pid = pulse.vrrp_pid()?;
+        signal(pid, libc::SIGSTOP);
+        let burst_result = segment.a.ip(&burst);
+        signal(pid, libc::SIGCONT);
+        burst_result?;
+        let resumed = Instant::now();
+        wait_for(
+            "pulse reads again after the overrun and finds its address gone",
+            Duration::from_secs(5),
+            || {
+                let log = pulse.log();
+                Ok(log.contains("receive buffer overrun")
+                    && log.contains(&format!(
+                        "Netlink reflector reports IP {address} removed from eth0"
+                    )))
+            },
+        )?;
+        wait_master(
+            "pulse master with its address again",
+            bound(higher.master_down_interval()),
+            settle,
+            &segment.a,
+            &segment.b,
+            address,
+        )?;
+        report(
+            scenario,
+            "resumed after lost events: pulse master with its address again",
+            resumed.elapsed() - settle,
+            higher.skew_time(),
+        );
+        pulse.terminate()?;
+        keepalived.terminate()?;
+        Ok(())
+    })();
+    with_logs(result, &pulse, &keepalived)
+}
+
 /// pulse's interface deleted and created again (another index, the same
 /// name): keepalived takes over meanwhile, then pulse takes the new
 /// interface up (sockets, virtual address) and preempts. Then the same
@@ -2118,6 +2191,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             sync_group(segment, name, Kind::Pulse, SyncBreak::GroupScript)
         }),
         ("address monitoring", address_monitoring),
+        ("address events lost to a full buffer", lost_events),
         ("interface deleted and created again", interface_recreated),
         ("accept mode", accept_mode),
     ]

@@ -16,6 +16,7 @@ pub mod firewall;
 pub mod io;
 pub mod machine;
 pub mod packet;
+pub mod resync;
 pub mod routes;
 pub mod settings;
 pub mod sources;

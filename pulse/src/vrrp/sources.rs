@@ -52,6 +52,22 @@ impl SourceAddresses {
         }
     }
 
+    /// Every address known, with whether it is link-scoped (the IPv6 ones
+    /// all are).
+    pub fn addresses(&self) -> Vec<(IpAddr, bool)> {
+        let ipv4 = self
+            .ipv4
+            .iter()
+            .chain(&self.other_ipv4)
+            .map(|address| (IpAddr::V4(*address), false));
+        let ipv6 = self
+            .ipv6_link_local
+            .iter()
+            .chain(&self.other_ipv6_link_local)
+            .map(|address| (IpAddr::V6(*address), true));
+        ipv4.chain(ipv6).collect()
+    }
+
     /// `address` appeared on the interface; `link_scope` is the address's
     /// scope (`RT_SCOPE_LINK`). IPv6 addresses of other scopes are not
     /// sources (keepalived's ignore_address_if_ours_or_link_local), nor are

@@ -23,6 +23,7 @@ use super::addresses::{self, AddressError};
 use super::firewall::Firewall;
 use super::io::{self, Announcer, Datagram, Interface, ReceiveSocket, SendSocket};
 use super::packet::{self, Family, Packet, Repr};
+use super::resync;
 use super::routes;
 use super::sources::{SourceAddresses, SourceChange};
 use super::sync::{Decision, SyncGroup};
@@ -853,21 +854,61 @@ impl Vrrp {
         io: &mut Io,
     ) {
         use rtnetlink::packet_core::NetlinkPayload;
-        use rtnetlink::packet_route::RouteNetlinkMessage;
         match message.payload {
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => {
-                self.link_changed(&link, true, io).await
-            }
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(link)) => {
-                self.link_changed(&link, false, io).await
-            }
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewAddress(address)) => {
-                self.address_changed(&address, true).await
-            }
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelAddress(address)) => {
-                self.address_changed(&address, false).await
-            }
+            NetlinkPayload::InnerMessage(message) => self.route_event(message, io).await,
+            NetlinkPayload::Overrun(_) => self.catch_up(io).await,
             _ => {}
+        }
+    }
+
+    async fn route_event(
+        &mut self,
+        message: rtnetlink::packet_route::RouteNetlinkMessage,
+        io: &mut Io,
+    ) {
+        use rtnetlink::packet_route::RouteNetlinkMessage;
+        match message {
+            RouteNetlinkMessage::NewLink(link) => self.link_changed(&link, true, io).await,
+            RouteNetlinkMessage::DelLink(link) => self.link_changed(&link, false, io).await,
+            RouteNetlinkMessage::NewAddress(address) => self.address_changed(&address, true).await,
+            RouteNetlinkMessage::DelAddress(address) => self.address_changed(&address, false).await,
+            _ => {}
+        }
+    }
+
+    /// The kernel dropped events (the monitor socket's buffer was full):
+    /// every link and address is read again, and what changed meanwhile is
+    /// handled as the lost events would have been ([`resync`]).
+    async fn catch_up(&mut self, io: &mut Io) {
+        use futures_util::TryStreamExt;
+        tracing::warn!(
+            "Netlink: receive buffer overrun, events were lost: reading links and addresses again"
+        );
+        let read = async {
+            let links: Vec<_> = self.handle.link().get().execute().try_collect().await?;
+            let addresses: Vec<_> = self.handle.address().get().execute().try_collect().await?;
+            Ok::<_, rtnetlink::Error>((links, addresses))
+        };
+        let (links, addresses) = match read.await {
+            Ok(read) => read,
+            Err(error) => {
+                tracing::error!("cannot read links and addresses again: {error}");
+                return;
+            }
+        };
+        let virtual_addresses = self
+            .instances
+            .iter()
+            .filter(|instance| instance.machine.state() == State::Master)
+            .flat_map(|instance| &instance.addresses)
+            .collect();
+        let known = resync::Known {
+            links: &self.links,
+            sources: &self.sources,
+            virtual_addresses,
+        };
+        for event in resync::lost_events(&known, links, addresses) {
+            self.route_event(event, io).await;
         }
     }
 
