@@ -199,10 +199,37 @@ impl ListedKey {
 }
 
 /// Reads the listing of the calling thread's network namespace.
+///
+/// The kernel's position in the listing counts the services of every
+/// namespace (they share one table) while it walks on, but only the
+/// reader's when it resumes at the next `read`: a listing that takes
+/// several reads skips some of the reader's services when other namespaces
+/// have services too. Each read returns at most a page of text whatever
+/// the buffer, so the first read gets a large buffer (not the small probe
+/// `std::fs::read` starts with), which holds a small table whole; the
+/// services a larger one loses are left unmatched ([`match_services`]).
 pub fn read() -> Result<Vec<ListedService>, ListingError> {
-    let text = std::fs::read(LISTING_FILE).map_err(ListingError::Read)?;
+    use std::io::Read;
+    let mut file = std::fs::File::open(LISTING_FILE).map_err(ListingError::Read)?;
+    let mut text = Vec::with_capacity(READ_SIZE);
+    loop {
+        let length = text.len();
+        text.resize(length + READ_SIZE, 0);
+        match file.read(&mut text[length..]) {
+            Ok(0) => {
+                text.truncate(length);
+                break;
+            }
+            Ok(read) => text.truncate(length + read),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => text.truncate(length),
+            Err(error) => return Err(ListingError::Read(error)),
+        }
+    }
     parse(&text)
 }
+
+/// Bytes asked for at each read.
+const READ_SIZE: usize = 64 * 1024;
 
 /// Parses the listing's text.
 pub fn parse(text: &[u8]) -> Result<Vec<ListedService>, ListingError> {
