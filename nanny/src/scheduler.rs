@@ -367,7 +367,13 @@ impl Scheduler {
                     }
                 }
                 Some(joined) = attempts.join_next(), if !attempts.is_empty() => {
-                    if !self.finished(joined).await {
+                    // One reading of the clock for the whole turn: every
+                    // attempt taken in it had finished before (no task
+                    // runs meanwhile), and each reading is a system call
+                    // where the clock source is not the TSC (the lab's
+                    // emulated HPET).
+                    let now = Instant::now();
+                    if !self.finished(joined, now).await {
                         break;
                     }
                     // Every other attempt finished by now, in this turn:
@@ -375,7 +381,7 @@ impl Scheduler {
                     // attempt's own work.
                     let mut listening = true;
                     while let Some(joined) = attempts.try_join_next() {
-                        if !self.finished(joined).await {
+                        if !self.finished(joined, now).await {
                             listening = false;
                             break;
                         }
@@ -401,11 +407,12 @@ impl Scheduler {
         attempts.shutdown().await;
     }
 
-    /// Takes a finished attempt's outcome; false when nobody listens any
-    /// more.
+    /// Takes a finished attempt's outcome, at `instant_now`; false when
+    /// nobody listens any more.
     async fn finished(
         &mut self,
         joined: Result<(u64, Instant, Outcome), tokio::task::JoinError>,
+        instant_now: Instant,
     ) -> bool {
         // A task that panicked stays owned until its backstop abandons it
         // (no verdict).
@@ -419,7 +426,7 @@ impl Scheduler {
         };
         if let Some(attempt) = self.running[index].take() {
             let lateness = started.saturating_duration_since(attempt.due);
-            if let Some(summary) = self.lateness.record(lateness, Instant::now()) {
+            if let Some(summary) = self.lateness.record(lateness, instant_now) {
                 tracing::warn!(target: LOAD, "{summary}");
             }
         }
@@ -428,7 +435,7 @@ impl Scheduler {
         {
             tracing::info!("{}: attempt failed: {failure}", self.specs[index]);
         }
-        let now = self.now();
+        let now = Timestamp(instant_now.saturating_duration_since(self.epoch));
         let transition = self.machines[index].handle(now, outcome);
         self.timers
             .push(Reverse((self.machines[index].poll_at(), index)));
@@ -546,7 +553,7 @@ impl Scheduler {
             // runs, not from when it was due.
             let started = Instant::now();
             drop(permit);
-            (number, started, driver::run(&spec).await)
+            (number, started, driver::run(&spec, started).await)
         });
         if let Some(attempt) = &mut self.running[index] {
             attempt.task = Some(task);
@@ -1254,7 +1261,7 @@ mod tests {
         // Thousands wait to run at once under overload: each is small.
         let plan = plan(&service("192.0.2.1", "127.0.0.1:80".parse().unwrap(), ""));
         let spec = &plan.checks[0].spec;
-        let attempt = driver::run(spec);
+        let attempt = driver::run(spec, Instant::now());
         assert!(
             std::mem::size_of_val(&attempt) < 1024,
             "{} bytes",

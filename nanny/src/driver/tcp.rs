@@ -1,20 +1,21 @@
 //! TCP_CHECK, and the connection every TCP-based check opens.
 
+use std::io;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use tokio::net::{TcpSocket, TcpStream};
+use socket2::{Domain, SockAddr, Socket, Type};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::outcome::{Failure, Outcome, Success};
 use crate::spec::Endpoint;
 
 /// TCP_CHECK: up when a connection is established within the timeout
-/// (keepalived closes it at once, sending nothing).
-pub async fn check(endpoint: &Endpoint, connect_timeout: Duration) -> Outcome {
-    let started = Instant::now();
-    match super::by(started + connect_timeout, started, connect(endpoint)).await {
-        Ok(stream) => drop(stream),
+/// from `started` (keepalived closes it at once, sending nothing).
+pub async fn check(endpoint: &Endpoint, started: Instant, connect_timeout: Duration) -> Outcome {
+    match super::by(started + connect_timeout, started, establish(endpoint)).await {
+        Ok(connection) => drop(connection),
         // The connection was established, then reset (Linux: a reset in
         // SYN_SENT is "refused"; ECONNRESET, or EPIPE after the server's
         // FIN, only come once the handshake completed), and nanny looked
@@ -29,14 +30,113 @@ pub async fn check(endpoint: &Endpoint, connect_timeout: Duration) -> Outcome {
     Ok(Success::default())
 }
 
-/// Opens a connection to `endpoint` with its bind options (`bindto`,
-/// `bind_port`, `bind_if`, `fwmark`); no timeout of its own.
-pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
-    let socket = if endpoint.address.is_ipv4() {
-        TcpSocket::new_v4()
-    } else {
-        TcpSocket::new_v6()
+/// An established connection, as [`establish`] leaves it.
+#[derive(Debug)]
+pub enum Established {
+    /// The handshake was over when nanny first looked (on loopback and
+    /// nearby servers, nearly always): the socket never entered tokio's
+    /// reactor, so closing it is one system call, as in keepalived.
+    Unregistered(Socket),
+    /// The handshake took longer: nanny waited for it in the reactor.
+    Registered(TcpStream),
+}
+
+impl Established {
+    /// The connection as a tokio stream, for checks that talk over it.
+    pub fn into_stream(self) -> Result<TcpStream, Failure> {
+        match self {
+            Established::Registered(stream) => Ok(stream),
+            Established::Unregistered(socket) => TcpStream::from_std(socket.into())
+                .map_err(|error| Failure::Local(format!("registering the socket: {error}"))),
+        }
     }
+}
+
+/// Opens a connection to `endpoint` with its bind options (`bindto`,
+/// `bind_port`, `bind_if`, `fwmark`), as a tokio stream; no timeout of its
+/// own.
+pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
+    establish(endpoint).await?.into_stream()
+}
+
+/// Establishes a connection to `endpoint` as [`connect`] does, waiting in
+/// tokio's reactor only when the handshake is not over at once.
+///
+/// keepalived (check_tcp.c) and tokio both connect without blocking, wait
+/// in their poller until the socket is writable, then read SO_ERROR;
+/// tokio adds the socket to epoll and removes it again before the close
+/// (socket, connect, epoll_ctl, getsockopt, epoll_ctl, close). Over
+/// loopback the whole handshake happens inside the first connect (the
+/// listener's side runs in this process's soft interrupt; the SYN-ACK is
+/// taken in as connect releases the socket), so a second connect at once
+/// tells the outcome as SO_ERROR would after the wait: done (0, or
+/// EISCONN), refused or reset (the error), or still under way (EALREADY:
+/// then wait as tokio does). The same verdicts, and a TCP_CHECK then
+/// costs socket, connect, connect, close, and no work in the poller.
+pub async fn establish(endpoint: &Endpoint) -> Result<Established, Failure> {
+    let socket = open(endpoint)?;
+    let address = SockAddr::from(endpoint.address);
+    if begin(&socket, &address)? {
+        return Ok(Established::Unregistered(socket));
+    }
+    look(socket, &address).await
+}
+
+/// Whether an error of connect says the handshake is under way.
+fn pending(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EINPROGRESS | libc::EALREADY)
+    )
+}
+
+/// Starts the handshake: whether it is over already (it never is on Linux,
+/// which answers EINPROGRESS to a non-blocking connect).
+fn begin(socket: &Socket, address: &SockAddr) -> Result<bool, Failure> {
+    match socket.connect(address) {
+        Ok(()) => Ok(true),
+        Err(error) if pending(&error) => Ok(false),
+        Err(error) => Err(Failure::from_io(&error)),
+    }
+}
+
+/// The handshake's outcome: asked at once with a second connect, waited
+/// for in the reactor only while it is still under way.
+async fn look(socket: Socket, address: &SockAddr) -> Result<Established, Failure> {
+    match socket.connect(address) {
+        Ok(()) => Ok(Established::Unregistered(socket)),
+        Err(error) if error.raw_os_error() == Some(libc::EISCONN) => {
+            Ok(Established::Unregistered(socket))
+        }
+        Err(error) if pending(&error) => wait_for(socket).await.map(Established::Registered),
+        Err(error) => Err(Failure::from_io(&error)),
+    }
+}
+
+/// Waits in tokio's reactor for the handshake under way on `socket`: done
+/// when the socket is writable and SO_ERROR says nothing (tokio's connect).
+async fn wait_for(socket: Socket) -> Result<TcpStream, Failure> {
+    let stream = TcpStream::from_std(socket.into())
+        .map_err(|error| Failure::Local(format!("registering the socket: {error}")))?;
+    stream
+        .writable()
+        .await
+        .map_err(|error| Failure::from_io(&error))?;
+    match stream.take_error() {
+        Ok(None) => Ok(stream),
+        Ok(Some(error)) | Err(error) => Err(Failure::from_io(&error)),
+    }
+}
+
+/// A non-blocking socket for `endpoint`, its bind options applied; not
+/// connected yet.
+fn open(endpoint: &Endpoint) -> Result<Socket, Failure> {
+    // SOCK_NONBLOCK and SOCK_CLOEXEC (socket2 adds it) in the one call.
+    let socket = Socket::new(
+        Domain::for_address(endpoint.address),
+        Type::STREAM.nonblocking(),
+        None,
+    )
     .map_err(|error| Failure::Local(format!("socket: {error}")))?;
     if let Some(interface) = &endpoint.bind_interface {
         socket
@@ -59,16 +159,13 @@ pub async fn connect(endpoint: &Endpoint) -> Result<TcpStream, Failure> {
         // A fixed source port is reused at every attempt, as keepalived's
         // bind_port would be; TIME_WAIT must not stop the next one.
         socket
-            .set_reuseaddr(true)
+            .set_reuse_address(true)
             .map_err(|error| Failure::Bind(error.to_string()))?;
         socket
-            .bind(local)
+            .bind(&local.into())
             .map_err(|error| Failure::Bind(format!("{local}: {error}")))?;
     }
-    socket
-        .connect(endpoint.address)
-        .await
-        .map_err(|error| Failure::from_io(&error))
+    Ok(socket)
 }
 
 /// Sets SO_MARK (`fwmark`) on a socket.
@@ -97,7 +194,7 @@ pub(crate) fn set_mark(descriptor: std::os::fd::RawFd, mark: u32) -> std::io::Re
 pub(crate) mod tests {
     use super::*;
     use std::net::SocketAddr;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpSocket};
 
     pub(crate) fn endpoint(address: SocketAddr) -> Endpoint {
         Endpoint {
@@ -119,7 +216,7 @@ pub(crate) mod tests {
     async fn up_when_something_listens() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let outcome = check(&endpoint(address), Duration::from_secs(5)).await;
+        let outcome = check(&endpoint(address), Instant::now(), Duration::from_secs(5)).await;
         assert_eq!(outcome, Ok(Success::default()));
     }
 
@@ -127,27 +224,68 @@ pub(crate) mod tests {
     async fn up_when_accepted_then_reset_before_nanny_looks() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let target = endpoint(address);
-        let mut attempt = Box::pin(check(&target, Duration::from_secs(5)));
-        // Polled once: the connect is under way.
-        tokio::select! {
-            biased;
-            outcome = &mut attempt => panic!("done at once: {outcome:?}"),
-            _ = std::future::ready(()) => {}
-        }
-        // Meanwhile (nanny busy), the server accepts and resets.
+        let socket = open(&endpoint(address)).unwrap();
+        let target = SockAddr::from(address);
+        // The connect is under way...
+        assert!(!begin(&socket, &target).unwrap());
+        // ...meanwhile (nanny busy), the server accepts and resets.
         let (stream, _) = listener.accept().await.unwrap();
         stream.set_zero_linger().unwrap();
         drop(stream);
         // On loopback the reset has arrived once close returns: the
-        // connect's result (SO_ERROR) is now ECONNRESET.
-        assert_eq!(attempt.await, Ok(Success::default()));
+        // second connect's answer (as SO_ERROR's) is now ECONNRESET...
+        let outcome = look(socket, &target).await;
+        assert!(
+            matches!(outcome, Err(Failure::ConnectionReset)),
+            "{outcome:?}"
+        );
+        // ...which TCP_CHECK takes for up: the server did accept.
+        let outcome = check(&endpoint(address), Instant::now(), Duration::from_secs(5)).await;
+        assert_eq!(outcome, Ok(Success::default()));
+    }
+
+    #[tokio::test]
+    async fn a_slow_handshake_is_waited_for() {
+        let (listener, held, address) = saturated_listener().await;
+        let attempt = tokio::spawn(async move {
+            establish(&endpoint(address))
+                .await
+                .map(|established| matches!(established, Established::Registered(_)))
+        });
+        // The SYN was dropped: the handshake is still under way, in the
+        // reactor. Room in the accept queue lets the retransmitted SYN
+        // (a second later) through.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!attempt.is_finished());
+        let (first, _) = listener.accept().await.unwrap();
+        drop((first, held));
+        let outcome = tokio::time::timeout(Duration::from_secs(10), attempt)
+            .await
+            .expect("established after the SYN's retransmission")
+            .unwrap();
+        // Established, after a wait in the reactor.
+        assert_eq!(outcome, Ok(true));
+    }
+
+    #[tokio::test]
+    async fn a_slow_refusal_is_waited_for() {
+        let (listener, _held, address) = saturated_listener().await;
+        let attempt = tokio::spawn(async move { establish(&endpoint(address)).await.map(|_| ()) });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!attempt.is_finished());
+        // The retransmitted SYN finds no listener: refused.
+        drop(listener);
+        let outcome = tokio::time::timeout(Duration::from_secs(10), attempt)
+            .await
+            .expect("refused after the SYN's retransmission")
+            .unwrap();
+        assert_eq!(outcome, Err(Failure::ConnectionRefused));
     }
 
     #[tokio::test]
     async fn refused_when_nothing_listens() {
         let address = closed_port().await;
-        let outcome = check(&endpoint(address), Duration::from_secs(5)).await;
+        let outcome = check(&endpoint(address), Instant::now(), Duration::from_secs(5)).await;
         assert_eq!(outcome, Err(Failure::ConnectionRefused));
     }
 
@@ -158,8 +296,10 @@ pub(crate) mod tests {
         target.bind_address = Some("127.0.0.2".parse().unwrap());
         let source_port = closed_port().await.port();
         target.bind_port = Some(source_port);
-        let (outcome, accepted) =
-            tokio::join!(check(&target, Duration::from_secs(5)), listener.accept());
+        let (outcome, accepted) = tokio::join!(
+            check(&target, Instant::now(), Duration::from_secs(5)),
+            listener.accept()
+        );
         assert_eq!(outcome, Ok(Success::default()));
         let (_, peer) = accepted.unwrap();
         assert_eq!(peer, SocketAddr::from(([127, 0, 0, 2], source_port)));
@@ -171,7 +311,7 @@ pub(crate) mod tests {
         let mut target = endpoint(listener.local_addr().unwrap());
         // An address this machine does not have.
         target.bind_address = Some("192.0.2.1".parse().unwrap());
-        let outcome = check(&target, Duration::from_secs(5)).await;
+        let outcome = check(&target, Instant::now(), Duration::from_secs(5)).await;
         assert!(matches!(outcome, Err(Failure::Bind(_))), "{outcome:?}");
     }
 
@@ -188,7 +328,7 @@ pub(crate) mod tests {
         let mut target = endpoint(listener.local_addr().unwrap());
         target.bind_interface = Some("lo".to_owned());
         target.fwmark = Some(7);
-        let outcome = check(&target, Duration::from_secs(5)).await;
+        let outcome = check(&target, Instant::now(), Duration::from_secs(5)).await;
         if privileged() {
             assert_eq!(outcome, Ok(Success::default()));
         } else {
@@ -196,7 +336,7 @@ pub(crate) mod tests {
         }
         target.fwmark = None;
         target.bind_interface = Some("nanny-none0".to_owned());
-        let outcome = check(&target, Duration::from_secs(5)).await;
+        let outcome = check(&target, Instant::now(), Duration::from_secs(5)).await;
         assert!(
             matches!(&outcome, Err(Failure::Bind(why)) if why.starts_with("interface nanny-none0")),
             "{outcome:?}"
@@ -226,7 +366,12 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_connect_that_never_completes_times_out() {
         let (_listener, _held, address) = saturated_listener().await;
-        let outcome = check(&endpoint(address), Duration::from_millis(300)).await;
+        let outcome = check(
+            &endpoint(address),
+            Instant::now(),
+            Duration::from_millis(300),
+        )
+        .await;
         assert_eq!(
             outcome,
             Err(Failure::Timeout {
