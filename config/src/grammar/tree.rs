@@ -1,13 +1,22 @@
 //! The generic engine: lines to a tree of known keywords, with every brace
 //! and keyword-name problem reported once and a sensible recovery.
 //!
+//! The tree has the shape keepalived gives the file, braces included, so
+//! that pulse applies what keepalived applies; only the reporting is better.
 //! Recovery rules:
-//! - an unknown keyword is one error (with a "did you mean"); if it opens a
-//!   block, the whole block is skipped (keepalived would instead report every
-//!   line inside it as unknown, then close the enclosing block at the skipped
-//!   block's `}`: a cascade we do not reproduce);
-//! - a `{` after a keyword that takes no block is one error and the block is
-//!   skipped;
+//! - an unknown keyword is one error (with a "did you mean");
+//! - inside a block, a `{` that opens no block (after a keyword that takes
+//!   none, after an unknown keyword, alone, or in a block of values) is one
+//!   error and is ignored, as keepalived ignores it: the lines after it are
+//!   read in the same block, the next `}` ends that block, and each later
+//!   `}` one more; what keepalived then reads where it means nothing (and
+//!   ignores) is a note on that error giving the run of lines, not one
+//!   error per line (keepalived reports every one of them);
+//! - at top level, a block that is not a top-level block is skipped up to
+//!   its `}` (keepalived reads its lines at top level, where they are
+//!   unknown): one error, with a note giving the lines skipped;
+//! - a missing `{` after a block keyword: the lines up to the next `}` are
+//!   read as its block, as keepalived reads them;
 //! - a missing `}` is noticed when a top-level block keyword such as
 //!   `virtual_server` appears inside a block that does not know it: one error
 //!   there, and parsing resumes at top level; at the end of the input, one
@@ -60,15 +69,20 @@ impl<'a> Node<'a> {
 
     /// The span of the whole line (keyword and arguments).
     pub fn span(&self) -> Span {
-        // `span_of(&self.words())`, without building the vector.
-        let mut span = self.keyword.span;
-        if let Some(last) = self.arguments.last() {
-            if last.span.file == span.file && last.span.line == span.line {
-                span.end = last.span.end.max(span.end);
-            }
-        }
-        span
+        line_span(self.keyword, self.arguments)
     }
+}
+
+/// The span of a keyword and its arguments: `span_of` of the words, without
+/// building a vector of them.
+fn line_span(keyword: &Word, arguments: &[Word]) -> Span {
+    let mut span = keyword.span;
+    if let Some(last) = arguments.last() {
+        if last.span.file == span.file && last.span.line == span.line {
+            span.end = last.span.end.max(span.end);
+        }
+    }
+    span
 }
 
 /// A line split at its braces: `a b { c }` is `a b {`, `c`, `}`.
@@ -90,6 +104,30 @@ pub const SKIPPED: &str = "the block is skipped up to its '}'";
 /// The start of the note saying which lines were read as the block of a
 /// keyword whose `{` is missing.
 pub const READ_AS_BLOCK: &str = "these lines are read as its block";
+
+/// The start of the note saying which lines keepalived reads outside the
+/// block they were written in (after a block ended early), and ignores.
+pub const IGNORED_OUTSIDE: &str = "keepalived ignores these lines";
+
+/// keepalived ignored a `{` inside a block: it reads the lines after it
+/// in that block, the `}` written for that `{` ends the block, and each
+/// later `}` ends one block more. What it then reads at a level it was not
+/// written for (keywords unknown there, and at top level the `}`s left
+/// over) is reported as one run of ignored lines.
+#[derive(Debug, Clone, Copy)]
+struct Displaced {
+    /// The first `{` keepalived ignored.
+    open: Span,
+    /// The `}`s written for `{`s keepalived ignored, not yet met at top
+    /// level.
+    pending: usize,
+    /// The error on that `{` (its index among the diagnostics), which the
+    /// run is added to.
+    brace_error: Option<usize>,
+    /// The error that gathers the run (its index among the diagnostics)
+    /// and the run's first line, once there is one.
+    run: Option<(usize, u32)>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -131,6 +169,7 @@ pub fn build_each<'a>(
         open_blocks: Vec::new(),
         root,
         last_close: None,
+        displaced: None,
         each,
         pause_at_top_level: false,
         gathered: Vec::new(),
@@ -162,6 +201,7 @@ pub fn build_streamed(
     let mut base = 0;
     let mut position: Option<Cursor> = None;
     let mut last_close = None;
+    let mut displaced = None;
     loop {
         let arena = LineArena::new();
         let mut window = Streamed {
@@ -185,6 +225,7 @@ pub fn build_streamed(
             open_blocks: Vec::new(),
             root,
             last_close,
+            displaced,
             each: &mut |node| each(node),
             pause_at_top_level: true,
             gathered: Vec::new(),
@@ -194,6 +235,7 @@ pub fn build_streamed(
         let at_end = builder.at_end();
         let next = builder.position;
         last_close = builder.last_close;
+        displaced = builder.displaced;
         if end == End::InputEnded || at_end {
             break;
         }
@@ -382,6 +424,9 @@ struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
     root: &'static [Keyword],
     /// The `}` that ended the last block read.
     last_close: Option<Span>,
+    /// Set from a block that ended early until keepalived is back at the
+    /// level the file was written for.
+    displaced: Option<Displaced>,
     /// Where top-level nodes go.
     each: &'e mut dyn FnMut(Node<'a>),
     /// Return at top level after each item, so that the caller can drop
@@ -411,6 +456,10 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
 
     fn block_nodes(&mut self, body: Body, nodes: &mut Vec<Node<'a>>) -> End {
         let start = self.position;
+        // The `{`s of this block keepalived ignores, and the error on the
+        // first of them (its index among the diagnostics).
+        let mut ignored_opens = 0;
+        let mut first_ignored = None;
         loop {
             if self.pause_at_top_level && self.open_blocks.is_empty() && self.position != start {
                 // Nothing borrows the lines read so far: let the caller
@@ -428,11 +477,16 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 Item::Close(word) => {
                     self.position = next;
                     if self.open_blocks.is_empty() {
-                        self.diagnostics.push(Diagnostic::error(
-                            word.span,
-                            "unexpected '}': no block is open here",
-                        ));
+                        if !self.read_outside(word.span, word.span, true) {
+                            self.diagnostics.push(Diagnostic::error(
+                                word.span,
+                                "unexpected '}': no block is open here",
+                            ));
+                        }
                         continue;
+                    }
+                    if ignored_opens > 0 {
+                        self.end_early(word.span, ignored_opens, first_ignored);
                     }
                     self.last_close = Some(word.span);
                     return End::Closed;
@@ -443,11 +497,19 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 // A `{` on its own line that no keyword before it takes.
                 self.position = next;
                 if let Some(open) = open {
-                    self.diagnostics.push(Diagnostic::error(
+                    let outside = self.read_outside(open.span, open.span, false);
+                    if !outside {
+                        self.diagnostics.push(Diagnostic::error(
+                            open.span,
+                            "unexpected '{': no keyword before it opens a block",
+                        ));
+                    }
+                    self.unexpected_open(
                         open.span,
-                        "unexpected '{': no keyword before it opens a block",
-                    ));
-                    self.skip_block(open.span);
+                        !outside,
+                        &mut ignored_opens,
+                        &mut first_ignored,
+                    );
                 }
                 continue;
             };
@@ -465,6 +527,11 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
             }
             self.position = next;
             let arguments = &words[1..];
+            if self.open_blocks.is_empty() && found.is_some_and(Keyword::opens_block) {
+                // A block of the top level: keepalived is back where the
+                // file was written for.
+                self.displaced = None;
+            }
             let table = match body {
                 Body::Keywords(table) => table,
                 Body::None | Body::Lines => {
@@ -485,15 +552,30 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                             open.span,
                             "unexpected '{': the lines of this block do not open blocks",
                         ));
-                        self.skip_block(open.span);
+                        // keepalived reads it as a value (an invalid one),
+                        // and the next `}` ends the block.
+                        self.unexpected_open(
+                            open.span,
+                            true,
+                            &mut ignored_opens,
+                            &mut first_ignored,
+                        );
                     }
                     continue;
                 }
             };
             let Some(spec) = found else {
-                self.report_unknown(keyword, table);
+                let outside = self.read_outside(keyword.span, line_span(keyword, arguments), false);
+                if !outside {
+                    self.report_unknown(keyword, table);
+                }
                 if let Some(open) = open {
-                    self.skip_block(open.span);
+                    self.unexpected_open(
+                        open.span,
+                        !outside,
+                        &mut ignored_opens,
+                        &mut first_ignored,
+                    );
                 }
                 continue;
             };
@@ -519,7 +601,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                         open.span,
                         format!("unexpected '{{': '{}' takes no block", spec.name),
                     ));
-                    self.skip_block(open.span);
+                    self.unexpected_open(open.span, true, &mut ignored_opens, &mut first_ignored);
                 }
                 if complete {
                     self.add(nodes, node);
@@ -732,8 +814,163 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
         }
     }
 
-    /// Skips a block whose `{` was just consumed, up to its `}`.
-    fn skip_block(&mut self, open: Span) {
+    /// A `{` that opens no block (`reported`: by the last diagnostic, else
+    /// taken into a run of ignored lines). keepalived ignores it and reads
+    /// on: inside a block, so do we, and the next `}` ends the block (see
+    /// [`Displaced`]); at top level the block is skipped (its lines would
+    /// all be unknown there).
+    fn unexpected_open(
+        &mut self,
+        open: Span,
+        reported: bool,
+        ignored_opens: &mut usize,
+        first_ignored: &mut Option<usize>,
+    ) {
+        let Some((block, _)) = self.open_blocks.last() else {
+            match (self.displaced, self.skip_to_close()) {
+                (Some(Displaced { run: Some(run), .. }), Some(close)) => {
+                    self.extend_run(run, close);
+                }
+                (_, Some(close)) => {
+                    // Say how far the recovery went, on the error just
+                    // reported about this block.
+                    if let Some(last) = self.diagnostics.items.last_mut() {
+                        last.notes.push((
+                            Some(close),
+                            format!("{SKIPPED} (lines {} to {})", open.line, close.line),
+                        ));
+                    }
+                }
+                (_, None) => self.diagnostics.push(Diagnostic::error(
+                    open,
+                    "missing '}': this block is not closed before the end of the input",
+                )),
+            }
+            return;
+        };
+        *ignored_opens += 1;
+        let brace_error = (reported && !self.diagnostics.items.is_empty())
+            .then(|| self.diagnostics.items.len() - 1);
+        self.displaced.get_or_insert(Displaced {
+            open,
+            pending: 0,
+            brace_error,
+            run: None,
+        });
+        if reported {
+            let note = format!(
+                "keepalived ignores this '{{': the next '}}' ends the '{}' block",
+                block.text
+            );
+            if let Some(last) = self.diagnostics.items.last_mut() {
+                last.notes.push((None, note));
+                first_ignored.get_or_insert(self.diagnostics.items.len() - 1);
+            }
+        }
+    }
+
+    /// A `}` ends the block being read where keepalived ends it, though
+    /// `ignored_opens` of the block's `{`s were ignored: what follows is
+    /// read a level out.
+    fn end_early(&mut self, close: Span, ignored_opens: usize, first_ignored: Option<usize>) {
+        let block = self
+            .open_blocks
+            .last()
+            .map(|(word, _)| word.text.to_string());
+        if let (Some(error), Some(block)) = (first_ignored, block) {
+            self.diagnostics.items[error].notes.push((
+                Some(close),
+                format!("the '{block}' block ends here (line {})", close.line),
+            ));
+        }
+        let displaced = self.displaced.get_or_insert(Displaced {
+            open: close,
+            pending: 0,
+            brace_error: None,
+            run: None,
+        });
+        displaced.pending += ignored_opens;
+    }
+
+    /// While a block that ended early leaves keepalived reading at the
+    /// wrong level: takes an unknown keyword (`first` its word, `span` its
+    /// line) or a leftover `}` at top level (`closing`) into the run of
+    /// lines keepalived ignores, and says whether it did.
+    fn read_outside(&mut self, first: Span, span: Span, closing: bool) -> bool {
+        let Some(mut displaced) = self.displaced else {
+            return false;
+        };
+        match (displaced.run, displaced.brace_error) {
+            (Some(run), _) => self.extend_run(run, span),
+            (None, Some(error)) if self.diagnostics.items[error].span.file == span.file => {
+                // One error for the mistake: the run goes on the `{`'s.
+                let first = self.diagnostics.items[error].span.line;
+                self.diagnostics.items[error].notes.push((
+                    Some(span),
+                    format!("{IGNORED_OUTSIDE} (lines {first} to {})", span.line),
+                ));
+                displaced.run = Some((error, first));
+            }
+            (None, _) => {
+                let level = if self.open_blocks.is_empty() {
+                    "at top level".to_string()
+                } else {
+                    format!("in the '{}' block", self.describe_innermost())
+                };
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        first,
+                        format!(
+                            "keepalived reads this {level}, where it means nothing, and ignores it, as it ignores the unknown lines after it (see below): the '{{' on line {} opened no block, so the '}}'s after it end blocks early",
+                            displaced.open.line
+                        ),
+                    )
+                    .with_note(
+                        Some(span),
+                        format!("{IGNORED_OUTSIDE} (lines {} to {})", first.line, span.line),
+                    ),
+                );
+                displaced.run = Some((self.diagnostics.items.len() - 1, first.line));
+            }
+        }
+        if closing {
+            displaced.pending = displaced.pending.saturating_sub(1);
+        }
+        // Back at the level the file was written for once the top level
+        // has seen every `}` left over.
+        self.displaced = (!closing || displaced.pending > 0).then_some(displaced);
+        true
+    }
+
+    fn describe_innermost(&self) -> String {
+        self.open_blocks
+            .last()
+            .map(|(word, _)| word.text.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Widens the run of ignored lines to `span`'s line.
+    fn extend_run(&mut self, (run, first): (usize, u32), span: Span) {
+        let Some(error) = self.diagnostics.items.get_mut(run) else {
+            return;
+        };
+        if let Some(note) = error
+            .notes
+            .iter_mut()
+            .find(|(_, text)| text.starts_with(IGNORED_OUTSIDE))
+        {
+            if span.file == error.span.file && span.line >= first {
+                *note = (
+                    Some(span),
+                    format!("{IGNORED_OUTSIDE} (lines {first} to {})", span.line),
+                );
+            }
+        }
+    }
+
+    /// Reads up to the `}` of a block whose `{` was just consumed, and
+    /// returns it (`None` at the end of the input).
+    fn skip_to_close(&mut self) -> Option<Span> {
         let mut depth = 1usize;
         while let Some((item, next)) = self.peek() {
             self.position = next;
@@ -741,25 +978,14 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 Item::Close(close) => {
                     depth -= 1;
                     if depth == 0 {
-                        // Say how far the recovery went, on the error just
-                        // reported about this block.
-                        if let Some(last) = self.diagnostics.items.last_mut() {
-                            last.notes.push((
-                                Some(close.span),
-                                format!("{SKIPPED} (lines {} to {})", open.line, close.span.line),
-                            ));
-                        }
-                        return;
+                        return Some(close.span);
                     }
                 }
                 Item::Line { open: Some(_), .. } => depth += 1,
                 Item::Line { .. } => {}
             }
         }
-        self.diagnostics.push(Diagnostic::error(
-            open,
-            "missing '}': this block is not closed before the end of the input",
-        ));
+        None
     }
 }
 
