@@ -261,7 +261,10 @@ pub struct Line {
     /// into words, without a trailing `{`. Keywords that take a command
     /// line (notify scripts, `misc_path`, track scripts) re-split it with
     /// `lexer::split_quoted_escaped`, which knows `'` quotes and escapes.
-    pub raw: Text,
+    /// `None` where that split gives the words themselves (a file line with
+    /// no quote, escape or substitution: most lines, which are then not
+    /// copied twice).
+    pub raw: Option<Text>,
 }
 
 impl Line {
@@ -275,7 +278,10 @@ impl Line {
             .collect::<Vec<_>>()
             .join(" ")
             .into();
-        Line { words, raw }
+        Line {
+            words,
+            raw: Some(raw),
+        }
     }
 }
 

@@ -377,7 +377,11 @@ impl Cursor {
 fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cursor)> {
     let line = lines.line(at.line)?;
     let words = &line.words;
-    let raw = (at.word == 0).then_some(line.raw.as_str());
+    let raw = if at.word == 0 {
+        line.raw.as_deref()
+    } else {
+        None
+    };
     let mut next = |word: usize| {
         Cursor {
             line: at.line,

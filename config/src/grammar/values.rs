@@ -26,9 +26,15 @@ pub fn integer<T: TryFrom<i128>>(
     what: impl std::fmt::Display,
 ) -> Option<T> {
     let text = word.text.as_str();
-    let shape: nom::IResult<&str, &str> =
-        all_consuming(recognize((opt(alt((char('-'), char('+')))), digit1))).parse(text);
-    let parsed: Option<i128> = shape.ok().and_then(|_| text.parse().ok());
+    let parsed: Option<i128> = match plain_digits(text) {
+        // Nearly every number written: no sign, a few digits.
+        Some(value) => Some(i128::from(value)),
+        None => {
+            let shape: nom::IResult<&str, &str> =
+                all_consuming(recognize((opt(alt((char('-'), char('+')))), digit1))).parse(text);
+            shape.ok().and_then(|_| text.parse().ok())
+        }
+    };
     // keepalived's unsigned readers refuse any '-', even "-0".
     if minimum >= 0 && text.starts_with('-') && parsed.is_some() {
         context.error(
@@ -56,9 +62,25 @@ pub fn integer<T: TryFrom<i128>>(
     }
 }
 
+/// The value of `text` if it is 1 to 18 decimal digits and nothing else
+/// (no sign): the common case, read without the general parser.
+fn plain_digits(text: &str) -> Option<u64> {
+    if text.is_empty() || text.len() > 18 {
+        return None;
+    }
+    text.bytes().try_fold(0u64, |value, byte| {
+        byte.is_ascii_digit()
+            .then(|| value * 10 + u64::from(byte - b'0'))
+    })
+}
+
 /// Splits `123.456` into whole and fractional digits (keepalived, like
 /// `strtod`, also takes `+5`, `.5` and `5.`).
 fn decimal_parts(text: &str) -> Option<(&str, &str)> {
+    if text.bytes().all(|byte| byte.is_ascii_digit()) && !text.is_empty() {
+        // Whole seconds, the common case, without the general parser.
+        return Some((text, ""));
+    }
     let parsed: nom::IResult<&str, (Option<char>, &str, Option<&str>)> = all_consuming((
         opt(char('+')),
         alt((digit1, tag(""))),

@@ -517,8 +517,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     let mut sorry: Option<(IpAddr, Option<u16>, Option<ForwardingMethod>, bool)> = None;
     let mut sorry_inhibit_before = false;
     // At most one real server per child: no growth by doubling.
-    let mut real_servers: Vec<(RealServer, &Node, Vec<&Node>)> =
-        Vec::with_capacity(node.children.len());
+    let mut real_servers: Vec<(RealServer, &Node)> = Vec::with_capacity(node.children.len());
     for child in &node.children {
         if read_check_default(child, &mut server.defaults, context) {
             if child.name() == "snmp_name" {
@@ -726,8 +725,8 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 ),
             },
             "real_server" => {
-                if let Some((real_server, checker_nodes)) = read_real_server(child, context) {
-                    real_servers.push((real_server, child, checker_nodes));
+                if let Some(real_server) = read_real_server(child, context) {
+                    real_servers.push((real_server, child));
                 }
             }
             _ => context.not_acted_on(child),
@@ -791,7 +790,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     // neither grown nor (below) shrunk by reallocation.
     server.real_servers.reserve_exact(real_servers.len());
     pending.real_server_spans.reserve_exact(real_servers.len());
-    for (mut real_server, real_node, checker_nodes) in real_servers {
+    for (mut real_server, real_node) in real_servers {
         if server.real_servers.iter().any(|other| {
             other.address == real_server.address && other.written_port == real_server.written_port
         }) {
@@ -842,7 +841,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             }
             real_server.forwarding = server.forwarding;
         }
-        resolve_real_server(&mut real_server, &server, &checker_nodes, context);
+        resolve_real_server(&mut real_server, &server, real_node, context);
         weight_sum += u64::from(real_server.weight);
         // Ports: with NAT an omitted port is the virtual server's; with DR or
         // TUN the real server must use the virtual server's port.
@@ -1053,10 +1052,7 @@ fn address_and_port(
     Some((address, port))
 }
 
-fn read_real_server<'n, 'a>(
-    node: &'n Node<'a>,
-    context: &mut Context,
-) -> Option<(RealServer, Vec<&'n Node<'a>>)> {
+fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
     let (address, port) = address_and_port(context, node, "real server")?;
     // keepalived reads a written port 0 as no port (`alloc_rs`: "inet_stosockaddr
     // rejects port 0"), so NAT gives it the virtual server's port too.
@@ -1082,7 +1078,6 @@ fn read_real_server<'n, 'a>(
     // heap only if any is written.
     let mut defaults = CheckDefaults::default();
     let mut weight_written = false;
-    let mut checker_nodes = Vec::new();
     for child in &node.children {
         if read_check_default(child, &mut defaults, context) {
             if child.name() == "snmp_name" {
@@ -1143,7 +1138,9 @@ fn read_real_server<'n, 'a>(
                     defaults.alpha = Some(value);
                 }
             }
-            _ if checkers::is_checker(child.name()) => checker_nodes.push(child),
+            // Read by `resolve_real_server`, once the virtual server's
+            // values they inherit are known.
+            _ if checkers::is_checker(child.name()) => {}
             _ => context.not_acted_on(child),
         }
     }
@@ -1156,7 +1153,7 @@ fn read_real_server<'n, 'a>(
     {
         context.warning(node.span(), "lthreshold is above uthreshold");
     }
-    Some((real_server, checker_nodes))
+    Some(real_server)
 }
 
 /// Applies the virtual server's values to a real server and resolves its
@@ -1164,7 +1161,7 @@ fn read_real_server<'n, 'a>(
 fn resolve_real_server(
     real_server: &mut RealServer,
     server: &VirtualServer,
-    checker_nodes: &[&Node],
+    real_node: &Node,
     context: &mut Context,
 ) {
     if real_server.weight == u32::MAX {
@@ -1201,8 +1198,16 @@ fn resolve_real_server(
         alpha: real_server.alpha,
         virtualhost,
     };
-    real_server.checkers.reserve_exact(checker_nodes.len());
-    for node in checker_nodes {
+    // Most real servers have one checker: counted first, so that the vector
+    // is allocated once, at its size.
+    let checker_nodes = || {
+        real_node
+            .children
+            .iter()
+            .filter(|child| checkers::is_checker(child.name()))
+    };
+    real_server.checkers.reserve_exact(checker_nodes().count());
+    for node in checker_nodes() {
         if let Some(checker) = checkers::read(node, &inherited, context) {
             real_server.checkers.push(checker);
         }

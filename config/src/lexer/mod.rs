@@ -142,6 +142,8 @@ const SPECIAL: u8 = 1;
 const WHITE: u8 = 2;
 /// [`BYTE_CLASS`]: `{` or `}`.
 const BRACE: u8 = 4;
+/// [`BYTE_CLASS`]: `'`, which keepalived's script lines quote with.
+const SINGLE_QUOTE: u8 = 8;
 
 /// What [`plain_line`] needs to know of each byte, in one look-up.
 static BYTE_CLASS: [u8; 256] = {
@@ -154,6 +156,7 @@ static BYTE_CLASS: [u8; 256] = {
             b'#' | b'!' | b'"' | b'\\' | b'@' | b'$' | b'~' | 0 => SPECIAL,
             b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => WHITE,
             b'{' | b'}' => BRACE,
+            b'\'' => SINGLE_QUOTE,
             _ => 0,
         };
         byte += 1;
@@ -278,7 +281,9 @@ fn plain_line(
     Some((
         Line {
             words,
-            raw: text_of(&raw[start..text_end]),
+            // Split again by the keywords that take a command line: only a
+            // `'` makes that split differ from the words.
+            raw: (seen & SINGLE_QUOTE != 0).then(|| text_of(&raw[start..text_end])),
         },
         covering,
     ))
@@ -460,7 +465,10 @@ impl<'a> Lexer<'a> {
                 Produced::Text {
                     text,
                     opening_brace,
-                } => (self.split_words(&text, opening_brace), text::to_text(&text)),
+                } => (
+                    self.split_words(&text, opening_brace),
+                    Some(text::to_text(&text)),
+                ),
                 Produced::Line(line, _) => (line.words, line.raw),
             };
             if words.is_empty() {
