@@ -445,16 +445,9 @@ fn assert_listing_agrees_with_netlink(client: &mut Client) -> usize {
         let dumped = client.destinations(&service.key).unwrap();
         let shown = |destination: &Destination| {
             let counters = destination.counters.unwrap();
-            let method = match destination.forwarding {
-                Forwarding::Local => "Local",
-                Forwarding::Tunnel(_) => "Tunnel",
-                Forwarding::Route => "Route",
-                // The kernel names every other method Masq.
-                _ => "Masq",
-            };
             (
                 destination.socket_address(),
-                method,
+                ipvs::listing::ListedForwarding::of(&destination.forwarding),
                 destination.weight as i32,
                 counters.active as i32,
                 counters.inactive as i32,
@@ -465,12 +458,7 @@ fn assert_listing_agrees_with_netlink(client: &mut Client) -> usize {
             .map(|destination| {
                 (
                     SocketAddr::new(destination.address, destination.port),
-                    match destination.forwarding {
-                        ipvs::listing::ListedForwarding::Masquerade => "Masq",
-                        ipvs::listing::ListedForwarding::Local => "Local",
-                        ipvs::listing::ListedForwarding::Tunnel => "Tunnel",
-                        ipvs::listing::ListedForwarding::Route => "Route",
-                    },
+                    destination.forwarding,
                     destination.weight,
                     destination.active_connections,
                     destination.inactive_connections,

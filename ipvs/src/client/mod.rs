@@ -191,17 +191,11 @@ impl Client {
     }
 
     /// The socket; a new one if the last exchange broke the previous one,
-    /// opened in the client's namespace by a short-lived thread that enters
-    /// it, so the client never moves to the namespace of the caller.
+    /// opened in the client's namespace (see [`in_namespace`]).
     fn transport(&mut self) -> Result<&mut Transport, Error> {
         if self.transport.is_none() {
-            let namespace = &self.namespace;
-            let transport = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| connect_in(namespace))
-                    .join()
-                    .expect("connecting does not panic")
-            })?;
+            let transport =
+                in_namespace(&self.namespace, Transport::connect).map_err(Error::Io)??;
             self.transport = Some(transport);
         }
         Ok(self.transport.as_mut().expect("connected just above"))
@@ -303,40 +297,9 @@ impl Client {
     pub fn listing(
         &self,
     ) -> Result<Vec<crate::listing::ListedService>, crate::listing::ListingError> {
-        if self.in_my_namespace() {
-            return crate::listing::read();
-        }
-        // /proc shows the reading thread's namespace: read from a thread in
-        // the client's.
-        let namespace = &self.namespace;
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    use std::os::fd::AsRawFd;
-                    // SAFETY: setns on a namespace file we own; it moves only
-                    // this thread, which ends here.
-                    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                        return Err(crate::listing::ListingError::Read(
-                            std::io::Error::last_os_error(),
-                        ));
-                    }
-                    crate::listing::read()
-                })
-                .join()
-                .expect("reading the listing does not panic")
-        })
-    }
-
-    /// Whether the calling thread is in the client's network namespace.
-    fn in_my_namespace(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (
-            self.namespace.metadata(),
-            std::fs::metadata("/proc/thread-self/ns/net"),
-        ) {
-            (Ok(mine), Ok(current)) => mine.dev() == current.dev() && mine.ino() == current.ino(),
-            _ => false,
-        }
+        // /proc shows the reading thread's namespace.
+        in_namespace(&self.namespace, crate::listing::read)
+            .map_err(crate::listing::ListingError::Read)?
     }
 
     /// The destinations of each of `keys`, in order (see
@@ -626,15 +589,56 @@ impl Client {
     }
 }
 
-/// Opens a socket in `namespace` from a thread of the caller's that it
-/// moves there: a short-lived one, or a worker of its own.
-fn connect_in(namespace: &std::fs::File) -> Result<Transport, Error> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: setns on a namespace file we own; it moves only the calling
-    // thread, which the callers own and end after.
-    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(Error::Io(std::io::Error::last_os_error()));
+/// Runs `work` in the network namespace `namespace`: sockets it opens and
+/// the /proc files it reads are that namespace's. On the calling thread if
+/// it is there already, else on a short-lived thread that enters it, so
+/// that the caller never moves (setns moves a thread, not the process).
+fn in_namespace<T: Send>(
+    namespace: &std::fs::File,
+    work: impl FnOnce() -> T + Send,
+) -> std::io::Result<T> {
+    if is_current(namespace) {
+        return Ok(work());
     }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                enter(namespace)?;
+                Ok(work())
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// Whether the calling thread is in the network namespace `namespace`.
+fn is_current(namespace: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        namespace.metadata(),
+        std::fs::metadata("/proc/thread-self/ns/net"),
+    ) {
+        (Ok(wanted), Ok(current)) => wanted.dev() == current.dev() && wanted.ino() == current.ino(),
+        _ => false,
+    }
+}
+
+/// Moves the calling thread to `namespace`: only a thread the caller owns
+/// and ends after (a short-lived one, or a worker of its own).
+fn enter(namespace: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setns on a namespace file we hold open; it moves only the
+    // calling thread, which the callers own and end after.
+    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens a socket in `namespace` from a worker thread of the caller's,
+/// which it moves there.
+fn connect_in(namespace: &std::fs::File) -> Result<Transport, Error> {
+    enter(namespace)?;
     Transport::connect()
 }
 

@@ -85,6 +85,21 @@ pub enum ListedForwarding {
     Route,
 }
 
+impl ListedForwarding {
+    /// How the kernel's text names `forwarding` (`ip_vs_fwd_name`).
+    pub fn of(forwarding: &crate::Forwarding) -> Self {
+        match forwarding {
+            crate::Forwarding::Local => ListedForwarding::Local,
+            crate::Forwarding::Tunnel(_) => ListedForwarding::Tunnel,
+            crate::Forwarding::Route => ListedForwarding::Route,
+            // The kernel names every other method Masq.
+            crate::Forwarding::Masquerade
+            | crate::Forwarding::Bypass
+            | crate::Forwarding::Other(_) => ListedForwarding::Masquerade,
+        }
+    }
+}
+
 /// A destination line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListedDestination {

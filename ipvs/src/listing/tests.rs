@@ -365,3 +365,23 @@ fn ipv6_one_packet_is_not_shown_so_not_compared() {
         [Some(vec![]), None]
     );
 }
+
+/// The kernel's `ip_vs_fwd_name` names only three methods; every other one,
+/// 4 to 7 included, is `Masq` (what the lab test compares against netlink).
+#[test]
+fn every_forwarding_method_has_the_kernels_name() {
+    use crate::{Forwarding, Tunnel};
+    for (forwarding, listed) in [
+        (Forwarding::Masquerade, ListedForwarding::Masquerade),
+        (Forwarding::Local, ListedForwarding::Local),
+        (
+            Forwarding::Tunnel(Tunnel::default()),
+            ListedForwarding::Tunnel,
+        ),
+        (Forwarding::Route, ListedForwarding::Route),
+        (Forwarding::Bypass, ListedForwarding::Masquerade),
+        (Forwarding::Other(6), ListedForwarding::Masquerade),
+    ] {
+        assert_eq!(ListedForwarding::of(&forwarding), listed, "{forwarding:?}");
+    }
+}
