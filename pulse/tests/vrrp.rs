@@ -269,6 +269,22 @@ impl Drop for Daemon {
     }
 }
 
+/// pulse with `higher` in node a and keepalived with `lower` in node b:
+/// both started, then `steps` (which stop them); the daemons' logs are
+/// added to an error.
+fn pulse_over_keepalived(
+    segment: &Segment,
+    higher: &Instance,
+    lower: &Instance,
+    steps: impl FnOnce(&mut Daemon, &mut Daemon) -> Result<()>,
+) -> Result<()> {
+    let directory = &segment.directory;
+    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", lower)?;
+    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", higher)?;
+    let result = steps(&mut pulse, &mut keepalived);
+    with_logs(result, &pulse, &keepalived)
+}
+
 fn signal(pid: i32, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
@@ -748,9 +764,7 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
     };
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
-    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
-    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
-    let result = (|| -> Result<()> {
+    pulse_over_keepalived(segment, &higher, &lower, |pulse, keepalived| {
         wait_master(
             "pulse becomes master",
             bound(lower.master_down_interval()),
@@ -819,8 +833,7 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
             "notify was called with:\n{lines}"
         );
         Ok(())
-    })();
-    with_logs(result, &pulse, &keepalived)
+    })
 }
 
 /// The client sends adverts that would take the master's place were they
@@ -1616,11 +1629,8 @@ fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
     let higher = instance(150);
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
-    let directory = &segment.directory;
     segment.a.ip(&format!("addr del {own}/24 dev eth0\n"))?;
-    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
-    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
-    let result = (|| -> Result<()> {
+    pulse_over_keepalived(segment, &higher, &lower, |pulse, keepalived| {
         wait_master(
             "keepalived becomes master while pulse has no address",
             bound(lower.master_down_interval()),
@@ -1713,8 +1723,7 @@ fn address_monitoring(segment: &Segment, scenario: &str) -> Result<()> {
         pulse.terminate()?;
         keepalived.terminate()?;
         Ok(())
-    })();
-    with_logs(result, &pulse, &keepalived)
+    })
 }
 
 /// Events lost to a full rtnetlink buffer: pulse, master, is stopped
@@ -1730,10 +1739,7 @@ fn lost_events(segment: &Segment, scenario: &str) -> Result<()> {
     let higher = instance(150);
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
-    let directory = &segment.directory;
-    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
-    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
-    let result = (|| -> Result<()> {
+    pulse_over_keepalived(segment, &higher, &lower, |pulse, keepalived| {
         wait_master(
             "pulse becomes master",
             bound(higher.master_down_interval()) + Duration::from_secs(3),
@@ -1786,8 +1792,7 @@ fn lost_events(segment: &Segment, scenario: &str) -> Result<()> {
         pulse.terminate()?;
         keepalived.terminate()?;
         Ok(())
-    })();
-    with_logs(result, &pulse, &keepalived)
+    })
 }
 
 /// pulse's interface deleted and created again (another index, the same
@@ -1806,10 +1811,7 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
     };
     let lower = instance(100);
     let settle = Duration::from_secs_f64(higher.interval) * 3;
-    let directory = &segment.directory;
-    let mut keepalived = Daemon::start(Kind::Keepalived, &segment.b, directory, "lower", &lower)?;
-    let mut pulse = Daemon::start(Kind::Pulse, &segment.a, directory, "higher", &higher)?;
-    let result = (|| -> Result<()> {
+    pulse_over_keepalived(segment, &higher, &lower, |pulse, keepalived| {
         wait_master(
             "pulse becomes master",
             bound(lower.master_down_interval()),
@@ -1897,8 +1899,7 @@ fn interface_recreated(segment: &Segment, scenario: &str) -> Result<()> {
         pulse.terminate()?;
         keepalived.terminate()?;
         Ok(())
-    })();
-    with_logs(result, &pulse, &keepalived)
+    })
 }
 
 type Scenario = fn(&Segment, &str) -> Result<()>;

@@ -116,6 +116,13 @@ fn notes_on(diagnostics: &Diagnostics, line: u32) -> Vec<String> {
         .collect()
 }
 
+/// The error on `line` gives the run of lines keepalived ignores.
+fn assert_ignored_run(diagnostics: &Diagnostics, line: u32, first: u32, last: u32) {
+    let notes = notes_on(diagnostics, line);
+    let wanted = format!("{} (lines {first} to {last})", super::tree::IGNORED_OUTSIDE);
+    assert!(notes.contains(&wanted), "{notes:?}");
+}
+
 /// keepalived ignores a `{` that opens no block inside a block (verified
 /// with keepalived 2.2.7 on the corpus: "Unexpected '{' - ignoring"), reads
 /// the lines after it in that block, and ends the block at the next `}`;
@@ -128,13 +135,8 @@ fn a_stray_brace_inside_a_block_is_ignored_and_the_next_close_ends_the_block() {
     let found = errors(&diagnostics);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].0, 2);
+    assert_ignored_run(&diagnostics, 2, 2, 8);
     let notes = notes_on(&diagnostics, 2);
-    assert!(
-        notes
-            .iter()
-            .any(|note| note == "keepalived ignores these lines (lines 2 to 8)"),
-        "{notes:?}"
-    );
     assert!(
         notes
             .iter()
@@ -163,13 +165,7 @@ fn an_undefined_name_ends_global_defs_early_as_keepalived_reads_it() {
         found[0].1.contains("'router_id' takes no block"),
         "{found:?}"
     );
-    let notes = notes_on(&diagnostics, 2);
-    assert!(
-        notes
-            .iter()
-            .any(|note| note == "keepalived ignores these lines (lines 2 to 8)"),
-        "{notes:?}"
-    );
+    assert_ignored_run(&diagnostics, 2, 2, 8);
     assert!(config.global.script_user.is_none());
     assert!(!config.global.vrrp.strict);
 }
@@ -184,13 +180,7 @@ fn a_brace_in_a_block_of_values_ends_the_block_early() {
     );
     assert_eq!(config.static_addresses.len(), 1);
     assert_eq!(config.static_routes.len(), 1);
-    let notes = notes_on(&diagnostics, 3);
-    assert!(
-        notes
-            .iter()
-            .any(|note| note == "keepalived ignores these lines (lines 3 to 5)"),
-        "{notes:?}"
-    );
+    assert_ignored_run(&diagnostics, 3, 3, 5);
 }
 
 /// Each `}` left over at top level belongs to the run, up to as many as
@@ -208,13 +198,7 @@ fn leftover_closes_end_the_run() {
     assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0].0, 4);
     assert_eq!(found[1].0, 10);
-    let notes = notes_on(&diagnostics, 4);
-    assert!(
-        notes
-            .iter()
-            .any(|note| note == "keepalived ignores these lines (lines 4 to 9)"),
-        "{notes:?}"
-    );
+    assert_ignored_run(&diagnostics, 4, 4, 9);
 }
 
 #[test]
