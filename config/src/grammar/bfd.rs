@@ -45,7 +45,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
         reverse: false,
         used_by: Vec::new(),
     };
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         let milliseconds = |context: &mut Context, what: &str| {
             argument

@@ -215,13 +215,13 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
         _ => return None,
     };
     let mut misc_user: Option<(String, Option<String>)> = None;
-    for child in &node.children {
+    for child in node.children {
         if read_common(child, &mut common, &mut written, context) {
             continue;
         }
         if child.name() == "host" {
             // SMTP_CHECK's old `host { connect_ip ...; connect_port ... }`.
-            for option in &child.children {
+            for option in child.children {
                 read_common(option, &mut common, &mut written, context);
             }
             continue;
@@ -567,7 +567,7 @@ fn read_url(node: &Node, context: &mut Context) -> Option<Url> {
         regex_min_offset: None,
         regex_max_offset: None,
     };
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         match child.name() {
             "path" => url.path = Some(common::joined(child)),
@@ -719,7 +719,7 @@ pub fn read_ssl(node: &Node, config: &mut Config, context: &mut Context) {
         );
     }
     let mut ssl = SslContext::default();
-    for child in &node.children {
+    for child in node.children {
         let value = Some(common::joined(child));
         if node
             .children

@@ -146,7 +146,7 @@ pub static KEYWORDS: &[Keyword] = &[
 ];
 
 pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         let vrrp = &mut global.vrrp;
         match child.name() {
@@ -155,7 +155,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 if child.children.is_empty() {
                     context.warning(child.end_span(), "empty notification_email block");
                 }
-                for line in &child.children {
+                for line in child.children {
                     for word in line.words() {
                         global.notification_email.push(word.text.to_string());
                     }

@@ -29,12 +29,14 @@ use crate::syntax::{Line, Span, Word};
 
 /// One keyword line with its block, or one free-form line of a block like
 /// `virtual_ipaddress` (then `spec` is `None`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Node<'a> {
     pub keyword: &'a Word,
     pub arguments: &'a [Word],
     pub spec: Option<&'static Keyword>,
-    pub children: Vec<Node<'a>>,
+    /// In an arena of the tree's (one allocation for many nodes, and
+    /// nothing to drop node by node).
+    pub children: &'a [Node<'a>],
     /// The `{` of the block, if the node has one.
     pub open: Option<Span>,
     /// The `}` that closed the block, if it was found.
@@ -140,29 +142,18 @@ enum End {
     TopLevel,
 }
 
-/// Builds the tree of `root`'s keywords from the lines.
-pub fn build<'a>(
-    lines: &'a [Line],
+/// Builds the tree of `root`'s keywords from the lines, handing each
+/// top-level node to `each` as soon as it is complete.
+pub fn build_each(
+    lines: &[Line],
     root: &'static [Keyword],
     diagnostics: &mut Diagnostics,
-) -> Vec<Node<'a>> {
-    let mut nodes = Vec::new();
-    build_each(lines, root, diagnostics, &mut |node| nodes.push(node));
-    nodes
-}
-
-/// [`build`], handing each top-level node to `each` as soon as it is
-/// complete (so that it can be read and dropped: the whole tree of a large
-/// configuration is never held). The nodes come in the same order, with the
-/// same diagnostics, as from [`build`].
-pub fn build_each<'a>(
-    lines: &'a [Line],
-    root: &'static [Keyword],
-    diagnostics: &mut Diagnostics,
-    each: &mut dyn FnMut(Node<'a>),
+    each: &mut dyn FnMut(Node<'_>),
 ) {
+    let nodes = typed_arena::Arena::new();
     let mut window = lines;
     let mut builder = Builder {
+        nodes: &nodes,
         position: Cursor::start(&mut window),
         lines: &mut window,
         diagnostics,
@@ -204,6 +195,8 @@ pub fn build_streamed(
     let mut displaced = None;
     loop {
         let arena = LineArena::new();
+        // The nodes of this top-level item.
+        let nodes = typed_arena::Arena::with_capacity(LineArena::LINES);
         let mut window = Streamed {
             lines: {
                 let mut lines = Vec::with_capacity(LineArena::LINES);
@@ -219,6 +212,7 @@ pub fn build_streamed(
             None => Cursor::start(&mut window),
         };
         let mut builder = Builder {
+            nodes: &nodes,
             position: start,
             lines: &mut window,
             diagnostics: &mut *diagnostics,
@@ -420,6 +414,8 @@ fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cur
 
 struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
     lines: &'w mut W,
+    /// Where the nodes of blocks are kept.
+    nodes: &'a typed_arena::Arena<Node<'a>>,
     /// The next item to read.
     position: Cursor,
     diagnostics: &'d mut Diagnostics,
@@ -446,14 +442,12 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
         self.lines.line(self.position.line).is_none()
     }
 
-    fn block(&mut self, body: Body) -> (Vec<Node<'a>>, End) {
+    fn block(&mut self, body: Body) -> (&'a [Node<'a>], End) {
         // The nodes are gathered in a vector reused from block to block
-        // (at this depth), then moved to one of the exact size: one
-        // allocation per block, rather than one per doubling.
+        // (at this depth), then moved to the arena.
         let mut gathered = self.gathered.pop().unwrap_or_default();
         let end = self.block_nodes(body, &mut gathered);
-        let mut nodes = Vec::with_capacity(gathered.len());
-        nodes.append(&mut gathered);
+        let nodes: &'a [Node<'a>] = self.nodes.alloc_extend(gathered.drain(..));
         self.gathered.push(gathered);
         (nodes, end)
     }
@@ -545,7 +539,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                             keyword,
                             arguments,
                             spec: None,
-                            children: Vec::new(),
+                            children: &[],
                             open: None,
                             close: None,
                             raw,
@@ -594,7 +588,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 keyword,
                 arguments,
                 spec: Some(spec),
-                children: Vec::new(),
+                children: &[],
                 open: None,
                 close: None,
                 raw,

@@ -189,7 +189,7 @@ pub fn read_group(node: &Node, config: &mut Config, context: &mut Context) {
         name: common::first(node),
         entries: Vec::new(),
     };
-    for line in &node.children {
+    for line in node.children {
         if line.name() == "fwmark" {
             let Some(mark_word) = line.argument(0) else {
                 context.error(line.keyword.span, "'fwmark' needs a mark number");
@@ -518,7 +518,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
     let mut sorry_inhibit_before = false;
     // At most one real server per child: no growth by doubling.
     let mut real_servers: Vec<(RealServer, &Node)> = Vec::with_capacity(node.children.len());
-    for child in &node.children {
+    for child in node.children {
         if read_check_default(child, &mut server.defaults, context) {
             if child.name() == "snmp_name" {
                 server.snmp_name = Some(common::joined(child));
@@ -1078,7 +1078,7 @@ fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
     // heap only if any is written.
     let mut defaults = CheckDefaults::default();
     let mut weight_written = false;
-    for child in &node.children {
+    for child in node.children {
         if read_check_default(child, &mut defaults, context) {
             if child.name() == "snmp_name" {
                 real_server.snmp_name = Some(common::joined(child));

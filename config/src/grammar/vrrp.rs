@@ -79,7 +79,7 @@ pub fn check_stored(node: &Node, context: &mut Context) {
     match node.name() {
         // `IFNAME DOWN_DELAY [UP_DELAY]`, seconds to 255 with microseconds.
         "interface_up_down_delays" => {
-            for line in &node.children {
+            for line in node.children {
                 if line.arguments.is_empty() || line.arguments.len() > 2 {
                     context.error(
                         line.span(),
@@ -100,7 +100,7 @@ pub fn check_stored(node: &Node, context: &mut Context) {
         }
         // `IFNAME [MII|ETHTOOL|POLL]`.
         "linkbeat_interfaces" => {
-            for line in &node.children {
+            for line in node.children {
                 if let Some(kind) = line.argument(0) {
                     values::choice(
                         context,
@@ -198,7 +198,7 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
         init_fail: false,
     };
     let mut user = None;
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         match child.name() {
             "script" => {
@@ -285,7 +285,7 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
         full_command: false,
         param_match: None,
     };
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         match child.name() {
             "process" => {
@@ -366,7 +366,7 @@ pub fn read_track_file(node: &Node, config: &mut Config, context: &mut Context) 
         weight_reverse: false,
         init_file: None,
     };
-    for child in &node.children {
+    for child in node.children {
         match child.name() {
             "file" => file.file = Some(common::first(child)),
             "weight" => {
@@ -431,7 +431,7 @@ fn read_tracked(
     kind: Option<ReferenceKind>,
 ) -> Vec<Tracked> {
     let mut tracked = Vec::new();
-    for line in &node.children {
+    for line in node.children {
         if let Some(kind) = kind {
             context.references.push(Reference {
                 kind,
@@ -540,7 +540,7 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
         global_tracking: false,
         sync_group_tracking_weight: false,
     };
-    for child in &node.children {
+    for child in node.children {
         if read_notify_or_tracking(
             child,
             &mut group.notify,
@@ -553,7 +553,7 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
         match child.name() {
             // keepalived reads every word of every line: `group { VI_1 VI_2 }`.
             "group" => {
-                for line in &child.children {
+                for line in child.children {
                     for word in line.words() {
                         if let Some(other) = config
                             .sync_groups
@@ -614,7 +614,7 @@ pub fn read_sync_group(node: &Node, config: &mut Config, context: &mut Context) 
 /// `garp_group { ... }`.
 pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) {
     let mut group = GarpGroup::default();
-    for child in &node.children {
+    for child in node.children {
         let argument = child.argument(0);
         match child.name() {
             "garp_interval" => {
@@ -641,7 +641,7 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
             }
             "interface" => group.interface = Some(common::first(child)),
             "interfaces" => {
-                for line in &child.children {
+                for line in child.children {
                     for word in line.words() {
                         group.interfaces.push(word.text.to_string());
                     }
@@ -721,7 +721,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
         );
     }
     let mut address_nodes = Vec::new();
-    for child in &node.children {
+    for child in node.children {
         if read_notify_or_tracking(
             child,
             &mut instance.notify,
@@ -995,7 +995,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             .map(|address| address.address.address.is_ipv4())
     });
     for node in address_nodes {
-        for line in &node.children {
+        for line in node.children {
             let Ok(prefix) = values::parse_prefix(&line.keyword.text) else {
                 continue;
             };
@@ -1169,7 +1169,7 @@ fn check_instance_extra(node: &Node, context: &mut Context) {
 fn read_authentication(node: &Node, instance: &mut VrrpInstance, context: &mut Context) {
     let mut kind: Option<&str> = None;
     let mut password: Option<&Word> = None;
-    for child in &node.children {
+    for child in node.children {
         match child.name() {
             "auth_type" => {
                 if let Some(word) = child.argument(0) {
@@ -1207,7 +1207,7 @@ fn read_authentication(node: &Node, instance: &mut VrrpInstance, context: &mut C
 }
 
 fn read_unicast_peers(node: &Node, peers: &mut Vec<UnicastPeer>, context: &mut Context) {
-    for line in &node.children {
+    for line in node.children {
         let Some(address) = values::address(context, line.keyword, "unicast peer address") else {
             continue;
         };
@@ -1268,7 +1268,7 @@ pub fn read_addresses(
     is_static: bool,
     context: &mut Context,
 ) {
-    for line in &node.children {
+    for line in node.children {
         if let Some(address) = read_address(line, is_static, context) {
             addresses.push(address);
         }
@@ -1514,7 +1514,7 @@ fn check_table(context: &mut Context, value: &Word) {
 /// vrrp_iproute.c): `[TYPE] [src ADDR] [to] PREFIX|default|default6
 /// [via ADDR] [dev IF] [table T] [metric N] ... [nexthop ...]`.
 pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, context: &mut Context) {
-    'lines: for line in &node.children {
+    'lines: for line in node.children {
         let words = line.words();
         let mut route = Route {
             kind: None,
@@ -1837,7 +1837,7 @@ const RULE_FLAGS: &[&str] = &[
 /// The lines of `virtual_rules` and `static_rules` (keepalived's
 /// vrrp_iprule.c, `ip rule` syntax).
 pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: &mut Context) {
-    'lines: for line in &node.children {
+    'lines: for line in node.children {
         let words = line.words();
         let mut rule = Rule {
             from: None,
