@@ -372,6 +372,20 @@ impl Lexer<'_> {
                 continue;
             }
             let rest = &bytes[file.position..];
+            #[cfg(target_arch = "x86_64")]
+            if self.defining.is_none() {
+                if let Some((line, span, length)) = super::fast::plain_line(
+                    rest,
+                    file.id,
+                    file.line_number + 1,
+                    utf8,
+                    &mut self.spare_words,
+                ) {
+                    file.position += length + 1;
+                    file.line_number += 1;
+                    return Some(super::FileLine::Plain(line, span));
+                }
+            }
             let line_length = memchr::memchr(b'\n', rest);
             let (raw, consumed) = match line_length {
                 Some(length) => (&rest[..length], length + 1),

@@ -18,6 +18,8 @@
 mod comment;
 mod conditional;
 mod definitions;
+#[cfg(target_arch = "x86_64")]
+mod fast;
 mod glob;
 mod include;
 mod quoted;
@@ -197,12 +199,7 @@ fn plain_line(
     if body.is_empty() || body.starts_with(b"include") {
         return None;
     }
-    let span = |from: usize, to: usize| Span {
-        file,
-        line,
-        start: from as u32 + 1,
-        end: to as u32 + 1,
-    };
+    let span = spans_of(file, line);
     let mut text_end = end;
     let mut brace = None;
     if seen & BRACE == 0 || body == b"{" || body == b"}" {
@@ -222,19 +219,7 @@ fn plain_line(
             return None;
         }
     }
-    let text_of = |bytes: &[u8]| {
-        if utf8 {
-            // SAFETY: `raw` is a slice of valid UTF-8 text (the caller
-            // says so) cut at ASCII bytes (line ends, blanks, white space,
-            // braces), so every piece cut here is valid UTF-8 too.
-            crate::syntax::Text::new(unsafe { std::str::from_utf8_unchecked(bytes) })
-        } else {
-            match std::str::from_utf8(bytes) {
-                Ok(text) => crate::syntax::Text::new(text),
-                Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
-            }
-        }
-    };
+    let text_of = texts_of(utf8);
     let words = scratch;
     words.clear();
     // The searches run over slices (no index checks: this is the lexer's
@@ -261,6 +246,61 @@ fn plain_line(
             quoted: false,
         });
     }
+    let mut exact = spare
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(words.len() + 1));
+    exact.append(words);
+    Some(assemble(
+        raw,
+        exact,
+        span,
+        text_of,
+        brace,
+        start..text_end,
+        seen & SINGLE_QUOTE != 0,
+    ))
+}
+
+/// The span of bytes `from..to` of a file line (columns count from 1).
+fn spans_of(file: crate::syntax::FileId, line: u32) -> impl Fn(usize, usize) -> Span {
+    move |from, to| Span {
+        file,
+        line,
+        start: from as u32 + 1,
+        end: to as u32 + 1,
+    }
+}
+
+/// A word's text from bytes of a file line; `utf8`: the file's text is
+/// known to be valid UTF-8.
+fn texts_of(utf8: bool) -> impl Fn(&[u8]) -> crate::syntax::Text {
+    move |bytes| {
+        if utf8 {
+            // SAFETY: the bytes are a slice of valid UTF-8 text (the caller
+            // says so) cut at ASCII bytes (line ends, blanks, white space,
+            // braces), so every piece cut there is valid UTF-8 too.
+            crate::syntax::Text::new(unsafe { std::str::from_utf8_unchecked(bytes) })
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => crate::syntax::Text::new(text),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
+            }
+        }
+    }
+}
+
+/// The end of [`plain_line`] and [`fast::plain_line`]: the line of
+/// `words`, with the final `{` at `brace` if any, and the span of its text
+/// `text` (or of its `{`).
+fn assemble(
+    raw: &[u8],
+    mut words: Vec<Word>,
+    span: impl Fn(usize, usize) -> Span,
+    text_of: impl Fn(&[u8]) -> crate::syntax::Text,
+    brace: Option<usize>,
+    text: std::ops::Range<usize>,
+    single_quote: bool,
+) -> (Line, Option<Span>) {
     if let Some(brace) = brace {
         words.push(Word {
             text: "{".into(),
@@ -268,25 +308,20 @@ fn plain_line(
             quoted: false,
         });
     }
-    let mut exact = spare
-        .pop()
-        .unwrap_or_else(|| Vec::with_capacity(words.len()));
-    exact.append(words);
-    let words = exact;
-    let covering = if start < text_end {
-        Some(span(start, text_end))
+    let covering = if text.start < text.end {
+        Some(span(text.start, text.end))
     } else {
         brace.map(|brace| span(brace, brace + 1))
     };
-    Some((
+    (
         Line {
             words,
             // Split again by the keywords that take a command line: only a
             // `'` makes that split differ from the words.
-            raw: (seen & SINGLE_QUOTE != 0).then(|| text_of(&raw[start..text_end])),
+            raw: single_quote.then(|| text_of(&raw[text])),
         },
         covering,
-    ))
+    )
 }
 
 /// keepalived's line buffer (`MAXBUF`): 1023 bytes and a terminator.
