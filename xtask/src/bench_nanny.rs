@@ -44,14 +44,14 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use ipvs::{Client, Protocol, ServiceKey};
@@ -72,6 +72,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(600);
 const DETECTION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often IPVS is read while waiting for keepalived's removals.
 const IPVS_POLL: Duration = Duration::from_millis(10);
+/// Where the guest side lists its windows (number, tool, and their
+/// bounds in Unix seconds), relative to the repository: the guest runs
+/// there, and the host side reads it after the run.
+const WINDOWS_FILE: &str = "target/bench-nanny/windows.tsv";
+/// How often the host side samples this machine's processor time.
+const HOST_SAMPLE: Duration = Duration::from_millis(500);
 
 /// What to measure, shared by the host side and the guest side.
 #[derive(clap::Args, Clone, Debug)]
@@ -197,7 +203,141 @@ pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings)
     ];
     command.extend(settings.arguments());
     command.push(nanny.to_string_lossy().into_owned());
-    lab.run(&command)
+    let windows_file = repository.join(WINDOWS_FILE);
+    let _ = std::fs::remove_file(&windows_file);
+    let sampler = HostSampler::start();
+    let status = lab.run(&command);
+    let samples = sampler.stop();
+    if let Ok(text) = std::fs::read_to_string(&windows_file) {
+        print_host_load(&text, &samples);
+    }
+    status
+}
+
+/// This machine's processor time at one moment, in clock ticks.
+#[derive(Clone, Copy, Debug)]
+struct HostSample {
+    /// Seconds since the Unix epoch.
+    at: f64,
+    /// Every processor's busy time (/proc/stat).
+    busy: u64,
+    /// QEMU's (utime + stime), 0 before it started.
+    qemu: u64,
+}
+
+/// Samples this machine's processor time on a thread of its own: the
+/// guest's processors are QEMU's threads, and other work here slows them,
+/// which inflates the guest's own processor accounting (no steal time
+/// under emulation).
+struct HostSampler {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Vec<HostSample>>,
+}
+
+impl HostSampler {
+    fn start() -> HostSampler {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            let mut qemu = None;
+            loop {
+                if qemu.is_none() {
+                    qemu = find_child("qemu-system");
+                }
+                if let Ok(busy) = MachineProcessorTime::read() {
+                    let qemu_ticks = qemu
+                        .and_then(|pid| Some(stat_field(pid, 14).ok()? + stat_field(pid, 15).ok()?))
+                        .unwrap_or(0);
+                    samples.push(HostSample {
+                        at: unix_seconds(),
+                        busy: busy.busy,
+                        qemu: qemu_ticks,
+                    });
+                }
+                if stopped.recv_timeout(HOST_SAMPLE) != Err(mpsc::RecvTimeoutError::Timeout) {
+                    return samples;
+                }
+            }
+        });
+        HostSampler { stop, thread }
+    }
+
+    fn stop(self) -> Vec<HostSample> {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// A child process of this one whose command name starts with `name`.
+fn find_child(name: &str) -> Option<u32> {
+    let parent = std::process::id();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, tail) = text.rsplit_once(')')?;
+            let command = head.split_once('(')?.1;
+            let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == parent && command.starts_with(name)).then_some(pid)
+        })
+}
+
+/// This machine's processors busy outside QEMU, and QEMU's, over
+/// `began..ended` (Unix seconds), in processors; None without samples
+/// around it.
+fn host_load(samples: &[HostSample], began: f64, ended: f64) -> Option<(f64, f64)> {
+    let first = samples.iter().find(|sample| sample.at >= began)?;
+    let last = samples.iter().rev().find(|sample| sample.at <= ended)?;
+    let seconds = last.at - first.at;
+    if seconds <= 0.0 || first.qemu == 0 {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let busy = last.busy.saturating_sub(first.busy) as f64 / ticks_per_second;
+    let qemu = last.qemu.saturating_sub(first.qemu) as f64 / ticks_per_second;
+    Some(((busy - qemu).max(0.0) / seconds, qemu / seconds))
+}
+
+/// Per window the guest listed, this machine's load outside QEMU.
+fn print_host_load(windows: &str, samples: &[HostSample]) {
+    let processors = std::thread::available_parallelism().map_or(0, usize::from);
+    println!(
+        "\nthis machine ({processors} processors) during each window: processors busy outside \
+         QEMU, and QEMU's (both guest processors and its own threads)"
+    );
+    println!(
+        "{:>6}  {:<10}  {:>7}  {:>5}",
+        "window", "tool", "others", "QEMU"
+    );
+    let mut loaded = Vec::new();
+    for line in windows.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [number, tool, began, ended] = fields[..] else {
+            continue;
+        };
+        let (Ok(began), Ok(ended)) = (began.parse::<f64>(), ended.parse::<f64>()) else {
+            continue;
+        };
+        match host_load(samples, began, ended) {
+            Some((others, qemu)) => {
+                println!("{number:>6}  {tool:<10}  {others:>7.2}  {qemu:>5.2}");
+                if others > 0.2 {
+                    loaded.push(number.to_owned());
+                }
+            }
+            None => println!("{number:>6}  {tool:<10}  {:>7}  {:>5}", "-", "-"),
+        }
+    }
+    if !loaded.is_empty() {
+        println!(
+            "(other work here during windows {}: the guest's processors ran slower then, which \
+             inflates processor time per check, not always alike for both tools)",
+            loaded.join(", ")
+        );
+    }
 }
 
 /// In the guest: the benchmark itself, of keepalived's checker and of the
@@ -300,6 +440,11 @@ struct Window {
     guest_busy: f64,
     /// Real servers the tool had down at the window's end.
     downs: usize,
+    /// When it began and ended, in seconds since the Unix epoch (the
+    /// guest's clock follows this machine's), for the host side to match
+    /// with this machine's load.
+    began_at: f64,
+    ended_at: f64,
 }
 
 impl Window {
@@ -488,6 +633,10 @@ fn compare(
         "stopped's",
         "down"
     );
+    // Written as they end, for the host side (the repository is shared).
+    let _ = std::fs::create_dir_all(Path::new(WINDOWS_FILE).parent().unwrap_or(Path::new(".")));
+    let mut windows_file =
+        File::create(WINDOWS_FILE).with_context(|| format!("cannot create {WINDOWS_FILE}"))?;
     let mut windows: Vec<Window> = Vec::new();
     for number in 0..window_count(settings) {
         let index = window_tool(number);
@@ -519,6 +668,14 @@ fn compare(
             window.other_cpu,
             window.downs
         );
+        writeln!(
+            windows_file,
+            "{}\t{}\t{:.3}\t{:.3}",
+            number + 1,
+            TOOL_NAMES[index],
+            window.began_at,
+            window.ended_at
+        )?;
         windows.push(window);
     }
 
@@ -561,17 +718,19 @@ fn measure_window(
     let others = other.tool.processes();
     let cpu_before = ProcessorTime::of(&processes)?;
     let other_before = ProcessorTime::of(&others)?;
-    let guest_before = GuestProcessorTime::read()?;
+    let guest_before = MachineProcessorTime::read()?;
     let accepted_before = listeners.accepted();
     let opened_before = active_opens()?;
+    let began_at = unix_seconds();
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(settings.window));
     let opened_after = active_opens()?;
+    let ended_at = unix_seconds();
     let accepted_after = listeners.accepted();
     let seconds = started.elapsed().as_secs_f64();
     let cpu_after = ProcessorTime::of(&processes)?;
     let other_after = ProcessorTime::of(&others)?;
-    let guest_busy = GuestProcessorTime::read()?.busy_since(&guest_before);
+    let guest_busy = MachineProcessorTime::read()?.busy_since(&guest_before);
     let (downs, _) = this.tool.downs_so_far()?;
     Ok(Window {
         tool,
@@ -586,7 +745,15 @@ fn measure_window(
         other_cpu: other_after.total() - other_before.total(),
         guest_busy,
         downs,
+        began_at,
+        ended_at,
     })
+}
+
+fn unix_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
 }
 
 /// Closes the `closed` listeners with `tool` alone running, times its
@@ -1585,14 +1752,15 @@ fn peak_memory_kib(pid: u32) -> Result<u64> {
         .with_context(|| format!("{path}: no VmHWM"))
 }
 
-/// The guest's processor time, from /proc/stat's first line.
-struct GuestProcessorTime {
+/// The machine's processor time (in the guest, the guest's), from
+/// /proc/stat's first line.
+struct MachineProcessorTime {
     busy: u64,
     total: u64,
 }
 
-impl GuestProcessorTime {
-    fn read() -> Result<GuestProcessorTime> {
+impl MachineProcessorTime {
+    fn read() -> Result<MachineProcessorTime> {
         let text = std::fs::read_to_string("/proc/stat")?;
         let values: Vec<u64> = text
             .lines()
@@ -1606,13 +1774,13 @@ impl GuestProcessorTime {
         // iowait are the idle ones.
         let total: u64 = values.iter().sum();
         let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
-        Ok(GuestProcessorTime {
+        Ok(MachineProcessorTime {
             busy: total - idle,
             total,
         })
     }
 
-    fn busy_since(&self, before: &GuestProcessorTime) -> f64 {
+    fn busy_since(&self, before: &MachineProcessorTime) -> f64 {
         let total = self.total.saturating_sub(before.total);
         if total == 0 {
             return 0.0;
@@ -1705,6 +1873,8 @@ mod tests {
             other_cpu: 0.0,
             guest_busy: 1.0,
             downs: 0,
+            began_at: 0.0,
+            ended_at: 30.0,
         }
     }
 
@@ -1777,6 +1947,44 @@ mod tests {
         wait_for(true);
         signal(pid, libc::SIGCONT).unwrap();
         wait_for(false);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn host_load_is_what_qemu_did_not_use_between_the_samples_within_the_window() {
+        // SAFETY: sysconf has no preconditions.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        let sample = |at: f64, busy: u64, qemu: u64| HostSample {
+            at,
+            busy: busy * ticks,
+            qemu: qemu * ticks,
+        };
+        let samples = [
+            sample(99.0, 0, 1),
+            sample(100.0, 10, 5),
+            sample(110.0, 30, 20),
+            sample(120.0, 50, 35),
+            sample(121.0, 60, 36),
+        ];
+        let (others, qemu) = host_load(&samples, 99.5, 120.5).unwrap();
+        assert!((others - 0.5).abs() < 1e-9, "{others}");
+        assert!((qemu - 1.5).abs() < 1e-9, "{qemu}");
+        assert!(host_load(&samples, 130.0, 140.0).is_none());
+        // Before QEMU started, nothing to tell apart.
+        assert!(host_load(&[sample(1.0, 1, 0), sample(2.0, 2, 0)], 0.0, 3.0).is_none());
+    }
+
+    #[test]
+    fn a_child_is_found_by_its_command_name() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let limit = Instant::now() + Duration::from_secs(10);
+        // Its name is sleep's once it has executed it.
+        while find_child("sleep") != Some(child.id()) {
+            assert!(Instant::now() < limit, "sleep not found");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(find_child("no-such-program"), None);
         child.kill().unwrap();
         child.wait().unwrap();
     }
