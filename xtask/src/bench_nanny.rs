@@ -72,9 +72,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(600);
 const DETECTION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often IPVS is read while waiting for keepalived's removals.
 const IPVS_POLL: Duration = Duration::from_millis(10);
-/// Where the guest side lists its windows (number, tool, and their
-/// bounds in Unix seconds), relative to the repository: the guest runs
-/// there, and the host side reads it after the run.
+/// Where the guest side lists its windows (`ListedWindow`), relative to
+/// the repository: the guest runs there, and the host side reads it after
+/// the run.
 const WINDOWS_FILE: &str = "target/bench-nanny/windows.tsv";
 /// How often the host side samples this machine's processor time.
 const HOST_SAMPLE: Duration = Duration::from_millis(500);
@@ -301,42 +301,139 @@ fn host_load(samples: &[HostSample], began: f64, ended: f64) -> Option<(f64, f64
     Some(((busy - qemu).max(0.0) / seconds, qemu / seconds))
 }
 
-/// Per window the guest listed, this machine's load outside QEMU.
+/// Per window the guest listed, this machine's load outside QEMU, and
+/// each tool's processor time per check corrected for it.
+///
+/// The guest counts a processor busy for as long as its task held it,
+/// whether or not QEMU's thread for it ran meanwhile (emulated processors
+/// report no steal time), so other work here inflates every task's
+/// processor time alike. Over a window, QEMU's processor time over the
+/// guest's busy time (its processors times the share busy) is the share
+/// the guest's busy time really ran; a tool's processor time times it is
+/// what the tool would have been charged with its processors to itself.
+/// That assumes the loss falls evenly on everything busy in the guest.
 fn print_host_load(windows: &str, samples: &[HostSample]) {
     let processors = std::thread::available_parallelism().map_or(0, usize::from);
     println!(
         "\nthis machine ({processors} processors) during each window: processors busy outside \
-         QEMU, and QEMU's (both guest processors and its own threads)"
+         QEMU, QEMU's (its threads for the guest's processors and its own), the share of the \
+         guest's busy time QEMU ran, and the tool's processor time per check times that share"
     );
     println!(
-        "{:>6}  {:<10}  {:>7}  {:>5}",
-        "window", "tool", "others", "QEMU"
+        "{:>6}  {:<10}  {:>7}  {:>5}  {:>5}  {:>19}",
+        "window", "tool", "others", "QEMU", "ran", "corrected s/10k chk"
     );
     let mut loaded = Vec::new();
+    let mut corrected = Vec::new();
     for line in windows.lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        let [number, tool, began, ended] = fields[..] else {
+        let Some(listed) = ListedWindow::parse(line) else {
             continue;
         };
-        let (Ok(began), Ok(ended)) = (began.parse::<f64>(), ended.parse::<f64>()) else {
+        let number = listed.number;
+        let tool = TOOL_NAMES[listed.window.tool];
+        let Some((others, qemu)) =
+            host_load(samples, listed.window.began_at, listed.window.ended_at)
+        else {
+            println!(
+                "{number:>6}  {tool:<10}  {:>7}  {:>5}  {:>5}  {:>19}",
+                "-", "-", "-", "-"
+            );
             continue;
         };
-        match host_load(samples, began, ended) {
-            Some((others, qemu)) => {
-                println!("{number:>6}  {tool:<10}  {others:>7.2}  {qemu:>5.2}");
-                if others > 0.2 {
-                    loaded.push(number.to_owned());
-                }
-            }
-            None => println!("{number:>6}  {tool:<10}  {:>7}  {:>5}", "-", "-"),
+        let busy = listed.guest_processors as f64 * listed.window.guest_busy;
+        let ran = if busy > 0.0 { qemu / busy } else { f64::NAN };
+        let mut window = listed.window;
+        window.cpu *= ran;
+        println!(
+            "{number:>6}  {tool:<10}  {others:>7.2}  {qemu:>5.2}  {:>4.0}%  {:>17.3} s",
+            100.0 * ran,
+            window.cpu_per_10k_checks()
+        );
+        if others > 0.2 {
+            loaded.push(number.to_string());
         }
+        corrected.push(window);
     }
     if !loaded.is_empty() {
         println!(
             "(other work here during windows {}: the guest's processors ran slower then, which \
-             inflates processor time per check, not always alike for both tools)",
+             inflates the guest's processor time per check)",
             loaded.join(", ")
         );
+    }
+    let shares: Vec<f64> = bracketed_shares(&corrected)
+        .into_iter()
+        .map(|(_, share)| share)
+        .collect();
+    if shares.is_empty() {
+        return;
+    }
+    let each: Vec<String> = shares
+        .iter()
+        .map(|share| format!("{:.0}%", 100.0 * share))
+        .collect();
+    let lowest = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = shares.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "corrected for this machine's load, nanny's processor time per check as a share of \
+         keepalived's in the windows either side: {} (median {:.0}%)",
+        each.join(", "),
+        100.0 * median(&shares)
+    );
+    println!(
+        "aim, corrected for this machine's load: nanny's processor time per check at most half \
+         keepalived's: {} (windows {:.0}% to {:.0}%)",
+        share_verdict(&shares, 0.5),
+        100.0 * lowest,
+        100.0 * highest
+    );
+}
+
+/// A window as the guest lists it for the host side.
+struct ListedWindow {
+    /// 1-based.
+    number: usize,
+    /// The guest's processors.
+    guest_processors: usize,
+    /// Its tool, bounds, processor time, checks and the guest's busy share.
+    window: Window,
+}
+
+impl ListedWindow {
+    fn line(number: usize, guest_processors: usize, window: &Window) -> String {
+        format!(
+            "{number}\t{}\t{:.3}\t{:.3}\t{:.3}\t{}\t{:.4}\t{guest_processors}",
+            TOOL_NAMES[window.tool],
+            window.began_at,
+            window.ended_at,
+            window.cpu,
+            window.checks,
+            window.guest_busy
+        )
+    }
+
+    fn parse(line: &str) -> Option<ListedWindow> {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [number, tool, began, ended, cpu, checks, busy, processors] = fields[..] else {
+            return None;
+        };
+        Some(ListedWindow {
+            number: number.parse().ok()?,
+            guest_processors: processors.parse().ok()?,
+            window: Window {
+                tool: TOOL_NAMES.iter().position(|name| *name == tool)?,
+                seconds: ended.parse::<f64>().ok()? - began.parse::<f64>().ok()?,
+                checks: checks.parse().ok()?,
+                accepted: 0,
+                cpu: cpu.parse().ok()?,
+                user: 0.0,
+                other_cpu: 0.0,
+                guest_busy: busy.parse().ok()?,
+                downs: 0,
+                began_at: began.parse().ok()?,
+                ended_at: ended.parse().ok()?,
+            },
+        })
     }
 }
 
@@ -637,6 +734,7 @@ fn compare(
     let _ = std::fs::create_dir_all(Path::new(WINDOWS_FILE).parent().unwrap_or(Path::new(".")));
     let mut windows_file =
         File::create(WINDOWS_FILE).with_context(|| format!("cannot create {WINDOWS_FILE}"))?;
+    let guest_processors = std::thread::available_parallelism().map_or(1, usize::from);
     let mut windows: Vec<Window> = Vec::new();
     for number in 0..window_count(settings) {
         let index = window_tool(number);
@@ -670,11 +768,8 @@ fn compare(
         );
         writeln!(
             windows_file,
-            "{}\t{}\t{:.3}\t{:.3}",
-            number + 1,
-            TOOL_NAMES[index],
-            window.began_at,
-            window.ended_at
+            "{}",
+            ListedWindow::line(number + 1, guest_processors, &window)
         )?;
         windows.push(window);
     }
@@ -1973,6 +2068,24 @@ mod tests {
         assert!(host_load(&samples, 130.0, 140.0).is_none());
         // Before QEMU started, nothing to tell apart.
         assert!(host_load(&[sample(1.0, 1, 0), sample(2.0, 2, 0)], 0.0, 3.0).is_none());
+    }
+
+    #[test]
+    fn a_listed_window_reads_back() {
+        let mut window = window(NANNY_TOOL, 12.5, 40_000);
+        window.began_at = 1_700_000_000.25;
+        window.ended_at = 1_700_000_030.5;
+        window.guest_busy = 0.875;
+        let listed = ListedWindow::parse(&ListedWindow::line(4, 2, &window)).unwrap();
+        assert_eq!(listed.number, 4);
+        assert_eq!(listed.guest_processors, 2);
+        assert_eq!(listed.window.tool, NANNY_TOOL);
+        assert_eq!(listed.window.checks, 40_000);
+        assert!((listed.window.cpu - 12.5).abs() < 1e-9);
+        assert!((listed.window.guest_busy - 0.875).abs() < 1e-9);
+        assert!((listed.window.seconds - 30.25).abs() < 1e-6);
+        assert!(ListedWindow::parse("4\tnanny\t1").is_none());
+        assert!(ListedWindow::parse("4\tsomething\t1\t2\t3\t4\t0.5\t2").is_none());
     }
 
     #[test]
