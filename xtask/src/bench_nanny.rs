@@ -40,6 +40,15 @@
 //! Prints every window's figures, each tool's median, range and pooled
 //! (all its windows together) processor time per 10,000 checks, the shares
 //! and the aims' verdicts; never asserts on them.
+//!
+//! Other work on this machine slows the guest's processors (QEMU's
+//! threads), and the guest, which sees no steal time under emulation,
+//! charges the lost time to whatever ran: per check, a tool measured while
+//! this machine was busy looks up to twice as costly. So the host side
+//! samples this machine's processor time meanwhile and, per window (the
+//! guest lists them in `WINDOWS_FILE`), prints the processors busy outside
+//! QEMU and each tool's processor time corrected for it (`print_host_load`),
+//! with the shares and the verdict on the corrected figures.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
