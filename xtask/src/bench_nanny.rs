@@ -196,7 +196,9 @@ fn generate(settings: &Settings) -> String {
 }
 
 /// On the host: build nanny and this program in release, boot the lab and
-/// run the guest side.
+/// run the guest side, sampling this machine's processor time meanwhile;
+/// then, per window the guest listed, this machine's load and the figures
+/// corrected for it.
 pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings) -> Result<i32> {
     let lab = crate::lab::Lab::prepare(repository, options)?;
     // Measured in release: nanny's speed, not the debug build's.
