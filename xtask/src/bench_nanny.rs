@@ -1,42 +1,66 @@
 //! `cargo xtask bench-nanny`: nanny against keepalived's checker on the same
-//! keepalived.conf, one after the other in one lab run (keepalived's
-//! checker programs IPVS, which this machine's kernel lacks).
+//! keepalived.conf, in one lab run (keepalived's checker programs IPVS,
+//! which this machine's kernel lacks).
 //!
 //! In the guest, this process binds one TCP listener per real server on
 //! 127.10.0.0/16 (all of 127.0.0.0/8 is local), accepts each connection
-//! and closes it at once, and counts them. The generated configuration checks every real server every second
-//! (`delay_loop 1`, `connect_timeout 1`, `retry 0`: the first failed check
-//! takes a real server out). For each tool in turn:
+//! and closes it at once, and counts them. The generated configuration
+//! checks every real server every second (`delay_loop 1`, `connect_timeout
+//! 1`, `retry 0`: the first failed check takes a real server out).
 //!
-//! 1. start it, and wait until it has taken every real server in (nanny:
-//!    its initial reports; keepalived: every destination in IPVS), then let
-//!    it settle;
-//! 2. over a window, the processor time it used (utime + stime from
-//!    /proc/PID/stat; keepalived's parent and checker child together) and
+//! The emulated guest's speed drifts with this machine's load (keepalived's
+//! own figure moved by half between runs measured one after the other), so
+//! the two tools are measured in alternating windows of one boot:
+//!
+//! 1. nanny starts and takes every real server in (its initial reports),
+//!    and is stopped (SIGSTOP); then keepalived does (every destination in
+//!    IPVS). Both then run on the same listeners, never at once;
+//! 2. `2 * rounds + 1` windows, keepalived's and nanny's in turn (K N K ...
+//!    K): before each, the other tool is stopped (keepalived's checker
+//!    child: the parent only watches it) and this one continued (SIGCONT),
+//!    then runs `resettle` seconds (`settle` before its first window), so
+//!    that the burst of checks that fell due while it was stopped is not
+//!    counted. Over each window: the processor time it used (utime + stime
+//!    from /proc/PID/stat; keepalived's parent and checker child together),
 //!    the checks it made (the connections the guest opened, `ActiveOpens`:
-//!    the tool is the only process opening any), and how many the
-//!    listeners accepted: processor seconds per 10,000 checks, and the
-//!    checks per second done against those configured;
-//! 3. close some listeners at once and time until the tool reports each
-//!    down (nanny: its JSON line; keepalived: the destination leaving IPVS,
-//!    polled every 10 ms);
-//! 4. its peak resident memory (VmHWM; keepalived's checker child, the
-//!    process doing the checks), then stop it and reopen the listeners.
+//!    the running tool is the only process opening any, which the stopped
+//!    tool's processor time over the window, printed, confirms), and how
+//!    many the listeners accepted;
+//! 3. each of nanny's windows is compared with the mean of keepalived's on
+//!    either side (a drift linear over the three cancels out): the aim
+//!    (at most half keepalived's processor time per check) is met when
+//!    every such share is at most 50%, not met when every one is over,
+//!    and undecided otherwise;
+//! 4. for each tool alone (the other stopped): some listeners close at once
+//!    and the time until the tool reports each down (nanny: its JSON line;
+//!    keepalived: the destination leaving IPVS, polled every 10 ms), its
+//!    peak resident memory (VmHWM; keepalived's checker child, the process
+//!    doing the checks), and the listeners reopen.
 //!
-//! Prints both tools' figures, the ratios and the aim's verdict; never
-//! asserts on them.
+//! Prints every window's figures, each tool's median, range and pooled
+//! (all its windows together) processor time per 10,000 checks, the shares
+//! and the aims' verdicts; never asserts on them.
+//!
+//! Other work on this machine slows the guest's processors (QEMU's
+//! threads), and the guest, which sees no steal time under emulation,
+//! charges the lost time to whatever ran: per check, a tool measured while
+//! this machine was busy looks up to twice as costly. So the host side
+//! samples this machine's processor time meanwhile and, per window (the
+//! guest lists them in `WINDOWS_FILE`), prints the processors busy outside
+//! QEMU and each tool's processor time corrected for it (`print_host_load`),
+//! with the shares and the verdict on the corrected figures.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use ipvs::{Client, Protocol, ServiceKey};
@@ -57,6 +81,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(600);
 const DETECTION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often IPVS is read while waiting for keepalived's removals.
 const IPVS_POLL: Duration = Duration::from_millis(10);
+/// Where the guest side lists its windows (`ListedWindow`), relative to
+/// the repository: the guest runs there, and the host side reads it after
+/// the run.
+const WINDOWS_FILE: &str = "target/bench-nanny/windows.tsv";
+/// How often the host side samples this machine's processor time.
+const HOST_SAMPLE: Duration = Duration::from_millis(500);
 
 /// What to measure, shared by the host side and the guest side.
 #[derive(clap::Args, Clone, Debug)]
@@ -64,13 +94,21 @@ pub struct Settings {
     /// Real servers (listeners), a multiple of 10: 10 per virtual server.
     #[arg(long, default_value_t = 10_000, value_parser = parse_servers)]
     pub servers: usize,
-    /// Seconds each tool runs after taking every real server in, before the
-    /// measured window.
+    /// Seconds each tool runs after taking every real server in, before its
+    /// first measured window.
     #[arg(long, default_value_t = 10)]
     pub settle: u64,
-    /// Seconds of the measured window.
+    /// Seconds of each measured window.
     #[arg(long, default_value_t = 30)]
     pub window: u64,
+    /// nanny's windows; keepalived has one more, one before each of
+    /// nanny's and one after the last (K N K N ... K).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=50))]
+    pub rounds: u64,
+    /// Seconds a tool runs after each resume (SIGCONT), before its window:
+    /// the checks that fell due while it was stopped come in a burst.
+    #[arg(long, default_value_t = 5)]
+    pub resettle: u64,
     /// Listeners closed at once to time detection.
     #[arg(long, default_value_t = 20)]
     pub closed: usize,
@@ -93,6 +131,8 @@ impl Settings {
             format!("--servers={}", self.servers),
             format!("--settle={}", self.settle),
             format!("--window={}", self.window),
+            format!("--rounds={}", self.rounds),
+            format!("--resettle={}", self.resettle),
             format!("--closed={}", self.closed),
         ]
     }
@@ -156,7 +196,9 @@ fn generate(settings: &Settings) -> String {
 }
 
 /// On the host: build nanny and this program in release, boot the lab and
-/// run the guest side.
+/// run the guest side, sampling this machine's processor time meanwhile;
+/// then, per window the guest listed, this machine's load and the figures
+/// corrected for it.
 pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings) -> Result<i32> {
     let lab = crate::lab::Lab::prepare(repository, options)?;
     // Measured in release: nanny's speed, not the debug build's.
@@ -172,7 +214,238 @@ pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings)
     ];
     command.extend(settings.arguments());
     command.push(nanny.to_string_lossy().into_owned());
-    lab.run(&command)
+    let windows_file = repository.join(WINDOWS_FILE);
+    let _ = std::fs::remove_file(&windows_file);
+    let sampler = HostSampler::start();
+    let status = lab.run(&command);
+    let samples = sampler.stop();
+    if let Ok(text) = std::fs::read_to_string(&windows_file) {
+        print_host_load(&text, &samples);
+    }
+    status
+}
+
+/// This machine's processor time at one moment, in clock ticks.
+#[derive(Clone, Copy, Debug)]
+struct HostSample {
+    /// Seconds since the Unix epoch.
+    at: f64,
+    /// Every processor's busy time (/proc/stat).
+    busy: u64,
+    /// QEMU's (utime + stime), 0 before it started.
+    qemu: u64,
+}
+
+/// Samples this machine's processor time on a thread of its own: the
+/// guest's processors are QEMU's threads, and other work here slows them,
+/// which inflates the guest's own processor accounting (no steal time
+/// under emulation).
+struct HostSampler {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Vec<HostSample>>,
+}
+
+impl HostSampler {
+    fn start() -> HostSampler {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            let mut qemu = None;
+            loop {
+                if qemu.is_none() {
+                    qemu = find_child("qemu-system");
+                }
+                if let Ok(busy) = MachineProcessorTime::read() {
+                    let qemu_ticks = qemu
+                        .and_then(|pid| Some(stat_field(pid, 14).ok()? + stat_field(pid, 15).ok()?))
+                        .unwrap_or(0);
+                    samples.push(HostSample {
+                        at: unix_seconds(),
+                        busy: busy.busy,
+                        qemu: qemu_ticks,
+                    });
+                }
+                if stopped.recv_timeout(HOST_SAMPLE) != Err(mpsc::RecvTimeoutError::Timeout) {
+                    return samples;
+                }
+            }
+        });
+        HostSampler { stop, thread }
+    }
+
+    fn stop(self) -> Vec<HostSample> {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// A child process of this one whose command name starts with `name`.
+fn find_child(name: &str) -> Option<u32> {
+    let parent = std::process::id();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, tail) = text.rsplit_once(')')?;
+            let command = head.split_once('(')?.1;
+            let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == parent && command.starts_with(name)).then_some(pid)
+        })
+}
+
+/// This machine's processors busy outside QEMU, and QEMU's, over
+/// `began..ended` (Unix seconds), in processors; None without samples
+/// around it.
+fn host_load(samples: &[HostSample], began: f64, ended: f64) -> Option<(f64, f64)> {
+    let first = samples.iter().find(|sample| sample.at >= began)?;
+    let last = samples.iter().rev().find(|sample| sample.at <= ended)?;
+    let seconds = last.at - first.at;
+    if seconds <= 0.0 || first.qemu == 0 {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let busy = last.busy.saturating_sub(first.busy) as f64 / ticks_per_second;
+    let qemu = last.qemu.saturating_sub(first.qemu) as f64 / ticks_per_second;
+    Some(((busy - qemu).max(0.0) / seconds, qemu / seconds))
+}
+
+/// Per window the guest listed, this machine's load outside QEMU, and
+/// each tool's processor time per check corrected for it.
+///
+/// The guest counts a processor busy for as long as its task held it,
+/// whether or not QEMU's thread for it ran meanwhile (emulated processors
+/// report no steal time), so other work here inflates every task's
+/// processor time alike. Over a window, QEMU's processor time over the
+/// guest's busy time (its processors times the share busy) is the share
+/// the guest's busy time really ran; a tool's processor time times it is
+/// what the tool would have been charged with its processors to itself.
+/// That assumes the loss falls evenly on everything busy in the guest.
+fn print_host_load(windows: &str, samples: &[HostSample]) {
+    let processors = std::thread::available_parallelism().map_or(0, usize::from);
+    println!(
+        "\nthis machine ({processors} processors) during each window: processors busy outside \
+         QEMU, QEMU's (its threads for the guest's processors and its own), the share of the \
+         guest's busy time QEMU ran, and the tool's processor time per check times that share"
+    );
+    println!(
+        "{:>6}  {:<10}  {:>7}  {:>5}  {:>5}  {:>19}",
+        "window", "tool", "others", "QEMU", "ran", "corrected s/10k chk"
+    );
+    let mut loaded = Vec::new();
+    let mut corrected = Vec::new();
+    for line in windows.lines() {
+        let Some(listed) = ListedWindow::parse(line) else {
+            continue;
+        };
+        let number = listed.number;
+        let tool = TOOL_NAMES[listed.window.tool];
+        let Some((others, qemu)) =
+            host_load(samples, listed.window.began_at, listed.window.ended_at)
+        else {
+            println!(
+                "{number:>6}  {tool:<10}  {:>7}  {:>5}  {:>5}  {:>19}",
+                "-", "-", "-", "-"
+            );
+            continue;
+        };
+        let busy = listed.guest_processors as f64 * listed.window.guest_busy;
+        let ran = if busy > 0.0 { qemu / busy } else { f64::NAN };
+        let mut window = listed.window;
+        window.cpu *= ran;
+        println!(
+            "{number:>6}  {tool:<10}  {others:>7.2}  {qemu:>5.2}  {:>4.0}%  {:>17.3} s",
+            100.0 * ran,
+            window.cpu_per_10k_checks()
+        );
+        if others > 0.2 {
+            loaded.push(number.to_string());
+        }
+        corrected.push(window);
+    }
+    if !loaded.is_empty() {
+        println!(
+            "(other work here during windows {}: the guest's processors ran slower then, which \
+             inflates the guest's processor time per check)",
+            loaded.join(", ")
+        );
+    }
+    let shares: Vec<f64> = bracketed_shares(&corrected)
+        .into_iter()
+        .map(|(_, share)| share)
+        .collect();
+    if shares.is_empty() {
+        return;
+    }
+    let each: Vec<String> = shares
+        .iter()
+        .map(|share| format!("{:.0}%", 100.0 * share))
+        .collect();
+    let lowest = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = shares.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "corrected for this machine's load, nanny's processor time per check as a share of \
+         keepalived's in the windows either side: {} (median {:.0}%)",
+        each.join(", "),
+        100.0 * median(&shares)
+    );
+    println!(
+        "aim, corrected for this machine's load: nanny's processor time per check at most half \
+         keepalived's: {} (windows {:.0}% to {:.0}%)",
+        share_verdict(&shares, 0.5),
+        100.0 * lowest,
+        100.0 * highest
+    );
+}
+
+/// A window as the guest lists it for the host side.
+struct ListedWindow {
+    /// 1-based.
+    number: usize,
+    /// The guest's processors.
+    guest_processors: usize,
+    /// Its tool, bounds, processor time, checks and the guest's busy share.
+    window: Window,
+}
+
+impl ListedWindow {
+    fn line(number: usize, guest_processors: usize, window: &Window) -> String {
+        format!(
+            "{number}\t{}\t{:.3}\t{:.3}\t{:.3}\t{}\t{:.4}\t{guest_processors}",
+            TOOL_NAMES[window.tool],
+            window.began_at,
+            window.ended_at,
+            window.cpu,
+            window.checks,
+            window.guest_busy
+        )
+    }
+
+    fn parse(line: &str) -> Option<ListedWindow> {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [number, tool, began, ended, cpu, checks, busy, processors] = fields[..] else {
+            return None;
+        };
+        Some(ListedWindow {
+            number: number.parse().ok()?,
+            guest_processors: processors.parse().ok()?,
+            window: Window {
+                tool: TOOL_NAMES.iter().position(|name| *name == tool)?,
+                seconds: ended.parse::<f64>().ok()? - began.parse::<f64>().ok()?,
+                checks: checks.parse().ok()?,
+                accepted: 0,
+                cpu: cpu.parse().ok()?,
+                user: 0.0,
+                other_cpu: 0.0,
+                guest_busy: busy.parse().ok()?,
+                downs: 0,
+                began_at: began.parse().ok()?,
+                ended_at: ended.parse().ok()?,
+            },
+        })
+    }
 }
 
 /// In the guest: the benchmark itself, of keepalived's checker and of the
@@ -199,30 +472,31 @@ pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
         settings.servers as u64 / DELAY_LOOP.as_secs(),
     );
     println!(
-        "each tool: {} s to settle once every real server is in, a {} s window, then {} listeners closed at once",
-        settings.settle,
+        "both tools started on the same listeners, one at a time; then {} windows of {} s, \
+         keepalived and nanny alternating, the other stopped (SIGSTOP), each tool settling {} s \
+         before its first window and {} s after each resume; then, for each tool alone, {} \
+         listeners closed at once",
+        window_count(settings),
         settings.window,
+        settings.settle,
+        settings.resettle,
         closed.len()
     );
 
-    let nanny_figures = measure(
-        &mut Nanny::new(nanny, &config, &directory),
-        &mut listeners,
-        settings,
-        &closed,
-    )
-    .context("measuring nanny")?;
     // Connecting resolves the IPVS family, which loads ip_vs now rather
     // than in keepalived's start-up.
     let mut observer = Client::connect().context("cannot reach IPVS")?;
-    let keepalived_figures = measure(
-        &mut Keepalived::new(&config, &directory, &mut observer, settings),
-        &mut listeners,
-        settings,
-        &closed,
-    )
-    .context("measuring keepalived")?;
-    report(settings, &keepalived_figures, &nanny_figures);
+    let mut keepalived = Keepalived::new(&config, &directory, &mut observer, settings);
+    let mut nanny = Nanny::new(nanny, &config, &directory);
+    let mut contenders = [Contender::new(&mut keepalived), Contender::new(&mut nanny)];
+    let outcome = compare(&mut contenders, &mut listeners, settings, &closed);
+    // Both stopped even when the measurement failed.
+    let stopped: Vec<Result<()>> = contenders.iter_mut().map(Contender::stop).collect();
+    let comparison = outcome?;
+    for stopped in stopped {
+        stopped?;
+    }
+    report(settings, &comparison);
     Ok(())
 }
 
@@ -236,30 +510,75 @@ fn closed_indexes(settings: &Settings) -> Vec<usize> {
         .collect()
 }
 
-/// One tool's figures.
-struct Figures {
-    name: &'static str,
-    /// Checks (connections opened) per second of the window.
-    checks_per_second: f64,
-    /// The share of them the listeners accepted.
-    accepted_share: f64,
-    /// Processor seconds per 10,000 checks over the window: all, and in
-    /// user space alone (the rest is the kernel's, mostly TCP).
-    cpu_per_10k_checks: f64,
-    user_per_10k_checks: f64,
-    /// Share of one processor the tool used over the window.
-    cpu_share: f64,
-    /// Share of the guest's processors busy over the window (anything).
+/// The tools' places in `Contender` arrays and in `Window::tool`.
+const KEEPALIVED_TOOL: usize = 0;
+const NANNY_TOOL: usize = 1;
+const TOOL_NAMES: [&str; 2] = ["keepalived", "nanny"];
+
+/// Windows in all: keepalived's first and last, so that each of nanny's
+/// `rounds` windows has one of keepalived's on either side.
+fn window_count(settings: &Settings) -> usize {
+    2 * settings.rounds as usize + 1
+}
+
+/// Which tool the window `number` (0-based) measures.
+fn window_tool(number: usize) -> usize {
+    if number % 2 == 0 {
+        KEEPALIVED_TOOL
+    } else {
+        NANNY_TOOL
+    }
+}
+
+/// What one window measured, of the one tool running in it.
+struct Window {
+    tool: usize,
+    /// Its length, in seconds.
+    seconds: f64,
+    /// TCP connections the guest opened: the tool's checks.
+    checks: u64,
+    /// Connections the listeners accepted.
+    accepted: u64,
+    /// The tool's processor time, all and in user space alone, in seconds.
+    cpu: f64,
+    user: f64,
+    /// The stopped tool's processor time over the window (none expected).
+    other_cpu: f64,
+    /// Share of the guest's processors busy (anything).
     guest_busy: f64,
-    peak_kib: u64,
+    /// Real servers the tool had down at the window's end.
+    downs: usize,
+    /// When it began and ended, in seconds since the Unix epoch (the
+    /// guest's clock follows this machine's), for the host side to match
+    /// with this machine's load.
+    began_at: f64,
+    ended_at: f64,
+}
+
+impl Window {
+    fn cpu_per_10k_checks(&self) -> f64 {
+        per_10k_checks(self.cpu, self.checks)
+    }
+}
+
+/// One tool's detection of the closed listeners, and what it held.
+struct Detection {
     /// Per closed listener, the time to its report, if it came.
     detections: Vec<Option<Duration>>,
     /// How long they were waited for.
-    detection_timeout: Duration,
+    timeout: Duration,
     /// Real servers reported down before any listener closed.
     false_downs: usize,
+    peak_kib: u64,
     /// Anything else worth printing.
     notes: Vec<String>,
+}
+
+/// Everything measured.
+struct Comparison {
+    windows: Vec<Window>,
+    /// Per tool (`KEEPALIVED_TOOL`, `NANNY_TOOL`).
+    detections: [Detection; 2],
 }
 
 /// What the measurement needs from each tool.
@@ -270,6 +589,9 @@ trait Tool {
     fn wait_until_ready(&mut self, servers: usize) -> Result<()>;
     /// The processes whose processor time counts.
     fn processes(&self) -> Vec<u32>;
+    /// The processes SIGSTOP holds while the other tool is measured: those
+    /// that check.
+    fn checking_processes(&self) -> Vec<u32>;
     /// The process whose peak memory is reported.
     fn memory_process(&self) -> u32;
     /// Real servers reported down so far (none should be), and what the
@@ -287,66 +609,270 @@ trait Tool {
     fn stop(&mut self) -> Result<()>;
 }
 
-fn measure(
-    tool: &mut dyn Tool,
-    listeners: &mut Listeners,
-    settings: &Settings,
-    closed: &[usize],
-) -> Result<Figures> {
-    let name = tool.name();
-    println!("\n{name}: starting");
-    let started = Instant::now();
-    tool.start()?;
-    let outcome = measure_started(tool, listeners, settings, closed, started);
-    // Stopped even when the measurement failed, so that the other tool does
-    // not share the machine with it.
-    let stopped = tool.stop();
-    let figures = outcome?;
-    stopped?;
-    listeners.reopen(closed)?;
-    Ok(figures)
+/// A tool, and whether it is stopped (SIGSTOP) now.
+struct Contender<'t> {
+    tool: &'t mut (dyn Tool + 't),
+    paused: bool,
 }
 
-fn measure_started(
+impl<'t> Contender<'t> {
+    fn new(tool: &'t mut (dyn Tool + 't)) -> Contender<'t> {
+        Contender {
+            tool,
+            paused: false,
+        }
+    }
+
+    /// Stops its checking processes, and returns once the kernel has: no
+    /// connection of its own opens after this.
+    fn pause(&mut self) -> Result<()> {
+        if self.paused {
+            return Ok(());
+        }
+        let processes = self.tool.checking_processes();
+        for &pid in &processes {
+            signal(pid, libc::SIGSTOP)?;
+        }
+        self.paused = true;
+        let limit = Instant::now() + Duration::from_secs(10);
+        for &pid in &processes {
+            // "T": stopped by a signal.
+            while process_state(pid)? != 'T' {
+                if Instant::now() >= limit {
+                    bail!("{} (pid {pid}) did not stop within 10 s", self.tool.name());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets it run again; whether it was stopped.
+    fn resume(&mut self) -> Result<bool> {
+        if !self.paused {
+            return Ok(false);
+        }
+        for pid in self.tool.checking_processes() {
+            signal(pid, libc::SIGCONT)?;
+        }
+        self.paused = false;
+        Ok(true)
+    }
+
+    /// Ends it (resumed first: a stopped process would not act on SIGTERM).
+    fn stop(&mut self) -> Result<()> {
+        let resumed = self.resume();
+        let stopped = self.tool.stop();
+        resumed?;
+        stopped
+    }
+}
+
+/// The two contenders, the one at `index` first.
+fn this_and_other<'c, 't>(
+    contenders: &'c mut [Contender<'t>; 2],
+    index: usize,
+) -> (&'c mut Contender<'t>, &'c mut Contender<'t>) {
+    let [keepalived, nanny] = contenders;
+    if index == KEEPALIVED_TOOL {
+        (keepalived, nanny)
+    } else {
+        (nanny, keepalived)
+    }
+}
+
+fn signal(pid: u32, signal: libc::c_int) -> Result<()> {
+    // SAFETY: kill(2) on a process we started and have not reaped.
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot signal process {pid}"));
+    }
+    Ok(())
+}
+
+/// The state letter of /proc/PID/stat (R, S, T, ...).
+fn process_state(pid: u32) -> Result<char> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    text.rsplit_once(')')
+        .and_then(|(_, after_name)| after_name.trim_start().chars().next())
+        .with_context(|| format!("{path}: no state"))
+}
+
+fn compare(
+    contenders: &mut [Contender<'_>; 2],
+    listeners: &mut Listeners,
+    settings: &Settings,
+    closed: &[usize],
+) -> Result<Comparison> {
+    // nanny first and stopped once ready, so that keepalived, whose first
+    // window comes next, starts alone.
+    for index in [NANNY_TOOL, KEEPALIVED_TOOL] {
+        let contender = &mut contenders[index];
+        let name = contender.tool.name();
+        println!("\n{name}: starting");
+        let started = Instant::now();
+        contender.tool.start()?;
+        contender
+            .tool
+            .wait_until_ready(settings.servers)
+            .with_context(|| format!("starting {name}"))?;
+        println!(
+            "{name}: every real server in after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        if index == NANNY_TOOL {
+            contender.pause()?;
+        }
+    }
+
+    println!(
+        "\n{:>6}  {:<10}  {:>7}  {:>8}  {:>6}  {:>7}  {:>7}  {:>13}  {:>5}  {:>5}  {:>9}  {:>5}",
+        "window",
+        "tool",
+        "checks",
+        "accepted",
+        "length",
+        "CPU",
+        "user",
+        "CPU s/10k chk",
+        "CPU",
+        "guest",
+        "stopped's",
+        "down"
+    );
+    // Written as they end, for the host side (the repository is shared).
+    let _ = std::fs::create_dir_all(Path::new(WINDOWS_FILE).parent().unwrap_or(Path::new(".")));
+    let mut windows_file =
+        File::create(WINDOWS_FILE).with_context(|| format!("cannot create {WINDOWS_FILE}"))?;
+    let guest_processors = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut windows: Vec<Window> = Vec::new();
+    for number in 0..window_count(settings) {
+        let index = window_tool(number);
+        let first = !windows.iter().any(|window| window.tool == index);
+        let (this, other) = this_and_other(contenders, index);
+        other.pause()?;
+        let resumed = this.resume()?;
+        // The first time, what is left of its start; after a resume, the
+        // burst of checks that fell due while it was stopped.
+        if first {
+            std::thread::sleep(Duration::from_secs(settings.settle));
+        } else if resumed {
+            std::thread::sleep(Duration::from_secs(settings.resettle));
+        }
+        let window = measure_window(index, this, other, listeners, settings)
+            .with_context(|| format!("measuring {} in window {}", TOOL_NAMES[index], number + 1))?;
+        println!(
+            "{:>6}  {:<10}  {:>7}  {:>7.1}%  {:>4.1} s  {:>5.2} s  {:>5.2} s  {:>11.3} s  {:>4.0}%  {:>4.0}%  {:>7.2} s  {:>5}",
+            number + 1,
+            TOOL_NAMES[index],
+            window.checks,
+            100.0 * window.accepted as f64 / window.checks.max(1) as f64,
+            window.seconds,
+            window.cpu,
+            window.user,
+            window.cpu_per_10k_checks(),
+            100.0 * window.cpu / window.seconds,
+            100.0 * window.guest_busy,
+            window.other_cpu,
+            window.downs
+        );
+        writeln!(
+            windows_file,
+            "{}",
+            ListedWindow::line(number + 1, guest_processors, &window)
+        )?;
+        windows.push(window);
+    }
+
+    let mut detections = Vec::new();
+    for index in [KEEPALIVED_TOOL, NANNY_TOOL] {
+        let (this, other) = this_and_other(contenders, index);
+        other.pause()?;
+        if this.resume()? {
+            std::thread::sleep(Duration::from_secs(settings.resettle));
+        }
+        let pooled = Pooled::of(&windows, index);
+        let detection = detect(
+            this.tool,
+            listeners,
+            settings,
+            closed,
+            pooled.checks_per_second(),
+        )
+        .with_context(|| format!("timing {}'s detection", TOOL_NAMES[index]))?;
+        detections.push(detection);
+    }
+    let Ok(detections) = <[Detection; 2]>::try_from(detections) else {
+        unreachable!("one detection per tool");
+    };
+    Ok(Comparison {
+        windows,
+        detections,
+    })
+}
+
+/// One window of `this` running alone (`other` stopped).
+fn measure_window(
+    tool: usize,
+    this: &mut Contender<'_>,
+    other: &Contender<'_>,
+    listeners: &Listeners,
+    settings: &Settings,
+) -> Result<Window> {
+    let processes = this.tool.processes();
+    let others = other.tool.processes();
+    let cpu_before = ProcessorTime::of(&processes)?;
+    let other_before = ProcessorTime::of(&others)?;
+    let guest_before = MachineProcessorTime::read()?;
+    let accepted_before = listeners.accepted();
+    let opened_before = active_opens()?;
+    let began_at = unix_seconds();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(settings.window));
+    let opened_after = active_opens()?;
+    let ended_at = unix_seconds();
+    let accepted_after = listeners.accepted();
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu_after = ProcessorTime::of(&processes)?;
+    let other_after = ProcessorTime::of(&others)?;
+    let guest_busy = MachineProcessorTime::read()?.busy_since(&guest_before);
+    let (downs, _) = this.tool.downs_so_far()?;
+    Ok(Window {
+        tool,
+        seconds,
+        // The tool is the only process here that opens TCP connections
+        // (the other is stopped): each check is one, answered or not (a
+        // check that times out is never accepted, yet costs).
+        checks: opened_after - opened_before,
+        accepted: accepted_after - accepted_before,
+        cpu: cpu_after.total() - cpu_before.total(),
+        user: cpu_after.user - cpu_before.user,
+        other_cpu: other_after.total() - other_before.total(),
+        guest_busy,
+        downs,
+        began_at,
+        ended_at,
+    })
+}
+
+fn unix_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
+}
+
+/// Closes the `closed` listeners with `tool` alone running, times its
+/// reports, reads its peak memory and reopens them.
+fn detect(
     tool: &mut dyn Tool,
     listeners: &mut Listeners,
     settings: &Settings,
     closed: &[usize],
-    started: Instant,
-) -> Result<Figures> {
+    checks_per_second: f64,
+) -> Result<Detection> {
     let name = tool.name();
-    tool.wait_until_ready(settings.servers)?;
-    println!(
-        "{name}: every real server in after {:.1} s; settling {} s",
-        started.elapsed().as_secs_f64(),
-        settings.settle
-    );
-    std::thread::sleep(Duration::from_secs(settings.settle));
-
-    let processes = tool.processes();
-    let cpu_before = ProcessorTime::of(&processes)?;
-    let guest_before = GuestProcessorTime::read()?;
-    let accepted_before = listeners.accepted();
-    let opened_before = active_opens()?;
-    let window_started = Instant::now();
-    std::thread::sleep(Duration::from_secs(settings.window));
-    let opened_after = active_opens()?;
-    let accepted_after = listeners.accepted();
-    let window = window_started.elapsed().as_secs_f64();
-    let cpu_after = ProcessorTime::of(&processes)?;
-    let cpu = cpu_after.total() - cpu_before.total();
-    let user = cpu_after.user - cpu_before.user;
-    let guest_busy = GuestProcessorTime::read()?.busy_since(&guest_before);
-    // The tool is the only process here that opens TCP connections: each
-    // check is one, answered or not (a check that times out is never
-    // accepted, yet costs).
-    let checks = opened_after - opened_before;
-    let accepted = accepted_after - accepted_before;
-    println!(
-        "{name}: {checks} checks ({accepted} accepted) in {window:.1} s, {cpu:.2} processor \
-         seconds ({:.0}% of one processor)",
-        100.0 * cpu / window
-    );
+    println!();
     let (false_downs, false_down_reasons) = tool.downs_so_far()?;
     if false_downs > 0 {
         println!("{name}: {false_downs} real servers down before any listener closed");
@@ -354,14 +880,13 @@ fn measure_started(
             println!("{name}: | {line}");
         }
     }
-
     let addresses: Vec<SocketAddr> = closed.iter().map(|&index| real_server(index)).collect();
     let closed_at = listeners.close(closed)?;
     // Three times the mean interval between two checks of a real server,
     // when a saturated tool checks each less often than configured.
-    let interval = settings.servers as f64 * window / checks.max(1) as f64;
-    let detection_timeout = DETECTION_TIMEOUT.max(Duration::from_secs_f64(3.0 * interval));
-    let found = tool.wait_for_downs(&addresses, Instant::now() + detection_timeout)?;
+    let interval = settings.servers as f64 / checks_per_second.max(1.0);
+    let timeout = DETECTION_TIMEOUT.max(Duration::from_secs_f64(3.0 * interval));
+    let found = tool.wait_for_downs(&addresses, Instant::now() + timeout)?;
     let detections = addresses
         .iter()
         .zip(&closed_at)
@@ -388,18 +913,12 @@ fn measure_started(
         println!("{name}: | {line}");
     }
     let peak_kib = peak_memory_kib(tool.memory_process())?;
-    Ok(Figures {
-        name,
-        checks_per_second: checks as f64 / window,
-        accepted_share: accepted as f64 / checks.max(1) as f64,
-        cpu_per_10k_checks: per_10k_checks(cpu, checks),
-        user_per_10k_checks: per_10k_checks(user, checks),
-        cpu_share: cpu / window,
-        guest_busy,
-        peak_kib,
+    listeners.reopen(closed)?;
+    Ok(Detection {
         detections,
-        detection_timeout,
+        timeout,
         false_downs,
+        peak_kib,
         notes: tool.notes(),
     })
 }
@@ -412,17 +931,116 @@ fn per_10k_checks(seconds: f64, checks: u64) -> f64 {
     }
 }
 
-fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
+/// One tool's windows taken together.
+struct Pooled {
+    seconds: f64,
+    checks: u64,
+    accepted: u64,
+    cpu: f64,
+    user: f64,
+    guest_busy: f64,
+    /// Each window's processor seconds per 10,000 checks, in order.
+    per_window: Vec<f64>,
+}
+
+impl Pooled {
+    fn of(windows: &[Window], tool: usize) -> Pooled {
+        let mine: Vec<&Window> = windows
+            .iter()
+            .filter(|window| window.tool == tool)
+            .collect();
+        let seconds: f64 = mine.iter().map(|window| window.seconds).sum();
+        Pooled {
+            seconds,
+            checks: mine.iter().map(|window| window.checks).sum(),
+            accepted: mine.iter().map(|window| window.accepted).sum(),
+            cpu: mine.iter().map(|window| window.cpu).sum(),
+            user: mine.iter().map(|window| window.user).sum(),
+            guest_busy: mine
+                .iter()
+                .map(|window| window.guest_busy * window.seconds)
+                .sum::<f64>()
+                / seconds,
+            per_window: mine
+                .iter()
+                .map(|window| window.cpu_per_10k_checks())
+                .collect(),
+        }
+    }
+
+    fn checks_per_second(&self) -> f64 {
+        self.checks as f64 / self.seconds
+    }
+}
+
+/// The median of `values` (the mean of the middle two when even); NaN for
+/// none.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() {
+        0 => f64::NAN,
+        length if length % 2 == 1 => sorted[middle],
+        _ => (sorted[middle - 1] + sorted[middle]) / 2.0,
+    }
+}
+
+/// Each of nanny's windows' processor time per check as a share of the
+/// mean of keepalived's in the windows either side of it: a drift of
+/// the guest's speed that is linear over the three windows cancels out.
+fn bracketed_shares(windows: &[Window]) -> Vec<(usize, f64)> {
+    (1..windows.len().saturating_sub(1))
+        .filter(|&number| {
+            windows[number].tool == NANNY_TOOL
+                && windows[number - 1].tool == KEEPALIVED_TOOL
+                && windows[number + 1].tool == KEEPALIVED_TOOL
+        })
+        .map(|number| {
+            let reference = (windows[number - 1].cpu_per_10k_checks()
+                + windows[number + 1].cpu_per_10k_checks())
+                / 2.0;
+            (number, windows[number].cpu_per_10k_checks() / reference)
+        })
+        .collect()
+}
+
+/// Whether the aim (a share of keepalived's at most `limit`) is met by
+/// every bracketed share, by none, or by some.
+fn share_verdict(shares: &[f64], limit: f64) -> &'static str {
+    let finite: Vec<f64> = shares
+        .iter()
+        .copied()
+        .filter(|share| share.is_finite())
+        .collect();
+    if finite.is_empty() || finite.len() < shares.len() {
+        "undecided (a window without checks)"
+    } else if finite.iter().all(|share| *share <= limit) {
+        "met"
+    } else if finite.iter().all(|share| *share > limit) {
+        "NOT met"
+    } else {
+        "undecided (the windows' shares fall on both sides)"
+    }
+}
+
+fn report(settings: &Settings, comparison: &Comparison) {
     let configured = settings.servers as f64 / DELAY_LOOP.as_secs_f64();
     let bound = DELAY_LOOP + CONNECT_TIMEOUT;
+    let pooled = [
+        Pooled::of(&comparison.windows, KEEPALIVED_TOOL),
+        Pooled::of(&comparison.windows, NANNY_TOOL),
+    ];
     println!();
     println!(
-        "{:<11}  {:>8}  {:>8}  {:>8}  {:>14}  {:>10}  {:>6}  {:>6}  {:>11}  {:>10}  {:>9}",
+        "{:<10}  {:>7}  {:>8}  {:>8}  {:>8}  {:>24}  {:>8}  {:>10}  {:>5}  {:>5}  {:>11}  {:>9}  {:>9}",
         "tool",
+        "windows",
         "checks/s",
         "accepted",
         "interval",
-        "CPU s/10k chk",
+        "CPU s/10k chk: median",
+        "pooled",
         "user space",
         "CPU",
         "guest",
@@ -430,32 +1048,74 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
         "detection",
         "max"
     );
-    for figures in [keepalived, nanny] {
-        let (median, max, _) = detection_summary(&figures.detections);
+    for index in [KEEPALIVED_TOOL, NANNY_TOOL] {
+        let figures = &pooled[index];
+        let detection = &comparison.detections[index];
+        let (median_detection, max_detection, _) = detection_summary(&detection.detections);
+        let lowest = figures
+            .per_window
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let highest = figures
+            .per_window
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
         println!(
-            "{:<11}  {:>8.0}  {:>7.1}%  {:>6.2} s  {:>12.3} s  {:>8.3} s  {:>5.0}%  {:>5.0}%  {:>7.1} MiB  {:>10}  {:>9}",
-            figures.name,
-            figures.checks_per_second,
-            100.0 * figures.accepted_share,
-            settings.servers as f64 / figures.checks_per_second,
-            figures.cpu_per_10k_checks,
-            figures.user_per_10k_checks,
-            100.0 * figures.cpu_share,
+            "{:<10}  {:>7}  {:>8.0}  {:>7.1}%  {:>6.2} s  {:>24}  {:>6.3} s  {:>8.3} s  {:>4.0}%  {:>4.0}%  {:>7.1} MiB  {:>9}  {:>9}",
+            TOOL_NAMES[index],
+            figures.per_window.len(),
+            figures.checks_per_second(),
+            100.0 * figures.accepted as f64 / figures.checks.max(1) as f64,
+            settings.servers as f64 / figures.checks_per_second(),
+            format!(
+                "{:.3} s ({:.2}-{:.2})",
+                median(&figures.per_window),
+                lowest,
+                highest
+            ),
+            per_10k_checks(figures.cpu, figures.checks),
+            per_10k_checks(figures.user, figures.checks),
+            100.0 * figures.cpu / figures.seconds,
             100.0 * figures.guest_busy,
-            figures.peak_kib as f64 / 1024.0,
-            seconds(median),
-            seconds(max),
+            detection.peak_kib as f64 / 1024.0,
+            seconds(median_detection),
+            seconds(max_detection),
         );
     }
-    let cpu_ratio = keepalived.cpu_per_10k_checks / nanny.cpu_per_10k_checks;
-    let memory_ratio = keepalived.peak_kib as f64 / nanny.peak_kib as f64;
-    let (keepalived_median, _, _) = detection_summary(&keepalived.detections);
-    let (nanny_median, _, _) = detection_summary(&nanny.detections);
-    let user_ratio = keepalived.user_per_10k_checks / nanny.user_per_10k_checks;
-    let mut line = format!(
-        "keepalived / nanny: processor time per check {cpu_ratio:.2}x (user space alone \
-         {user_ratio:.2}x), peak memory {memory_ratio:.2}x"
+
+    let bracketed = bracketed_shares(&comparison.windows);
+    let shares: Vec<f64> = bracketed.iter().map(|(_, share)| *share).collect();
+    let each: Vec<String> = bracketed
+        .iter()
+        .map(|(number, share)| format!("window {}: {:.0}%", number + 1, 100.0 * share))
+        .collect();
+    println!(
+        "nanny's processor time per check as a share of keepalived's in the windows either side: {}",
+        each.join(", ")
     );
+    let [keepalived, nanny] = &pooled;
+    let pooled_share =
+        per_10k_checks(nanny.cpu, nanny.checks) / per_10k_checks(keepalived.cpu, keepalived.checks);
+    let user_share = per_10k_checks(nanny.user, nanny.checks)
+        / per_10k_checks(keepalived.user, keepalived.checks);
+    let lowest = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = shares.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let [keepalived_detection, nanny_detection] = &comparison.detections;
+    let memory_ratio = keepalived_detection.peak_kib as f64 / nanny_detection.peak_kib as f64;
+    let mut line = format!(
+        "nanny / keepalived: processor time per check {:.0}% (median of {} windows; from {:.0}% \
+         to {:.0}%; pooled {:.0}%, user space alone {:.0}%); keepalived / nanny: peak memory {memory_ratio:.2}x",
+        100.0 * median(&shares),
+        shares.len(),
+        100.0 * lowest,
+        100.0 * highest,
+        100.0 * pooled_share,
+        100.0 * user_share,
+    );
+    let (keepalived_median, _, _) = detection_summary(&keepalived_detection.detections);
+    let (nanny_median, _, _) = detection_summary(&nanny_detection.detections);
     if let (Some(reference), Some(ours)) = (keepalived_median, nanny_median) {
         let _ = write!(
             line,
@@ -464,47 +1124,62 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
         );
     }
     println!("{line}");
-    for figures in [keepalived, nanny] {
-        for note in &figures.notes {
-            println!("({}: {note})", figures.name);
+    for index in [KEEPALIVED_TOOL, NANNY_TOOL] {
+        let name = TOOL_NAMES[index];
+        let figures = &pooled[index];
+        let detection = &comparison.detections[index];
+        for note in &detection.notes {
+            println!("({name}: {note})");
         }
         // A check starts delay_loop after the previous one ended (both
         // tools), so the interval is a little over delay_loop even when
         // idle; far over it, the tool (or the guest) is saturated.
-        if figures.checks_per_second < 0.8 * configured {
+        if figures.checks_per_second() < 0.8 * configured {
             println!(
-                "({}: did not keep up: {:.0} checks/s of the {configured:.0} configured, \
+                "({name}: did not keep up: {:.0} checks/s of the {configured:.0} configured, \
                  each real server checked every {:.2} s instead of every {} s; the guest's \
                  processors were {:.0}% busy)",
-                figures.name,
-                figures.checks_per_second,
-                settings.servers as f64 / figures.checks_per_second,
+                figures.checks_per_second(),
+                settings.servers as f64 / figures.checks_per_second(),
                 DELAY_LOOP.as_secs(),
                 100.0 * figures.guest_busy,
             );
         }
-        if figures.false_downs > 0 {
+        if detection.false_downs > 0 {
             println!(
-                "({}: {} real servers reported down before any listener closed)",
-                figures.name, figures.false_downs
+                "({name}: {} real servers reported down before any listener closed)",
+                detection.false_downs
             );
         }
-        let (_, _, missed) = detection_summary(&figures.detections);
+        let (_, _, missed) = detection_summary(&detection.detections);
         if missed > 0 {
             println!(
-                "({}: {missed} of {} closed listeners not reported down within {} s)",
-                figures.name,
-                figures.detections.len(),
-                figures.detection_timeout.as_secs()
+                "({name}: {missed} of {} closed listeners not reported down within {} s)",
+                detection.detections.len(),
+                detection.timeout.as_secs()
             );
         }
     }
+    let stopped_cpu: f64 = comparison
+        .windows
+        .iter()
+        .map(|window| window.other_cpu)
+        .sum();
+    if stopped_cpu > 0.0 {
+        println!(
+            "(the stopped tool used {stopped_cpu:.2} processor seconds over all windows: its \
+             processes other than those stopped)"
+        );
+    }
     println!(
-        "aim: nanny's processor time per check at most half keepalived's: {} ({:.0}% of keepalived's)",
-        verdict(cpu_ratio >= 2.0),
-        100.0 / cpu_ratio
+        "aim: nanny's processor time per check at most half keepalived's: {} (median {:.0}%, \
+         windows {:.0}% to {:.0}%)",
+        share_verdict(&shares, 0.5),
+        100.0 * median(&shares),
+        100.0 * lowest,
+        100.0 * highest,
     );
-    let (_, nanny_max, nanny_missed) = detection_summary(&nanny.detections);
+    let (_, nanny_max, nanny_missed) = detection_summary(&nanny_detection.detections);
     let within = nanny_missed == 0 && nanny_max.is_some_and(|max| max <= bound);
     println!(
         "aim: nanny detects every closed listener within delay_loop + connect_timeout ({} s): {} (max {})",
@@ -513,12 +1188,14 @@ fn report(settings: &Settings, keepalived: &Figures, nanny: &Figures) {
         seconds(nanny_max)
     );
     println!(
-        "(checks: TCP connections opened in the guest (only the tool opens any), accepted: \
-         by the listeners; interval: between two checks of a real \
-         server, on average; CPU: utime + stime over the window, keepalived's parent and checker \
-         together, user space: utime alone; guest: all of the guest's processors busy, listeners \
-         included; detection: median from a listener's close to nanny's JSON line, or to the \
-         destination leaving IPVS for keepalived, read every {} ms)",
+        "(checks: TCP connections opened in the guest (only the running tool opens any), \
+         accepted: by the listeners; interval: between two checks of a real server, on average; \
+         CPU: utime + stime over the window, keepalived's parent and checker together, user \
+         space: utime alone; stopped's: the other tool's over the window; guest: all of the \
+         guest's processors busy, listeners included; median and range over the tool's \
+         windows, pooled: all its windows' processor time over all their checks; detection: \
+         median from a listener's close to nanny's JSON line, or to the destination leaving \
+         IPVS for keepalived, read every {} ms)",
         IPVS_POLL.as_millis()
     );
 }
@@ -818,6 +1495,10 @@ impl Tool for Nanny {
         vec![self.pid()]
     }
 
+    fn checking_processes(&self) -> Vec<u32> {
+        vec![self.pid()]
+    }
+
     fn memory_process(&self) -> u32 {
         self.pid()
     }
@@ -992,6 +1673,12 @@ impl Tool for Keepalived<'_> {
 
     fn processes(&self) -> Vec<u32> {
         vec![self.parent(), self.checker]
+    }
+
+    fn checking_processes(&self) -> Vec<u32> {
+        // The checker child alone: the parent only watches it (and does not
+        // take a stopped child for a dead one: it waits without WUNTRACED).
+        vec![self.checker]
     }
 
     fn memory_process(&self) -> u32 {
@@ -1171,14 +1858,15 @@ fn peak_memory_kib(pid: u32) -> Result<u64> {
         .with_context(|| format!("{path}: no VmHWM"))
 }
 
-/// The guest's processor time, from /proc/stat's first line.
-struct GuestProcessorTime {
+/// The machine's processor time (in the guest, the guest's), from
+/// /proc/stat's first line.
+struct MachineProcessorTime {
     busy: u64,
     total: u64,
 }
 
-impl GuestProcessorTime {
-    fn read() -> Result<GuestProcessorTime> {
+impl MachineProcessorTime {
+    fn read() -> Result<MachineProcessorTime> {
         let text = std::fs::read_to_string("/proc/stat")?;
         let values: Vec<u64> = text
             .lines()
@@ -1192,13 +1880,13 @@ impl GuestProcessorTime {
         // iowait are the idle ones.
         let total: u64 = values.iter().sum();
         let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
-        Ok(GuestProcessorTime {
+        Ok(MachineProcessorTime {
             busy: total - idle,
             total,
         })
     }
 
-    fn busy_since(&self, before: &GuestProcessorTime) -> f64 {
+    fn busy_since(&self, before: &MachineProcessorTime) -> f64 {
         let total = self.total.saturating_sub(before.total);
         if total == 0 {
             return 0.0;
@@ -1245,6 +1933,8 @@ mod tests {
             servers,
             settle: 0,
             window: 0,
+            rounds: 1,
+            resettle: 0,
             closed,
         }
     }
@@ -1276,6 +1966,151 @@ mod tests {
             let line = format!("real_server {} {} {{", server.ip(), server.port());
             assert_eq!(text.matches(&line).count(), 1, "{line}");
         }
+    }
+
+    fn window(tool: usize, cpu: f64, checks: u64) -> Window {
+        Window {
+            tool,
+            seconds: 30.0,
+            checks,
+            accepted: checks,
+            cpu,
+            user: cpu / 10.0,
+            other_cpu: 0.0,
+            guest_busy: 1.0,
+            downs: 0,
+            began_at: 0.0,
+            ended_at: 30.0,
+        }
+    }
+
+    #[test]
+    fn windows_alternate_with_keepalived_either_side_of_each_of_nanny() {
+        for rounds in [1, 3, 4] {
+            let settings = Settings {
+                rounds,
+                ..settings(10, 1)
+            };
+            let tools: Vec<usize> = (0..window_count(&settings)).map(window_tool).collect();
+            assert_eq!(tools.first(), Some(&KEEPALIVED_TOOL));
+            assert_eq!(tools.last(), Some(&KEEPALIVED_TOOL));
+            assert!(tools.windows(2).all(|pair| pair[0] != pair[1]), "{tools:?}");
+            let nanny = tools.iter().filter(|tool| **tool == NANNY_TOOL).count();
+            assert_eq!(nanny as u64, rounds);
+        }
+    }
+
+    #[test]
+    fn each_nanny_window_is_compared_with_the_mean_of_its_neighbours() {
+        // keepalived 10, 14, 10 s per 10,000 checks; nanny 5 and 6.
+        let windows = [
+            window(KEEPALIVED_TOOL, 10.0, 10_000),
+            window(NANNY_TOOL, 2.5, 5_000),
+            window(KEEPALIVED_TOOL, 7.0, 5_000),
+            window(NANNY_TOOL, 6.0, 10_000),
+            window(KEEPALIVED_TOOL, 10.0, 10_000),
+        ];
+        let shares = bracketed_shares(&windows);
+        assert_eq!(shares.len(), 2);
+        assert_eq!(shares[0].0, 1);
+        assert!((shares[0].1 - 5.0 / 12.0).abs() < 1e-9, "{shares:?}");
+        assert_eq!(shares[1].0, 3);
+        assert!((shares[1].1 - 0.5).abs() < 1e-9, "{shares:?}");
+        let pooled = Pooled::of(&windows, KEEPALIVED_TOOL);
+        assert_eq!(pooled.checks, 25_000);
+        assert!((per_10k_checks(pooled.cpu, pooled.checks) - 10.8).abs() < 1e-9);
+        assert_eq!(pooled.per_window, vec![10.0, 14.0, 10.0]);
+    }
+
+    #[test]
+    fn the_verdict_waits_for_every_window_to_agree() {
+        assert_eq!(share_verdict(&[0.41, 0.5, 0.45], 0.5), "met");
+        assert_eq!(share_verdict(&[0.51, 0.7], 0.5), "NOT met");
+        assert!(share_verdict(&[0.45, 0.55], 0.5).starts_with("undecided"));
+        assert!(share_verdict(&[0.45, f64::NAN], 0.5).starts_with("undecided"));
+        assert!(share_verdict(&[], 0.5).starts_with("undecided"));
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn a_stopped_process_reads_as_stopped_until_continued() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let wait_for = |wanted: bool| {
+            let limit = Instant::now() + Duration::from_secs(10);
+            while (process_state(pid).unwrap() == 'T') != wanted {
+                assert!(Instant::now() < limit, "stopped should be {wanted}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        signal(pid, libc::SIGSTOP).unwrap();
+        wait_for(true);
+        signal(pid, libc::SIGCONT).unwrap();
+        wait_for(false);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn host_load_is_what_qemu_did_not_use_between_the_samples_within_the_window() {
+        // SAFETY: sysconf has no preconditions.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        let sample = |at: f64, busy: u64, qemu: u64| HostSample {
+            at,
+            busy: busy * ticks,
+            qemu: qemu * ticks,
+        };
+        let samples = [
+            sample(99.0, 0, 1),
+            sample(100.0, 10, 5),
+            sample(110.0, 30, 20),
+            sample(120.0, 50, 35),
+            sample(121.0, 60, 36),
+        ];
+        let (others, qemu) = host_load(&samples, 99.5, 120.5).unwrap();
+        assert!((others - 0.5).abs() < 1e-9, "{others}");
+        assert!((qemu - 1.5).abs() < 1e-9, "{qemu}");
+        assert!(host_load(&samples, 130.0, 140.0).is_none());
+        // Before QEMU started, nothing to tell apart.
+        assert!(host_load(&[sample(1.0, 1, 0), sample(2.0, 2, 0)], 0.0, 3.0).is_none());
+    }
+
+    #[test]
+    fn a_listed_window_reads_back() {
+        let mut window = window(NANNY_TOOL, 12.5, 40_000);
+        window.began_at = 1_700_000_000.25;
+        window.ended_at = 1_700_000_030.5;
+        window.guest_busy = 0.875;
+        let listed = ListedWindow::parse(&ListedWindow::line(4, 2, &window)).unwrap();
+        assert_eq!(listed.number, 4);
+        assert_eq!(listed.guest_processors, 2);
+        assert_eq!(listed.window.tool, NANNY_TOOL);
+        assert_eq!(listed.window.checks, 40_000);
+        assert!((listed.window.cpu - 12.5).abs() < 1e-9);
+        assert!((listed.window.guest_busy - 0.875).abs() < 1e-9);
+        assert!((listed.window.seconds - 30.25).abs() < 1e-6);
+        assert!(ListedWindow::parse("4\tnanny\t1").is_none());
+        assert!(ListedWindow::parse("4\tsomething\t1\t2\t3\t4\t0.5\t2").is_none());
+    }
+
+    #[test]
+    fn a_child_is_found_by_its_command_name() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let limit = Instant::now() + Duration::from_secs(10);
+        // Its name is sleep's once it has executed it.
+        while find_child("sleep") != Some(child.id()) {
+            assert!(Instant::now() < limit, "sleep not found");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(find_child("no-such-program"), None);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -71,8 +71,9 @@ enum Task {
     },
     /// nanny against keepalived's checker in one lab run: 10,000 real
     /// servers (listeners on 127.10.0.0/16) with TCP_CHECK every second;
-    /// processor time per 10,000 checks, peak memory, time to detect a
-    /// closed listener, and the ratios.
+    /// processor time per 10,000 checks in alternating windows (the other
+    /// tool stopped), peak memory, time to detect a closed listener, and
+    /// the ratios.
     BenchNanny {
         #[command(flatten)]
         settings: bench_nanny::Settings,
