@@ -474,6 +474,10 @@ impl<'a> Lexer<'a> {
         if self.finished {
             return None;
         }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(line) = self.fast_line() {
+            return Some(line);
+        }
         while let Some(produced) = self.read_line() {
             if self.produced_lines >= self.file_lines.saturating_add(LINE_LIMIT) {
                 // A definition that contains itself followed by a brace
@@ -524,6 +528,49 @@ impl<'a> Lexer<'a> {
             self.end_definition(index);
         }
         None
+    }
+
+    /// The next line when it is the common one, straight from the file
+    /// ([`fast::plain_line`]) with nothing pending (a piece of a line split
+    /// at a brace, a sequence, a multi-line definition): what
+    /// [`Lexer::read_line`] and [`Lexer::next_line`] would do for it, without
+    /// their steps; `None` otherwise, and nothing is read.
+    #[cfg(target_arch = "x86_64")]
+    fn fast_line(&mut self) -> Option<Line> {
+        if self.residue.is_some()
+            || !self.sequences.is_empty()
+            || self.next_line.is_some()
+            || self.defining.is_some()
+            || self.produced_lines >= self.file_lines.saturating_add(LINE_LIMIT)
+        {
+            return None;
+        }
+        let file = self.stack.last_mut()?.file.as_mut()?;
+        let utf8 = file.bytes.is_none();
+        let bytes = match &file.bytes {
+            Some(bytes) => bytes.as_slice(),
+            None => self.sources.file(file.id).text.as_bytes(),
+        };
+        let (line, _, length) = fast::plain_line(
+            bytes.get(file.position..)?,
+            file.id,
+            file.line_number + 1,
+            utf8,
+            &mut self.spare_words,
+        )?;
+        file.position += length + 1;
+        file.line_number += 1;
+        self.file_lines += 1;
+        self.produced_lines += 1;
+        self.substitutions = 0;
+        if !self.line_ancestry.is_empty() {
+            self.line_ancestry = std::rc::Rc::new(Vec::new());
+        }
+        if line.words[0].text == "include_check" {
+            // As in `next_line`.
+            self.set_include_check(&line.words[1..]);
+        }
+        Some(line)
     }
 
     /// Takes back a line the grammar is done with: its word vector holds
