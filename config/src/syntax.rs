@@ -90,6 +90,19 @@ impl Text {
         }
     }
 
+    /// The text `text`, which is the first bytes of `window`, copied as one
+    /// block of [`Text::INLINE`] bytes (a fixed-size copy, where
+    /// [`Text::new`] zeroes the block and copies a variable length; the
+    /// lexer's common path makes most words this way). The bytes of
+    /// `window` after `text` are kept but never read.
+    pub(crate) fn from_window(window: &[u8; Self::INLINE], text: &str) -> Self {
+        debug_assert!(window.starts_with(text.as_bytes()));
+        Text(Repr::Inline {
+            length: text.len() as u8,
+            bytes: *window,
+        })
+    }
+
     /// Whether the text is the one byte `byte`, without making a `str` of
     /// it (every word of every line is asked whether it is a brace).
     pub fn is_byte(&self, byte: u8) -> bool {
@@ -103,8 +116,9 @@ impl Text {
         match &self.0 {
             Repr::Inline { length, bytes } => {
                 let bytes = &bytes[..usize::from(*length)];
-                // SAFETY: an inline text is only ever filled from a `&str`
-                // (`new`) or from ASCII bytes (`from_ascii`), whole.
+                // SAFETY: an inline text's first `length` bytes are only
+                // ever filled from a `&str` (`new`, `from_window`) or from
+                // ASCII bytes (`from_ascii`), whole.
                 unsafe { std::str::from_utf8_unchecked(bytes) }
             }
             Repr::Heap(text) => text,

@@ -17,7 +17,7 @@ use core::arch::x86_64::{
     _mm_or_si128, _mm_set1_epi8, _mm_sub_epi8,
 };
 
-use crate::syntax::{FileId, Line, Span, Word};
+use crate::syntax::{FileId, Line, Span, Text, Word};
 
 /// Where the bytes of the line's first chunks are, one bit per byte.
 #[derive(Default)]
@@ -131,8 +131,20 @@ pub(super) fn plain_line(
     while starts != 0 {
         let from = starts.trailing_zeros() as usize;
         let to = ends.trailing_zeros() as usize + 1;
+        let text = match rest.get(from..).and_then(<[u8]>::first_chunk) {
+            // A short word of valid UTF-8 text, followed by enough of the
+            // file to copy a whole inline block.
+            Some(window) if utf8 && to - from <= Text::INLINE => {
+                // SAFETY: the file's text is valid UTF-8 (`utf8`), cut here
+                // at ASCII bytes (blanks, a brace, the line's end).
+                Text::from_window(window, unsafe {
+                    std::str::from_utf8_unchecked(&rest[from..to])
+                })
+            }
+            _ => text_of(&rest[from..to]),
+        };
         words.push(Word {
-            text: text_of(&rest[from..to]),
+            text,
             span: span(from, to),
             quoted: false,
         });
