@@ -876,10 +876,20 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
             .last()
             .map(|(word, _)| word.text.to_string());
         if let (Some(error), Some(block)) = (first_ignored, block) {
-            self.diagnostics.items[error].notes.push((
-                Some(close),
-                format!("the '{block}' block ends here (line {})", close.line),
-            ));
+            // Before the run of ignored lines, if it has begun: the notes
+            // then read in the order things happen.
+            let notes = &mut self.diagnostics.items[error].notes;
+            let at = notes
+                .iter()
+                .position(|(_, note)| note.starts_with(IGNORED_OUTSIDE))
+                .unwrap_or(notes.len());
+            notes.insert(
+                at,
+                (
+                    Some(close),
+                    format!("the '{block}' block ends here (line {})", close.line),
+                ),
+            );
         }
         let displaced = self.displaced.get_or_insert(Displaced {
             open: close,
