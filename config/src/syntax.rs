@@ -90,15 +90,19 @@ impl Text {
         }
     }
 
-    /// The text `text`, which is the first bytes of `window`, copied as one
+    /// The text of the first `length` bytes of `window`, copied as one
     /// block of [`Text::INLINE`] bytes (a fixed-size copy, where
     /// [`Text::new`] zeroes the block and copies a variable length; the
-    /// lexer's common path makes most words this way). The bytes of
-    /// `window` after `text` are kept but never read.
-    pub(crate) fn from_window(window: &[u8; Self::INLINE], text: &str) -> Self {
-        debug_assert!(window.starts_with(text.as_bytes()));
+    /// lexer's common path makes most words this way). The bytes after
+    /// `length` are kept but never read.
+    ///
+    /// # Safety
+    /// The first `length` bytes of `window` are valid UTF-8 (and `length`
+    /// is at most [`Text::INLINE`]).
+    pub(crate) unsafe fn from_window(window: &[u8; Self::INLINE], length: usize) -> Self {
+        debug_assert!(std::str::from_utf8(&window[..length]).is_ok());
         Text(Repr::Inline {
-            length: text.len() as u8,
+            length: length as u8,
             bytes: *window,
         })
     }

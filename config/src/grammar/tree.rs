@@ -912,18 +912,17 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
             (Some(run), _) => self.extend_run(run, span),
             (None, Some(error)) if self.diagnostics.items[error].span.file == span.file => {
                 // One error for the mistake: the run goes on the `{`'s.
-                let first = self.diagnostics.items[error].span.line;
+                let from_line = self.diagnostics.items[error].span.line;
                 self.diagnostics.items[error].notes.push((
                     Some(span),
-                    format!("{IGNORED_OUTSIDE} (lines {first} to {})", span.line),
+                    format!("{IGNORED_OUTSIDE} (lines {from_line} to {})", span.line),
                 ));
-                displaced.run = Some((error, first));
+                displaced.run = Some((error, from_line));
             }
             (None, _) => {
-                let level = if self.open_blocks.is_empty() {
-                    "at top level".to_string()
-                } else {
-                    format!("in the '{}' block", self.describe_innermost())
+                let level = match self.open_blocks.last() {
+                    None => "at top level".to_string(),
+                    Some((block, _)) => format!("in the '{}' block", block.text),
                 };
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -948,13 +947,6 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
         // has seen every `}` left over.
         self.displaced = (!closing || displaced.pending > 0).then_some(displaced);
         true
-    }
-
-    fn describe_innermost(&self) -> String {
-        self.open_blocks
-            .last()
-            .map(|(word, _)| word.text.to_string())
-            .unwrap_or_default()
     }
 
     /// Widens the run of ignored lines to `span`'s line.

@@ -17,7 +17,7 @@ use core::arch::x86_64::{
     _mm_or_si128, _mm_set1_epi8, _mm_sub_epi8,
 };
 
-use crate::syntax::{FileId, Line, Span, Text, Word};
+use crate::syntax::{FileId, Line, Text, Word};
 
 /// Where the bytes of the line's first chunks are, one bit per byte.
 #[derive(Default)]
@@ -85,7 +85,7 @@ pub(super) fn plain_line(
     line: u32,
     utf8: bool,
     spare: &mut Vec<Vec<Word>>,
-) -> Option<(Line, Option<Span>, usize)> {
+) -> Option<(Line, usize)> {
     let masks = classify(rest.first_chunk::<64>()?);
     if masks.newline == 0 {
         return None;
@@ -135,11 +135,11 @@ pub(super) fn plain_line(
             // A short word of valid UTF-8 text, followed by enough of the
             // file to copy a whole inline block.
             Some(window) if utf8 && to - from <= Text::INLINE => {
-                // SAFETY: the file's text is valid UTF-8 (`utf8`), cut here
-                // at ASCII bytes (blanks, a brace, the line's end).
-                Text::from_window(window, unsafe {
-                    std::str::from_utf8_unchecked(&rest[from..to])
-                })
+                // SAFETY: the file's text is valid UTF-8 (`utf8`), and the
+                // word is cut from it at ASCII bytes (blanks, a brace, the
+                // line's end): the window's first `to - from` bytes are
+                // valid UTF-8.
+                unsafe { Text::from_window(window, to - from) }
             }
             _ => text_of(&rest[from..to]),
         };
@@ -151,7 +151,6 @@ pub(super) fn plain_line(
         starts &= starts - 1;
         ends &= ends - 1;
     }
-    let (line, covering) =
-        super::assemble(rest, words, span, text_of, brace, start..text_end, false);
-    Some((line, covering, length))
+    let line = super::assemble(rest, words, span, text_of, brace, start..text_end, false);
+    Some((line, length))
 }

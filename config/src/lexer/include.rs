@@ -46,6 +46,20 @@ pub(crate) struct OpenFile {
     pub canonical: Option<PathBuf>,
 }
 
+/// The bytes of the file `id`: `bytes` (an [`OpenFile`]'s, when it has
+/// them), else its text in `sources`. Takes the fields rather than the
+/// file, so that the file's position can move while they are read.
+pub(crate) fn file_text<'s>(
+    bytes: &'s Option<Vec<u8>>,
+    id: FileId,
+    sources: &'s crate::syntax::Sources,
+) -> &'s [u8] {
+    match bytes {
+        Some(bytes) => bytes.as_slice(),
+        None => sources.file(id).text.as_bytes(),
+    }
+}
+
 fn join_display(base: &Path, path: &str) -> String {
     if path.starts_with('/') || base.as_os_str().is_empty() || base == Path::new(".") {
         path.to_string()
@@ -357,10 +371,7 @@ impl Lexer<'_> {
             };
             // Read from the source text: valid UTF-8.
             let utf8 = file.bytes.is_none();
-            let bytes = match &file.bytes {
-                Some(bytes) => bytes.as_slice(),
-                None => self.sources.file(file.id).text.as_bytes(),
-            };
+            let bytes = file_text(&file.bytes, file.id, self.sources);
             if file.position >= bytes.len() {
                 // keepalived's end_file: the include check in force when
                 // this include was read comes back.
@@ -372,20 +383,6 @@ impl Lexer<'_> {
                 continue;
             }
             let rest = &bytes[file.position..];
-            #[cfg(target_arch = "x86_64")]
-            if self.defining.is_none() {
-                if let Some((line, span, length)) = super::fast::plain_line(
-                    rest,
-                    file.id,
-                    file.line_number + 1,
-                    utf8,
-                    &mut self.spare_words,
-                ) {
-                    file.position += length + 1;
-                    file.line_number += 1;
-                    return Some(super::FileLine::Plain(line, span));
-                }
-            }
             let line_length = memchr::memchr(b'\n', rest);
             let (raw, consumed) = match line_length {
                 Some(length) => (&rest[..length], length + 1),

@@ -250,7 +250,12 @@ fn plain_line(
         .pop()
         .unwrap_or_else(|| Vec::with_capacity(words.len() + 1));
     exact.append(words);
-    Some(assemble(
+    let covering = if start < text_end {
+        Some(span(start, text_end))
+    } else {
+        brace.map(|brace| span(brace, brace + 1))
+    };
+    let line = assemble(
         raw,
         exact,
         span,
@@ -258,7 +263,8 @@ fn plain_line(
         brace,
         start..text_end,
         seen & SINGLE_QUOTE != 0,
-    ))
+    );
+    Some((line, covering))
 }
 
 /// The span of bytes `from..to` of a file line (columns count from 1).
@@ -290,8 +296,7 @@ fn texts_of(utf8: bool) -> impl Fn(&[u8]) -> crate::syntax::Text {
 }
 
 /// The end of [`plain_line`] and [`fast::plain_line`]: the line of
-/// `words`, with the final `{` at `brace` if any, and the span of its text
-/// `text` (or of its `{`).
+/// `words`, with the final `{` at `brace` if any, its text being `text`.
 fn assemble(
     raw: &[u8],
     mut words: Vec<Word>,
@@ -300,7 +305,7 @@ fn assemble(
     brace: Option<usize>,
     text: std::ops::Range<usize>,
     single_quote: bool,
-) -> (Line, Option<Span>) {
+) -> Line {
     if let Some(brace) = brace {
         words.push(Word {
             text: "{".into(),
@@ -308,20 +313,12 @@ fn assemble(
             quoted: false,
         });
     }
-    let covering = if text.start < text.end {
-        Some(span(text.start, text.end))
-    } else {
-        brace.map(|brace| span(brace, brace + 1))
-    };
-    (
-        Line {
-            words,
-            // Split again by the keywords that take a command line: only a
-            // `'` makes that split differ from the words.
-            raw: single_quote.then(|| text_of(&raw[text])),
-        },
-        covering,
-    )
+    Line {
+        words,
+        // Split again by the keywords that take a command line: only a `'`
+        // makes that split differ from the words.
+        raw: single_quote.then(|| text_of(&raw[text])),
+    }
 }
 
 /// keepalived's line buffer (`MAXBUF`): 1023 bytes and a terminator.
@@ -454,11 +451,11 @@ impl<'a> Lexer<'a> {
             .last()
             .and_then(|frame| frame.file.as_ref())
             .map_or(0, |file| {
-                let text = match &file.bytes {
-                    Some(bytes) => bytes.as_slice(),
-                    None => self.sources.file(file.id).text.as_bytes(),
-                };
-                memchr::memchr_iter(b'\n', text).count()
+                memchr::memchr_iter(
+                    b'\n',
+                    include::file_text(&file.bytes, file.id, self.sources),
+                )
+                .count()
             });
         let mut lines = Vec::with_capacity(estimate);
         while let Some(line) = self.next_line() {
@@ -547,12 +544,8 @@ impl<'a> Lexer<'a> {
         }
         let file = self.stack.last_mut()?.file.as_mut()?;
         let utf8 = file.bytes.is_none();
-        let bytes = match &file.bytes {
-            Some(bytes) => bytes.as_slice(),
-            None => self.sources.file(file.id).text.as_bytes(),
-        };
-        let (line, _, length) = fast::plain_line(
-            bytes.get(file.position..)?,
+        let (line, length) = fast::plain_line(
+            include::file_text(&file.bytes, file.id, self.sources).get(file.position..)?,
             file.id,
             file.line_number + 1,
             utf8,
