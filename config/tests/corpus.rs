@@ -158,9 +158,10 @@ struct Figures {
     objections: usize,
     objections_reported: usize,
     objections_as_error: usize,
-    /// Objections to lines inside a block pulse reports once as skipped (or
-    /// as read as the block of a keyword missing its `{`): keepalived's
-    /// cascade, which pulse reports at its cause instead.
+    /// Objections to lines inside a run pulse reports once (a block skipped,
+    /// read as the block of a keyword missing its `{`, or lines keepalived
+    /// ignores after a stray `{`): keepalived's cascade, which pulse reports
+    /// at its cause instead.
     objections_in_reported_block: usize,
     disagreements: Vec<String>,
     files_with_objections: usize,
@@ -248,21 +249,9 @@ fn check_file(
         .iter()
         .flat_map(|item| item.notes.iter().map(move |note| (item, note)))
         .filter_map(|(item, (span, note))| {
-            let rest = note
-                .strip_prefix(fulcrum_config::grammar::tree::SKIPPED)
-                .or_else(|| note.strip_prefix(fulcrum_config::grammar::tree::READ_AS_BLOCK))
-                .or_else(|| note.strip_prefix(fulcrum_config::grammar::tree::IGNORED_OUTSIDE))?;
-            let (first, last) = rest
-                .trim()
-                .strip_prefix("(lines ")?
-                .strip_suffix(')')?
-                .split_once(" to ")?;
+            let (first, last) = fulcrum_config::grammar::tree::noted_lines(note)?;
             let file = span.unwrap_or(item.span).file;
-            Some((
-                loaded.sources.file(file).name.clone(),
-                first.parse().ok()?,
-                last.parse().ok()?,
-            ))
+            Some((loaded.sources.file(file).name.clone(), first, last))
         })
         .collect();
     let main_name = path.to_string_lossy().into_owned();
@@ -273,9 +262,11 @@ fn check_file(
             Some(file) => file.trim_start_matches("./").to_string(),
             None => main_name.clone(),
         };
-        let found = reported.iter().find(|((name, reported_line), _)| {
-            *reported_line == *line && (*name == wanted || name.ends_with(&format!("/{wanted}")))
-        });
+        // The file keepalived names, as pulse names it.
+        let is_wanted = |name: &str| name == wanted || name.ends_with(&format!("/{wanted}"));
+        let found = reported
+            .iter()
+            .find(|((name, reported_line), _)| *reported_line == *line && is_wanted(name));
         match found {
             Some((_, severity)) => {
                 figures.objections_reported += 1;
@@ -283,10 +274,9 @@ fn check_file(
                     figures.objections_as_error += 1;
                 }
             }
-            None if reported_blocks.iter().any(|(name, first, last)| {
-                (first..=last).contains(&line)
-                    && (*name == wanted || name.ends_with(&format!("/{wanted}")))
-            }) =>
+            None if reported_blocks
+                .iter()
+                .any(|(name, first, last)| (first..=last).contains(&line) && is_wanted(name)) =>
             {
                 figures.objections_in_reported_block += 1;
             }

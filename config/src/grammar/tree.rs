@@ -111,6 +111,25 @@ pub const READ_AS_BLOCK: &str = "these lines are read as its block";
 /// block they were written in (after a block ended early), and ignores.
 pub const IGNORED_OUTSIDE: &str = "keepalived ignores these lines";
 
+/// A note giving a run of lines: `what` (one of [`SKIPPED`],
+/// [`READ_AS_BLOCK`], [`IGNORED_OUTSIDE`]) and the lines.
+fn lines_note(what: &str, first: u32, last: u32) -> String {
+    format!("{what} (lines {first} to {last})")
+}
+
+/// The first and last line a note made by [`lines_note`] gives; `None` for
+/// any other note.
+pub fn noted_lines(note: &str) -> Option<(u32, u32)> {
+    let rest = [SKIPPED, READ_AS_BLOCK, IGNORED_OUTSIDE]
+        .iter()
+        .find_map(|what| note.strip_prefix(what))?;
+    let (first, last) = rest
+        .strip_prefix(" (lines ")?
+        .strip_suffix(')')?
+        .split_once(" to ")?;
+    Some((first.parse().ok()?, last.parse().ok()?))
+}
+
 /// keepalived ignored a `{` inside a block: it reads the lines after it
 /// in that block, the `}` written for that `{` ends the block, and each
 /// later `}` ends one block more. What it then reads at a level it was not
@@ -636,10 +655,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                     if let (Some(close), Some(error)) = (node.close, missing_open_error) {
                         self.diagnostics.items[error].notes.push((
                             Some(close),
-                            format!(
-                                "{READ_AS_BLOCK} (lines {} to {})",
-                                keyword.span.line, close.line
-                            ),
+                            lines_note(READ_AS_BLOCK, keyword.span.line, close.line),
                         ));
                     }
                 }
@@ -833,10 +849,8 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                     // Say how far the recovery went, on the error just
                     // reported about this block.
                     if let Some(last) = self.diagnostics.items.last_mut() {
-                        last.notes.push((
-                            Some(close),
-                            format!("{SKIPPED} (lines {} to {})", open.line, close.line),
-                        ));
+                        last.notes
+                            .push((Some(close), lines_note(SKIPPED, open.line, close.line)));
                     }
                 }
                 (_, None) => self.diagnostics.push(Diagnostic::error(
@@ -915,7 +929,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 let from_line = self.diagnostics.items[error].span.line;
                 self.diagnostics.items[error].notes.push((
                     Some(span),
-                    format!("{IGNORED_OUTSIDE} (lines {from_line} to {})", span.line),
+                    lines_note(IGNORED_OUTSIDE, from_line, span.line),
                 ));
                 displaced.run = Some((error, from_line));
             }
@@ -934,7 +948,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                     )
                     .with_note(
                         Some(span),
-                        format!("{IGNORED_OUTSIDE} (lines {} to {})", first.line, span.line),
+                        lines_note(IGNORED_OUTSIDE, first.line, span.line),
                     ),
                 );
                 displaced.run = Some((self.diagnostics.items.len() - 1, first.line));
@@ -960,10 +974,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
             .find(|(_, text)| text.starts_with(IGNORED_OUTSIDE))
         {
             if span.file == error.span.file && span.line >= first {
-                *note = (
-                    Some(span),
-                    format!("{IGNORED_OUTSIDE} (lines {first} to {})", span.line),
-                );
+                *note = (Some(span), lines_note(IGNORED_OUTSIDE, first, span.line));
             }
         }
     }
