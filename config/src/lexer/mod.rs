@@ -317,7 +317,7 @@ fn assemble(
         words,
         // Split again by the keywords that take a command line: only a `'`
         // makes that split differ from the words.
-        raw: single_quote.then(|| text_of(&raw[text])),
+        raw: single_quote.then(|| text_of(&raw[text]).as_str().into()),
     }
 }
 
@@ -503,7 +503,7 @@ impl<'a> Lexer<'a> {
                     opening_brace,
                 } => (
                     self.split_words(&text, opening_brace),
-                    Some(text::to_text(&text)),
+                    Some(text::to_string(&text).into_boxed_str()),
                 ),
                 Produced::Line(line, _) => (line.words, line.raw),
             };
