@@ -140,6 +140,13 @@ fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
 fn snippet(sources: &Sources, span: Span, out: &mut String) {
     use std::fmt::Write;
     let Some(text) = sources.line_text(span.file, span.line) else {
+        if span.line > 0 && sources.file(span.file).changed() {
+            let _ = writeln!(
+                out,
+                "  = note: {} has changed since it was read: its line is not shown",
+                sources.file(span.file).name
+            );
+        }
         return;
     };
     let number = span.line.to_string();

@@ -330,9 +330,106 @@ impl Line {
 pub struct SourceFile {
     /// The path as given or as found by `include` (what diagnostics print).
     pub name: String,
-    pub text: String,
     /// Where the file was included from, if it was.
     pub included_from: Option<Span>,
+    /// The file's text (invalid UTF-8 replaced): set from the start for
+    /// text given in memory; for a file on disk, read again when a
+    /// diagnostic first shows one of its lines (the lexer reads a file a
+    /// block at a time and keeps none of it), and `None` if the file has
+    /// changed since.
+    text: std::sync::OnceLock<Option<String>>,
+    on_disk: Option<OnDisk>,
+}
+
+/// A file the lexer read from disk, and what it was then.
+#[derive(Debug, Clone)]
+struct OnDisk {
+    path: std::path::PathBuf,
+    identity: Identity,
+}
+
+/// What tells a file from a changed one: an edit changes its modification
+/// time (nanoseconds on Linux's file systems) or its length, a new file
+/// put in its place its inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    device: u64,
+    inode: u64,
+    length: u64,
+    modified: (i64, i64),
+}
+
+impl Identity {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            length: metadata.len(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+        }
+    }
+}
+
+impl SourceFile {
+    /// Text given in memory (tests, fuzzing, a file's name in a diagnostic
+    /// about it).
+    pub fn in_memory(name: String, text: String, included_from: Option<Span>) -> Self {
+        SourceFile {
+            name,
+            included_from,
+            text: std::sync::OnceLock::from(Some(text)),
+            on_disk: None,
+        }
+    }
+
+    /// A file being read from disk: `metadata` is the open file's, taken
+    /// before its first byte was read.
+    pub fn on_disk(
+        name: String,
+        path: std::path::PathBuf,
+        metadata: &std::fs::Metadata,
+        included_from: Option<Span>,
+    ) -> Self {
+        SourceFile {
+            name,
+            included_from,
+            text: std::sync::OnceLock::new(),
+            on_disk: Some(OnDisk {
+                path,
+                identity: Identity::of(metadata),
+            }),
+        }
+    }
+
+    /// The file's text as the lexer read it; `None` for a file on disk that
+    /// has changed (or gone) since.
+    pub fn text(&self) -> Option<&str> {
+        self.text
+            .get_or_init(|| {
+                let on_disk = self.on_disk.as_ref()?;
+                let mut file = std::fs::File::open(&on_disk.path).ok()?;
+                let before = Identity::of(&file.metadata().ok()?);
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+                // Unchanged before and after this read, as when it was lexed.
+                let after = Identity::of(&file.metadata().ok()?);
+                if before != on_disk.identity || after != on_disk.identity {
+                    return None;
+                }
+                Some(match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                })
+            })
+            .as_deref()
+    }
+
+    /// Whether the file's text cannot be shown: it has changed on disk
+    /// since it was read.
+    pub fn changed(&self) -> bool {
+        self.text().is_none()
+    }
 }
 
 /// Every file read for one configuration.
@@ -355,7 +452,7 @@ impl Sources {
     pub fn line_text(&self, file: FileId, line: u32) -> Option<&str> {
         // Line ends found with memchr (much faster on a large file than
         // `str::split`); a '\n' never falls inside a character.
-        let text = self.file(file).text.as_bytes();
+        let text = self.file(file).text()?.as_bytes();
         let index = line.checked_sub(1)? as usize;
         let start = match index {
             0 => 0,

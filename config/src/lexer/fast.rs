@@ -7,14 +7,14 @@
 //! x86_64), where [`super::plain_line`] looks at each byte several times
 //! and `memchr` finds the line's end first. Anything else (a line longer
 //! than 63 bytes, any byte `read_line` would act on, white space other
-//! than blanks, a `'`, a brace elsewhere) is left to the general path,
-//! which gives the same result for these lines (the test
+//! than blanks, a `'`, a byte over 0x7f, a brace elsewhere) is left to the
+//! general path, which gives the same result for these lines (the test
 //! `plain_lines_lex_as_the_long_path_does` compares them on every line of
 //! the corpus).
 
 use core::arch::x86_64::{
-    __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-    _mm_or_si128, _mm_set1_epi8, _mm_sub_epi8,
+    __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_min_epu8,
+    _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128, _mm_sub_epi8,
 };
 
 use crate::syntax::{FileId, Line, Text, Word};
@@ -53,11 +53,15 @@ fn classify(bytes: &[u8; 64]) -> Masks {
             let tab = equal(b'\t');
             // `read_line`'s bytes (see `BYTE_CLASS`: `!"#$` are
             // consecutive), control bytes but tab and newline (NUL, and
-            // white space that is not a blank), and `'` (a line that keeps
-            // its raw text).
+            // white space that is not a blank), `'` (a line that keeps its
+            // raw text), and bytes over 0x7f: a file is read a block at a
+            // time, not checked to be UTF-8 as a whole, and a line of ASCII
+            // needs no check (the general path checks each word).
             let control = _mm_andnot_si128(_mm_or_si128(newline, tab), within(0, 0x1f));
+            // Signed, a byte over 0x7f is below 0.
+            let high = _mm_cmplt_epi8(vector, _mm_setzero_si128());
             let other = _mm_or_si128(
-                _mm_or_si128(control, within(b'!', b'$')),
+                _mm_or_si128(_mm_or_si128(control, high), within(b'!', b'$')),
                 _mm_or_si128(
                     _mm_or_si128(equal(b'@'), equal(b'\\')),
                     _mm_or_si128(equal(b'~'), equal(b'\'')),
@@ -83,7 +87,6 @@ pub(super) fn plain_line(
     rest: &[u8],
     file: FileId,
     line: u32,
-    utf8: bool,
     spare: &mut Vec<Vec<Word>>,
 ) -> Option<(Line, usize)> {
     let masks = classify(rest.first_chunk::<64>()?);
@@ -118,7 +121,6 @@ pub(super) fn plain_line(
         _ => return None,
     };
     let span = super::spans_of(file, line);
-    let text_of = super::texts_of(utf8);
     // A word starts where a text byte follows a blank (or the line's
     // start), and ends where a blank follows.
     let mut starts = words_mask & !(words_mask << 1);
@@ -134,14 +136,13 @@ pub(super) fn plain_line(
         let text = match rest.get(from..).and_then(<[u8]>::first_chunk) {
             // A short word of valid UTF-8 text, followed by enough of the
             // file to copy a whole inline block.
-            Some(window) if utf8 && to - from <= Text::INLINE => {
-                // SAFETY: the file's text is valid UTF-8 (`utf8`), and the
-                // word is cut from it at ASCII bytes (blanks, a brace, the
-                // line's end): the window's first `to - from` bytes are
-                // valid UTF-8.
+            Some(window) if to - from <= Text::INLINE => {
+                // SAFETY: the word's bytes are ASCII (a byte over 0x7f is
+                // in `other`), so valid UTF-8.
                 unsafe { Text::from_window(window, to - from) }
             }
-            _ => text_of(&rest[from..to]),
+            // SAFETY: as above, ASCII.
+            _ => Text::new(unsafe { std::str::from_utf8_unchecked(&rest[from..to]) }),
         };
         words.push(Word {
             text,
@@ -151,6 +152,6 @@ pub(super) fn plain_line(
         starts &= starts - 1;
         ends &= ends - 1;
     }
-    let line = super::assemble(rest, words, span, text_of, brace, start..text_end, false);
+    let line = super::assemble(rest, words, span, brace, start..text_end, false);
     Some((line, length))
 }

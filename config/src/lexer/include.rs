@@ -4,11 +4,12 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
+use super::file_text::FileText;
 use super::glob::{self, Match};
 use super::text::{Text, covering, is_blank, is_white_space};
 use super::{INCLUDE_DEPTH_LIMIT, Lexer};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::syntax::{FileId, Span, Word};
+use crate::syntax::{FileId, SourceFile, Span, Word};
 
 /// `include_check` bits (keepalived's `include_t`).
 /// An unreadable file, a directory, not a regular non-executable file.
@@ -36,28 +37,12 @@ pub(crate) struct IncludeFrame {
 
 pub(crate) struct OpenFile {
     pub id: FileId,
-    /// The file's bytes when they are not valid UTF-8; `None`: they are the
-    /// file's text in [`crate::syntax::Sources`] (not held twice).
-    pub bytes: Option<Vec<u8>>,
-    pub position: usize,
+    /// The bytes not read yet, a block at a time.
+    pub text: FileText,
     pub line_number: u32,
     /// The file's directory: relative includes and `${_PWD}` start here.
     pub directory: PathBuf,
     pub canonical: Option<PathBuf>,
-}
-
-/// The bytes of the file `id`: `bytes` (an [`OpenFile`]'s, when it has
-/// them), else its text in `sources`. Takes the fields rather than the
-/// file, so that the file's position can move while they are read.
-pub(crate) fn file_text<'s>(
-    bytes: &'s Option<Vec<u8>>,
-    id: FileId,
-    sources: &'s crate::syntax::Sources,
-) -> &'s [u8] {
-    match bytes {
-        Some(bytes) => bytes.as_slice(),
-        None => sources.file(id).text.as_bytes(),
-    }
 }
 
 fn join_display(base: &Path, path: &str) -> String {
@@ -136,7 +121,11 @@ impl Lexer<'_> {
 
     /// In-memory text as the main file.
     pub(super) fn open_text(&mut self, name: &str, bytes: Vec<u8>) {
-        let (id, bytes) = self.add_source(name.to_string(), bytes, None);
+        let id = self.sources.add(SourceFile::in_memory(
+            name.to_string(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+            None,
+        ));
         self.stack.push(IncludeFrame {
             include_type: 0,
             saved_include_check: self.include_check,
@@ -144,8 +133,7 @@ impl Lexer<'_> {
             base: self.base_directory.clone(),
             file: Some(OpenFile {
                 id,
-                bytes,
-                position: 0,
+                text: FileText::in_memory(bytes),
                 line_number: 0,
                 directory: self.base_directory.clone(),
                 canonical: None,
@@ -302,8 +290,13 @@ impl Lexer<'_> {
                 );
                 continue;
             }
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
+            // Opened here and read a block at a time as its lines are lexed
+            // (`FileText`); its metadata now tells, when a diagnostic
+            // shows one of its lines, whether it has changed since.
+            let opened = std::fs::File::open(&path)
+                .and_then(|file| file.metadata().map(|metadata| (file, metadata)));
+            let (file, metadata) = match opened {
+                Ok(opened) => opened,
                 Err(error) => {
                     self.include_problem(
                         include_type,
@@ -345,12 +338,13 @@ impl Lexer<'_> {
             } else {
                 base
             };
-            let (id, bytes) = self.add_source(name, bytes, included_from);
+            let id = self
+                .sources
+                .add(SourceFile::on_disk(name, path, &metadata, included_from));
             if let Some(frame) = self.stack.last_mut() {
                 frame.file = Some(OpenFile {
                     id,
-                    bytes,
-                    position: 0,
+                    text: FileText::streamed(file, self.block),
                     line_number: 0,
                     directory,
                     canonical,
@@ -369,10 +363,21 @@ impl Lexer<'_> {
                 self.stack.pop();
                 continue;
             };
-            // Read from the source text: valid UTF-8.
-            let utf8 = file.bytes.is_none();
-            let bytes = file_text(&file.bytes, file.id, self.sources);
-            if file.position >= bytes.len() {
+            let raw = file.text.take_line();
+            if raw.is_empty() {
+                if let Some(error) = file.text.error.take() {
+                    let span = Span {
+                        file: file.id,
+                        line: file.line_number + 1,
+                        start: 1,
+                        end: 1,
+                    };
+                    let name = self.sources.file(file.id).name.clone();
+                    self.diagnostics.push(Diagnostic::error(
+                        span,
+                        format!("cannot read '{name}' beyond this point: {error}"),
+                    ));
+                }
                 // keepalived's end_file: the include check in force when
                 // this include was read comes back.
                 self.include_check = frame.saved_include_check;
@@ -382,13 +387,6 @@ impl Lexer<'_> {
                 }
                 continue;
             }
-            let rest = &bytes[file.position..];
-            let line_length = memchr::memchr(b'\n', rest);
-            let (raw, consumed) = match line_length {
-                Some(length) => (&rest[..length], length + 1),
-                None => (rest, rest.len()),
-            };
-            file.position += consumed;
             file.line_number += 1;
             let line_number = file.line_number;
             let id = file.id;
@@ -409,7 +407,6 @@ impl Lexer<'_> {
                         raw,
                         id,
                         line_number,
-                        utf8,
                         &mut self.words,
                         &mut self.spare_words,
                     ) {

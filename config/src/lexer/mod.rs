@@ -20,6 +20,7 @@ mod conditional;
 mod definitions;
 #[cfg(target_arch = "x86_64")]
 mod fast;
+mod file_text;
 mod glob;
 mod include;
 mod quoted;
@@ -96,7 +97,25 @@ pub(crate) fn open_file<'a>(
     sources: &'a mut Sources,
     diagnostics: &'a mut Diagnostics,
 ) -> Lexer<'a> {
+    open_file_in_blocks(
+        path,
+        options,
+        sources,
+        diagnostics,
+        file_text::FileText::BLOCK,
+    )
+}
+
+/// [`open_file`], its files read `block` bytes at a time.
+fn open_file_in_blocks<'a>(
+    path: &Path,
+    options: &Options,
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+    block: usize,
+) -> Lexer<'a> {
     let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
+    lexer.block = block;
     let pattern = path.to_string_lossy().into_owned();
     if !lexer.open_main(&pattern) {
         // Nothing to read, and nothing to finish (no definition started).
@@ -173,12 +192,12 @@ static BYTE_CLASS: [u8; 256] = {
 /// a last `{` or a lone `}`. Its words (with the spans the cell-by-cell path would give
 /// them) and the span of its text (or of its `{`: what [`text::covering`]
 /// would say), straight from the file's bytes; `None` for any other line.
-/// `utf8`: `raw` is known to be valid UTF-8.
+/// A file is read a block at a time, never checked as a whole: each word
+/// is checked to be UTF-8 (else its invalid bytes are replaced).
 fn plain_line(
     raw: &[u8],
     file: crate::syntax::FileId,
     line: u32,
-    utf8: bool,
     scratch: &mut Vec<Word>,
     spare: &mut Vec<Vec<Word>>,
 ) -> Option<(Line, Option<Span>)> {
@@ -219,7 +238,6 @@ fn plain_line(
             return None;
         }
     }
-    let text_of = texts_of(utf8);
     let words = scratch;
     words.clear();
     // The searches run over slices (no index checks: this is the lexer's
@@ -259,7 +277,6 @@ fn plain_line(
         raw,
         exact,
         span,
-        text_of,
         brace,
         start..text_end,
         seen & SINGLE_QUOTE != 0,
@@ -277,21 +294,12 @@ fn spans_of(file: crate::syntax::FileId, line: u32) -> impl Fn(usize, usize) -> 
     }
 }
 
-/// A word's text from bytes of a file line; `utf8`: the file's text is
-/// known to be valid UTF-8.
-fn texts_of(utf8: bool) -> impl Fn(&[u8]) -> crate::syntax::Text {
-    move |bytes| {
-        if utf8 {
-            // SAFETY: the bytes are a slice of valid UTF-8 text (the caller
-            // says so) cut at ASCII bytes (line ends, blanks, white space,
-            // braces), so every piece cut there is valid UTF-8 too.
-            crate::syntax::Text::new(unsafe { std::str::from_utf8_unchecked(bytes) })
-        } else {
-            match std::str::from_utf8(bytes) {
-                Ok(text) => crate::syntax::Text::new(text),
-                Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
-            }
-        }
+/// A word's text from bytes of a file line, invalid UTF-8 replaced (a
+/// file is read a block at a time, never checked as a whole).
+fn text_of(bytes: &[u8]) -> crate::syntax::Text {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => crate::syntax::Text::new(text),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned().into(),
     }
 }
 
@@ -301,7 +309,6 @@ fn assemble(
     raw: &[u8],
     mut words: Vec<Word>,
     span: impl Fn(usize, usize) -> Span,
-    text_of: impl Fn(&[u8]) -> crate::syntax::Text,
     brace: Option<usize>,
     text: std::ops::Range<usize>,
     single_quote: bool,
@@ -317,7 +324,7 @@ fn assemble(
         words,
         // Split again by the keywords that take a command line: only a `'`
         // makes that split differ from the words.
-        raw: single_quote.then(|| text_of(&raw[text]).as_str().into()),
+        raw: single_quote.then(|| String::from_utf8_lossy(&raw[text]).into()),
     }
 }
 
@@ -398,6 +405,9 @@ pub(crate) struct Lexer<'a> {
     /// Word vectors of lines the grammar is done with, emptied, for the
     /// next lines (see [`Lexer::recycle`]).
     spare_words: Vec<Vec<Word>>,
+    /// The bytes read from a file at a time (smaller in tests, to cut
+    /// lines at every place).
+    pub(crate) block: usize,
 }
 
 impl<'a> Lexer<'a> {
@@ -440,24 +450,12 @@ impl<'a> Lexer<'a> {
             produced_lines: 0,
             finished: false,
             spare_words: Vec::new(),
+            block: file_text::FileText::BLOCK,
         }
     }
 
     fn run(&mut self) -> Vec<Line> {
-        // One line per line of the main file, as a first guess (the vector
-        // of a large configuration then never grows, nor is half empty).
-        let estimate = self
-            .stack
-            .last()
-            .and_then(|frame| frame.file.as_ref())
-            .map_or(0, |file| {
-                memchr::memchr_iter(
-                    b'\n',
-                    include::file_text(&file.bytes, file.id, self.sources),
-                )
-                .count()
-            });
-        let mut lines = Vec::with_capacity(estimate);
+        let mut lines = Vec::new();
         while let Some(line) = self.next_line() {
             lines.push(line);
         }
@@ -543,15 +541,13 @@ impl<'a> Lexer<'a> {
             return None;
         }
         let file = self.stack.last_mut()?.file.as_mut()?;
-        let utf8 = file.bytes.is_none();
         let (line, length) = fast::plain_line(
-            include::file_text(&file.bytes, file.id, self.sources).get(file.position..)?,
+            file.text.rest(),
             file.id,
             file.line_number + 1,
-            utf8,
             &mut self.spare_words,
         )?;
-        file.position += length + 1;
+        file.text.consume(length + 1);
         file.line_number += 1;
         self.file_lines += 1;
         self.produced_lines += 1;
@@ -941,34 +937,11 @@ impl<'a> Lexer<'a> {
             .into_owned()
     }
 
-    /// Adds a file to the sources. A valid UTF-8 file's bytes become its
-    /// text (no copy) and `None` is returned: the lexer reads the text
-    /// there. Any other file's text is a lossy copy, and its bytes are
-    /// returned for the lexer to read.
-    fn add_source(
-        &mut self,
-        name: String,
-        bytes: Vec<u8>,
-        included_from: Option<Span>,
-    ) -> (crate::syntax::FileId, Option<Vec<u8>>) {
-        let (text, bytes) = match String::from_utf8(bytes) {
-            Ok(text) => (text, None),
-            Err(error) => {
-                let bytes = error.into_bytes();
-                (String::from_utf8_lossy(&bytes).into_owned(), Some(bytes))
-            }
-        };
-        let id = self.sources.add(SourceFile {
-            name,
-            text,
-            included_from,
-        });
-        (id, bytes)
-    }
-
     /// A diagnostic about a file that has no line to point at.
     fn file_span(&mut self, name: &str) -> Span {
-        let (file, _) = self.add_source(name.to_string(), Vec::new(), None);
+        let file = self
+            .sources
+            .add(SourceFile::in_memory(name.to_string(), String::new(), None));
         Span {
             file,
             line: 0,

@@ -811,7 +811,6 @@ fn plain_lines_lex_as_the_long_path_does() {
                 line.as_bytes(),
                 crate::syntax::FileId(0),
                 1,
-                true,
                 &mut Vec::new(),
                 &mut Vec::new(),
             )
@@ -831,7 +830,6 @@ fn plain_lines_lex_as_the_long_path_does() {
                 padded.as_bytes(),
                 crate::syntax::FileId(0),
                 1,
-                true,
                 &mut Vec::new(),
             )
             .is_some()
@@ -875,4 +873,144 @@ fn a_nul_byte_ends_a_line() {
             "{with_nul:?}"
         );
     }
+}
+
+/// A file is read a block at a time: whatever the block, and wherever it
+/// cuts a line, the lines and the diagnostics are those of the whole text
+/// in memory (every file of the corpus that includes nothing, the
+/// benchmark's kind of file, and lines longer than a block).
+#[test]
+fn a_file_read_in_blocks_lexes_as_its_text_in_memory() {
+    let directory = std::env::temp_dir().join(format!("fulcrum-blocks-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let mut texts: Vec<(String, Vec<u8>)> = vec![
+        ("plain".into(), b"virtual_server 10.0.0.1 80 {\n    delay_loop 6\n    real_server 172.16.0.1 8080 {\n        weight 1\n    }\n}\n".repeat(50)),
+        ("no final newline".into(), b"global_defs {\n    router_id a\n}".to_vec()),
+        ("long line".into(), format!("global_defs {{\n    router_id {}\n}}\n{}\n", "x".repeat(3000), "y ".repeat(40)).into_bytes()),
+        ("not UTF-8".into(), b"global_defs {\n    router_id caf\xe9 \xff\xfe\n    notification_email {\n \xc3\xa9t\xc3\xa9\n }\n}\n".to_vec()),
+        ("CR LF and NUL".into(), b"global_defs {\r\n    router_id a\x00b\r\n}\r\n".to_vec()),
+    ];
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/keepalived/configs");
+    if let Ok(entries) = std::fs::read_dir(&corpus) {
+        let mut paths: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
+        paths.sort();
+        for path in paths {
+            if let Ok(bytes) = std::fs::read(&path) {
+                // Included files would be looked for relative to the
+                // current directory in memory, and to the file's on disk,
+                // and so is `${_PWD}`; `${_RANDOM}` differs every time.
+                let has = |word: &[u8]| bytes.windows(word.len()).any(|window| window == word);
+                if bytes.len() < 64 * 1024 && !has(b"include") && !has(b"_PWD") && !has(b"_RANDOM")
+                {
+                    texts.push((path.display().to_string(), bytes));
+                }
+            }
+        }
+    }
+    let lexed = |lines: Vec<Line>, sources: &Sources, diagnostics: Diagnostics| {
+        let rendered = diagnostics.render(sources);
+        (lines, diagnostics.items, rendered)
+    };
+    let mut compared = 0;
+    for (name, bytes) in &texts {
+        let path = directory.join("keepalived.conf");
+        std::fs::write(&path, bytes).unwrap();
+        let text = String::from_utf8_lossy(bytes);
+        let in_memory = {
+            let mut sources = Sources::default();
+            let mut diagnostics = Diagnostics::default();
+            let lines = read_str(
+                &path.display().to_string(),
+                &text,
+                &options(),
+                &mut sources,
+                &mut diagnostics,
+            );
+            lexed(lines, &sources, diagnostics)
+        };
+        // Lossy text in memory has no invalid bytes to report.
+        let valid = std::str::from_utf8(bytes).is_ok();
+        for block in [1, 7, 200, super::file_text::FileText::BLOCK] {
+            if block < 100 && bytes.len() > 8 * 1024 {
+                continue;
+            }
+            let mut sources = Sources::default();
+            let mut diagnostics = Diagnostics::default();
+            let lines =
+                open_file_in_blocks(&path, &options(), &mut sources, &mut diagnostics, block).run();
+            let from_file = lexed(lines, &sources, diagnostics);
+            if valid {
+                assert_eq!(from_file, in_memory, "{name}, blocks of {block}");
+            } else {
+                // The words are the same text (invalid bytes replaced), at
+                // the columns of the file's bytes (a replacement character
+                // in memory is 3 bytes).
+                let texts = |lines: &[Line]| -> Vec<Vec<String>> {
+                    lines
+                        .iter()
+                        .map(|line| {
+                            line.words
+                                .iter()
+                                .map(|word| word.text.to_string())
+                                .collect()
+                        })
+                        .collect()
+                };
+                assert_eq!(
+                    texts(&from_file.0),
+                    texts(&in_memory.0),
+                    "{name}, blocks of {block}"
+                );
+                if name == "not UTF-8" {
+                    assert_eq!(from_file.0[1].words[2].span.start, 20, "blocks of {block}");
+                }
+            }
+            compared += 1;
+        }
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+    assert!(compared >= 5 * 4, "{compared}");
+}
+
+/// A diagnostic shows its line from the file as it was read; if the file
+/// has changed since, it says so rather than show another text.
+#[test]
+fn a_diagnostic_shows_the_line_read_or_says_the_file_changed() {
+    let directory = std::env::temp_dir().join(format!("fulcrum-changed-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join("keepalived.conf");
+    std::fs::write(&path, "global_defs {\n    router_idd a\n}\n").unwrap();
+    let read = |path: &Path| {
+        let mut sources = Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        open_file(path, &options(), &mut sources, &mut diagnostics).run();
+        (sources, diagnostics)
+    };
+    let file = crate::syntax::FileId(0);
+    let (sources, _) = read(&path);
+    assert_eq!(sources.line_text(file, 2), Some("    router_idd a"));
+    // Read once, kept: a change afterwards does not change what is shown.
+    std::fs::write(&path, "global_defs {\n    router_id bb\n}\n").unwrap();
+    assert_eq!(sources.line_text(file, 2), Some("    router_idd a"));
+    let (sources, _) = read(&path);
+    std::fs::write(&path, "global_defs {\n    router_id b\n}\n").unwrap();
+    assert_eq!(sources.line_text(file, 2), None);
+    assert!(sources.file(file).changed());
+    let mut diagnostics = Diagnostics::default();
+    diagnostics.push(crate::diagnostic::Diagnostic::error(
+        crate::syntax::Span {
+            file,
+            line: 2,
+            start: 5,
+            end: 15,
+        },
+        "unknown keyword",
+    ));
+    let rendered = diagnostics.render(&sources);
+    assert!(
+        rendered.contains("keepalived.conf has changed since it was read: its line is not shown"),
+        "{rendered}"
+    );
+    std::fs::remove_dir_all(&directory).unwrap();
 }
