@@ -84,11 +84,40 @@ impl Diagnostics {
         let mut items: Vec<&Diagnostic> = self.items.iter().collect();
         items.sort_by_key(|item| (item.span.file, item.span.line, item.span.start));
         let mut out = String::new();
-        for item in items {
-            render_one(item, sources, &mut out);
+        // A line that `~SEQ` or a multi-line definition expands into
+        // thousands of lines can have thousands of problems, all at its
+        // own position: the first few are shown, then how many more.
+        let mut index = 0;
+        while index < items.len() {
+            let line = (items[index].span.file, items[index].span.line);
+            let same_line = items[index..]
+                .iter()
+                .take_while(|item| (item.span.file, item.span.line) == line)
+                .count();
+            for item in &items[index..index + same_line.min(Self::SHOWN_PER_LINE)] {
+                render_one(item, sources, &mut out);
+            }
+            if same_line > Self::SHOWN_PER_LINE && line.1 > 0 {
+                use std::fmt::Write;
+                let _ = writeln!(
+                    out,
+                    "{}:{}: note: {} more problems on this line (or on lines made from it) are not shown",
+                    sources.file(line.0).name,
+                    line.1,
+                    same_line - Self::SHOWN_PER_LINE
+                );
+            } else {
+                for item in &items[index + same_line.min(Self::SHOWN_PER_LINE)..index + same_line] {
+                    render_one(item, sources, &mut out);
+                }
+            }
+            index += same_line;
         }
         out
     }
+
+    /// The problems shown per line of a file (see [`Diagnostics::render`]).
+    pub const SHOWN_PER_LINE: usize = 20;
 }
 
 fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {

@@ -225,13 +225,13 @@ pub fn span_of(words: &[&Word]) -> Option<Span> {
 /// The closest keyword to `word` by edit distance, for "did you mean".
 pub fn suggestion<'k>(word: &str, candidates: impl Iterator<Item = &'k str>) -> Option<&'k str> {
     let limit = (word.len() / 3).clamp(1, 3);
+    let word = word.to_lowercase();
+    let length = word.chars().count();
     candidates
-        .map(|candidate| {
-            (
-                edit_distance(&word.to_lowercase(), &candidate.to_lowercase()),
-                candidate,
-            )
-        })
+        // The distance is at least the difference of the lengths: most
+        // candidates need no table.
+        .filter(|candidate| candidate.chars().count().abs_diff(length) <= limit)
+        .map(|candidate| (edit_distance(&word, &candidate.to_lowercase()), candidate))
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)

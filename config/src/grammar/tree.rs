@@ -183,6 +183,7 @@ pub fn build_each(
         each,
         pause_at_top_level: false,
         gathered: Vec::new(),
+        unknown_notes: UnknownNotes::new(),
     };
     loop {
         let (more, end) = builder.block(Body::Keywords(root));
@@ -212,6 +213,7 @@ pub fn build_streamed(
     let mut position: Option<Cursor> = None;
     let mut last_close = None;
     let mut displaced = None;
+    let mut unknown_notes = UnknownNotes::new();
     loop {
         let arena = LineArena::new();
         // The nodes of this top-level item.
@@ -242,6 +244,7 @@ pub fn build_streamed(
             each: &mut |node| each(node),
             pause_at_top_level: true,
             gathered: Vec::new(),
+            unknown_notes: std::mem::take(&mut unknown_notes),
         };
         let (more, end) = builder.block(Body::Keywords(root));
         debug_assert!(more.is_empty());
@@ -249,6 +252,7 @@ pub fn build_streamed(
         let next = builder.position;
         last_close = builder.last_close;
         displaced = builder.displaced;
+        unknown_notes = std::mem::take(&mut builder.unknown_notes);
         if end == End::InputEnded || at_end {
             break;
         }
@@ -453,7 +457,13 @@ struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
     pause_at_top_level: bool,
     /// Vectors to gather a block's nodes in, one per depth being read.
     gathered: Vec<Vec<Node<'a>>>,
+    /// The notes of unknown keywords already reported, by table, word and
+    /// block ([`Builder::report_unknown`]); kept from item to item.
+    unknown_notes: UnknownNotes,
 }
+
+/// See [`Builder::unknown_notes`].
+type UnknownNotes = std::collections::HashMap<(usize, String, Option<String>), Option<String>>;
 
 impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
     /// Whether every item has been read.
@@ -740,42 +750,61 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
     }
 
     fn report_unknown(&mut self, keyword: &Word, table: &'static [Keyword]) {
+        let here = self.open_blocks.last().map(|(word, _)| word.text.as_str());
+        // The note depends on the word, the table and the block only: an
+        // expansion (`~SEQ`) that repeats a bad line thousands of times
+        // would otherwise compute it (edit distances against the table,
+        // a walk of every block) thousands of times.
+        let key = (
+            table.as_ptr() as usize,
+            keyword.text.to_string(),
+            here.map(str::to_string),
+        );
+        let note = match self.unknown_notes.get(&key) {
+            Some(note) => note.clone(),
+            None => {
+                let note = self.unknown_note(&keyword.text, table, here);
+                self.unknown_notes.insert(key, note.clone());
+                note
+            }
+        };
         let mut diagnostic =
             Diagnostic::error(keyword.span, format!("unknown keyword '{}'", keyword.text));
-        let here = self.open_blocks.last().map(|(word, _)| word.text.as_str());
-        if let Some(best) = super::suggestion(&keyword.text, table.iter().map(|spec| spec.name)) {
-            diagnostic = diagnostic.with_note(None, format!("did you mean '{best}'?"));
-        } else if keyword::find(self.root, &keyword.text).is_some() {
-            diagnostic = diagnostic.with_note(
-                None,
-                format!(
-                    "'{}' is a top-level keyword, not allowed here",
-                    keyword.text
-                ),
-            );
-        } else {
-            let homes = blocks_knowing(self.root, &keyword.text);
-            if !homes.is_empty() {
-                diagnostic = diagnostic.with_note(
-                    None,
-                    format!(
-                        "'{}' is a keyword of {} blocks{}",
-                        keyword.text,
-                        homes
-                            .iter()
-                            .map(|home| format!("'{home}'"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        here.map(|block| format!(", not of '{block}' blocks"))
-                            .unwrap_or_default()
-                    ),
-                );
-            } else if let Some(block) = here {
-                diagnostic =
-                    diagnostic.with_note(None, format!("not a keyword of '{block}' blocks"));
-            }
+        if let Some(note) = note {
+            diagnostic = diagnostic.with_note(None, note);
         }
         self.diagnostics.push(diagnostic);
+    }
+
+    /// What [`Builder::report_unknown`] adds about an unknown `word` of
+    /// `table`'s block (`here`, by name): a keyword it is close to, or where
+    /// the word is a keyword.
+    fn unknown_note(
+        &self,
+        word: &str,
+        table: &'static [Keyword],
+        here: Option<&str>,
+    ) -> Option<String> {
+        if let Some(best) = super::suggestion(word, table.iter().map(|spec| spec.name)) {
+            return Some(format!("did you mean '{best}'?"));
+        }
+        if keyword::find(self.root, word).is_some() {
+            return Some(format!("'{word}' is a top-level keyword, not allowed here"));
+        }
+        let homes = blocks_knowing(self.root, word);
+        if !homes.is_empty() {
+            return Some(format!(
+                "'{word}' is a keyword of {} blocks{}",
+                homes
+                    .iter()
+                    .map(|home| format!("'{home}'"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                here.map(|block| format!(", not of '{block}' blocks"))
+                    .unwrap_or_default()
+            ));
+        }
+        here.map(|block| format!("not a keyword of '{block}' blocks"))
     }
 
     fn report_unclosed_before(&mut self, keyword: &Word) {
