@@ -108,11 +108,16 @@ impl FileText {
         // The unread bytes go to the front, then room is made for a block
         // after them (more than the buffer only for a line longer than a
         // block).
-        self.buffer.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
+        if self.start > 0 {
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
         if self.buffer.len() < self.end + self.block {
-            self.buffer.resize(self.end + self.block, 0);
+            // Doubled, so that a line of any length costs its length in
+            // copies, not its length times its blocks.
+            let length = (self.end + self.block).max(2 * self.buffer.len());
+            self.buffer.resize(length, 0);
         }
         loop {
             match reader.read(&mut self.buffer[self.end..]) {
