@@ -290,7 +290,7 @@ impl Word {
 /// keepalived itself compares words, not quoting, when it looks for braces:
 /// a line whose first word is a quoted `"{"` is taken as an unexpected `{`
 /// by keepalived 2.2.7 (verified); [`Word::quoted`] lets the grammar choose.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Line {
     pub words: Vec<Word>,
     /// The line as keepalived's keyword handlers see it (its `buf_extern`):

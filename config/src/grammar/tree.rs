@@ -265,9 +265,9 @@ pub fn build_streamed(
 /// Where [`build_streamed`] pulls its lines from (the lexer).
 pub trait LineSource {
     fn next_line(&mut self) -> Option<Line>;
-    /// Takes back a line the tree is done with, so that its storage can be
-    /// reused.
-    fn recycle(&mut self, _line: Line) {}
+    /// Takes back the words of a line the tree is done with, so that their
+    /// vector's storage can be reused.
+    fn recycle(&mut self, _words: Vec<Word>) {}
 }
 
 impl LineSource for crate::lexer::Lexer<'_> {
@@ -275,8 +275,8 @@ impl LineSource for crate::lexer::Lexer<'_> {
         crate::lexer::Lexer::next_line(self)
     }
 
-    fn recycle(&mut self, line: Line) {
-        crate::lexer::Lexer::recycle(self, line)
+    fn recycle(&mut self, words: Vec<Word>) {
+        crate::lexer::Lexer::recycle(self, words)
     }
 }
 
@@ -304,11 +304,17 @@ impl LineArena {
 
     /// The lines added from the `first`-th on; the others go back to
     /// `source`, for their storage to be reused.
-    fn into_lines_from(self, first: usize, source: &mut dyn LineSource) -> Vec<Line> {
-        let mut lines = self.lines.into_vec();
-        let kept = lines.split_off(first.min(lines.len()));
-        for line in lines {
-            source.recycle(line);
+    fn into_lines_from(mut self, first: usize, source: &mut dyn LineSource) -> Vec<Line> {
+        // Taken out in place (the arena's order is the lines' order):
+        // moving every line into one vector first, then the kept ones into
+        // another, cost more than the rest of the hand-back.
+        let mut kept = Vec::new();
+        for (index, line) in self.lines.iter_mut().enumerate() {
+            if index < first {
+                source.recycle(std::mem::take(&mut line.words));
+            } else {
+                kept.push(std::mem::take(line));
+            }
         }
         kept
     }

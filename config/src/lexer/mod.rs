@@ -562,12 +562,11 @@ impl<'a> Lexer<'a> {
         Some(line)
     }
 
-    /// Takes back a line the grammar is done with: its word vector holds
+    /// Takes back the words of a line the grammar is done with: their vector holds
     /// the words of a later line (an allocation saved per line).
-    pub(crate) fn recycle(&mut self, line: Line) {
+    pub(crate) fn recycle(&mut self, mut words: Vec<Word>) {
         // A block's worth: more would only hold memory.
         if self.spare_words.len() < 256 {
-            let mut words = line.words;
             words.clear();
             self.spare_words.push(words);
         }
