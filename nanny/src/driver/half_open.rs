@@ -67,7 +67,7 @@ const REPLY_ROOM: usize = 128;
 const RECEIVE_BUFFER: usize = 4 << 20;
 
 /// Which raw socket an endpoint's probes go through.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     ipv6: bool,
     interface: Option<String>,
@@ -81,6 +81,14 @@ impl Key {
             interface: endpoint.bind_interface.clone(),
             mark: endpoint.fwmark,
         }
+    }
+
+    /// Whether `endpoint`'s probes go through this key's socket (without
+    /// copying its interface's name, at every attempt).
+    fn serves(&self, endpoint: &Endpoint) -> bool {
+        self.ipv6 == endpoint.address.is_ipv6()
+            && self.interface == endpoint.bind_interface
+            && self.mark == endpoint.fwmark
     }
 }
 
@@ -97,9 +105,8 @@ static PROBERS: Mutex<Vec<(Key, Entry)>> = Mutex::new(Vec::new());
 /// The prober for `endpoint`'s kind, made on first use; `None` when raw
 /// sockets are not to be had, and the check must connect instead.
 pub fn prober(endpoint: &Endpoint) -> Option<Arc<Prober>> {
-    let key = Key::of(endpoint);
     let mut probers = lock(&PROBERS);
-    if let Some(index) = probers.iter().position(|(known, _)| *known == key) {
+    if let Some(index) = probers.iter().position(|(known, _)| known.serves(endpoint)) {
         match &probers[index].1 {
             Entry::Ready(prober) if !prober.closed.load(Ordering::Acquire) => {
                 return Some(prober.clone());
@@ -112,6 +119,7 @@ pub fn prober(endpoint: &Endpoint) -> Option<Arc<Prober>> {
             }
         }
     }
+    let key = Key::of(endpoint);
     match Prober::open(&key) {
         Ok(prober) => {
             let prober = Arc::new(prober);
@@ -654,18 +662,14 @@ impl Batch {
     /// recvmmsg: how many replies it took (the would-block error when none
     /// waits).
     fn receive(&mut self, descriptor: RawFd) -> io::Result<usize> {
-        let mut iovs: Vec<libc::iovec> = self
-            .buffers
-            .iter_mut()
-            .map(|buffer| libc::iovec {
-                iov_base: buffer.as_mut_ptr().cast(),
-                iov_len: REPLY_ROOM,
-            })
-            .collect();
-        // SAFETY: zeroed mmsghdrs are valid; each points at its own iovec
-        // and name buffer, which live through the call.
-        let mut headers: Vec<libc::mmsghdr> =
-            (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect();
+        // On the stack: nothing allocated per wake-up.
+        let mut iovs: [libc::iovec; BATCH] = std::array::from_fn(|index| libc::iovec {
+            iov_base: self.buffers[index].as_mut_ptr().cast(),
+            iov_len: REPLY_ROOM,
+        });
+        // SAFETY: zeroed mmsghdrs are valid; each is pointed below at its
+        // own iovec and name buffer, which live through the call.
+        let mut headers: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
         for ((header, iov), name) in headers.iter_mut().zip(&mut iovs).zip(&mut self.names) {
             header.msg_hdr.msg_iov = iov;
             header.msg_hdr.msg_iovlen = 1;
