@@ -62,6 +62,9 @@ const BATCH: usize = 32;
 /// A reply's room: IPv4 header with options (60) and a TCP header with
 /// options (60); more is cut (MSG_TRUNC) and the header is what counts.
 const REPLY_ROOM: usize = 128;
+/// When the SYN is sent again without an answer (Linux's TCP_TIMEOUT_INIT,
+/// doubled at each try as its SYN retransmissions are).
+const INITIAL_RETRANSMISSION: std::time::Duration = std::time::Duration::from_secs(1);
 /// The raw socket's receive buffer: replies of thousands of checks due at
 /// once must not be dropped (each lost reply is a false timeout).
 const RECEIVE_BUFFER: usize = 4 << 20;
@@ -307,7 +310,7 @@ impl Prober {
     pub async fn probe(&self, endpoint: &Endpoint) -> Result<(), ProbeError> {
         let server = endpoint.address;
         let sequence = fastrand::u32(..);
-        let (sent, answer) = oneshot::channel();
+        let (sent, mut answer) = oneshot::channel();
         let (source, port) = {
             let mut state = lock(&self.state);
             let source = match endpoint.bind_address {
@@ -340,9 +343,23 @@ impl Prober {
             source,
             server.ip(),
         );
-        self.send(&syn, source, server, endpoint.bind_address.is_some())
-            .await?;
-        match answer.await {
+        let bound = endpoint.bind_address.is_some();
+        self.send(&syn, source, server, bound).await?;
+        // The SYN again, as connect's kernel sends it, while no answer
+        // comes (a SYN dropped on the way, or by a listener whose queue
+        // was full): after 1 s, then twice as long each time, until the
+        // caller's timeout. The same sequence number: the same attempt.
+        let mut wait = INITIAL_RETRANSMISSION;
+        let answer = loop {
+            match tokio::time::timeout(wait, &mut answer).await {
+                Ok(answer) => break answer,
+                Err(_) => {
+                    self.send(&syn, source, server, bound).await?;
+                    wait = wait.saturating_mul(2);
+                }
+            }
+        };
+        match answer {
             Ok(Answer::Accepted) => Ok(()),
             Ok(Answer::Refused) => Err(ProbeError::Failed(Failure::ConnectionRefused)),
             Err(_) => Err(ProbeError::Closed),

@@ -82,6 +82,24 @@ async fn a_dropped_syn_times_out() {
 }
 
 #[tokio::test]
+async fn a_dropped_syn_is_sent_again() {
+    if !raw_sockets() {
+        return;
+    }
+    let (listener, held, address) = saturated_listener().await;
+    let attempt =
+        tokio::spawn(async move { half_open(&endpoint(address), Duration::from_secs(5)).await });
+    // The first SYN was dropped (the accept queue full); room now lets the
+    // one sent again a second later through, as connect's would be.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!attempt.is_finished());
+    let (first, _) = listener.accept().await.unwrap();
+    drop((first, held));
+    let outcome = attempt.await.unwrap();
+    assert_eq!(outcome, Ok(Success::default()));
+}
+
+#[tokio::test]
 async fn bindto_and_bind_port_are_the_source() {
     if !raw_sockets() {
         return;
