@@ -318,7 +318,17 @@ impl Prober {
                 None => self.source_for(&mut state, server.ip())?,
             };
             let port = match endpoint.bind_port {
-                Some(port) => self.fixed_port(&mut state, SocketAddr::new(source, port))?,
+                Some(port) => {
+                    // Two attempts on one 4-tuple at once cannot be told
+                    // apart by the server (connect's would fail: the
+                    // 4-tuple in use).
+                    if state.waiting.contains_key(&(server, port)) {
+                        return Err(ProbeError::Failed(Failure::Bind(format!(
+                            "source port {port} is probing {server} already"
+                        ))));
+                    }
+                    self.fixed_port(&mut state, SocketAddr::new(source, port))?
+                }
                 None => free_port(&mut state, server)?,
             };
             state.waiting.insert(

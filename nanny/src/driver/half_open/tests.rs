@@ -121,6 +121,26 @@ async fn bindto_and_bind_port_are_the_source() {
         taken.map_err(|error| error.kind()),
         Err(io::ErrorKind::AddrInUse)
     );
+    // A second attempt on the same 4-tuple while one waits: refused here,
+    // the first one unharmed.
+    let (_saturated, _held, hanging) = saturated_listener().await;
+    let mut same = endpoint(hanging);
+    same.bind_address = target.bind_address;
+    same.bind_port = Some(source_port);
+    let (first, second) = tokio::join!(half_open(&same, Duration::from_millis(500)), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        half_open(&same, Duration::from_millis(500)).await
+    });
+    assert_eq!(
+        first,
+        Err(Failure::Timeout {
+            after: Duration::from_millis(500)
+        })
+    );
+    assert!(
+        matches!(&second, Err(Failure::Bind(why)) if why.contains("probing")),
+        "{second:?}"
+    );
     // An address this machine does not have: a bind failure, as connect's.
     target.bind_address = Some("192.0.2.1".parse().unwrap());
     target.bind_port = None;
