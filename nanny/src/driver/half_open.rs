@@ -184,9 +184,10 @@ struct State {
     next: usize,
     /// `bind_port` reservations, by local address.
     fixed: HashMap<SocketAddr, Socket>,
-    /// The source address the kernel picks for each server, as connect()
-    /// would (found once, with a connected UDP socket).
-    sources: HashMap<IpAddr, IpAddr>,
+    /// The source address the kernel picks for each server (its address
+    /// and IPv6 scope, port 9), as connect() would (found once, with a
+    /// connected UDP socket).
+    sources: HashMap<SocketAddr, IpAddr>,
     /// The `bindto` addresses found to be this machine's.
     bindable: HashSet<IpAddr>,
 }
@@ -308,14 +309,17 @@ impl Prober {
     /// Sends a SYN to `endpoint` and waits for its answer (no timeout of
     /// its own: the caller's).
     pub async fn probe(&self, endpoint: &Endpoint) -> Result<(), ProbeError> {
-        let server = endpoint.address;
+        // The replies' senders carry no IPv6 scope (nor flow label): the
+        // map's key has none either; the SYN goes to the address as given.
+        let target = endpoint.address;
+        let server = SocketAddr::new(target.ip(), target.port());
         let sequence = fastrand::u32(..);
         let (sent, mut answer) = oneshot::channel();
         let (source, port) = {
             let mut state = lock(&self.state);
             let source = match endpoint.bind_address {
                 Some(address) => bindable(&mut state, address)?,
-                None => self.source_for(&mut state, server.ip())?,
+                None => self.source_for(&mut state, target)?,
             };
             let port = match endpoint.bind_port {
                 Some(port) => {
@@ -354,7 +358,7 @@ impl Prober {
             server.ip(),
         );
         let bound = endpoint.bind_address.is_some();
-        self.send(&syn, source, server, bound).await?;
+        self.send(&syn, source, target, bound).await?;
         // The SYN again, as connect's kernel sends it, while no answer
         // comes (a SYN dropped on the way, or by a listener whose queue
         // was full): after 1 s, then twice as long each time, until the
@@ -364,7 +368,7 @@ impl Prober {
             match tokio::time::timeout(wait, &mut answer).await {
                 Ok(answer) => break answer,
                 Err(_) => {
-                    self.send(&syn, source, server, bound).await?;
+                    self.send(&syn, source, target, bound).await?;
                     wait = wait.saturating_mul(2);
                 }
             }
@@ -379,17 +383,17 @@ impl Prober {
     /// The source address connect() would use to reach `server`: asked of
     /// the kernel once (a UDP socket connected there, with the prober's
     /// interface and mark), then remembered.
-    fn source_for(&self, state: &mut State, server: IpAddr) -> Result<IpAddr, ProbeError> {
+    fn source_for(&self, state: &mut State, target: SocketAddr) -> Result<IpAddr, ProbeError> {
+        // Any port (connecting a UDP socket only routes); the IPv6 scope
+        // kept: a link-local address's interface is part of the route.
+        let mut server = target;
+        server.set_port(9);
         if let Some(source) = state.sources.get(&server) {
             return Ok(*source);
         }
         let failed = |error: io::Error| ProbeError::Failed(Failure::from_io(&error));
-        let socket = Socket::new(
-            Domain::for_address(SocketAddr::new(server, 0)),
-            Type::DGRAM,
-            None,
-        )
-        .map_err(|error| ProbeError::Failed(Failure::Local(format!("socket: {error}"))))?;
+        let socket = Socket::new(Domain::for_address(server), Type::DGRAM, None)
+            .map_err(|error| ProbeError::Failed(Failure::Local(format!("socket: {error}"))))?;
         if let Some(interface) = &self.interface {
             socket
                 .bind_device(Some(interface.as_bytes()))
@@ -402,10 +406,7 @@ impl Prober {
                 ProbeError::Failed(Failure::Bind(format!("fwmark {mark}: {error}")))
             })?;
         }
-        // Any port: connecting a UDP socket only routes.
-        socket
-            .connect(&SocketAddr::new(server, 9).into())
-            .map_err(failed)?;
+        socket.connect(&server.into()).map_err(failed)?;
         let source = socket
             .local_addr()
             .map_err(failed)?
@@ -444,14 +445,19 @@ impl Prober {
         server: SocketAddr,
         bound: bool,
     ) -> Result<(), ProbeError> {
-        // A raw socket's "port" is the protocol for IPv6 (0: the socket's).
-        let destination = SockAddr::from(SocketAddr::new(server.ip(), 0));
+        // A raw socket's "port" is the protocol for IPv6 (0: the socket's);
+        // the scope stays.
+        let mut destination = server;
+        destination.set_port(0);
+        let destination = SockAddr::from(destination);
         loop {
+            // An error only when the socket's reactor has shut down (its
+            // runtime gone): a new prober then.
             let mut ready = self
                 .socket
                 .writable()
                 .await
-                .map_err(|error| ProbeError::Failed(Failure::Local(error.to_string())))?;
+                .map_err(|_| ProbeError::Closed)?;
             match ready.try_io(|socket| send_from(socket.as_raw_fd(), syn, source, &destination)) {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(error)) => {
@@ -465,7 +471,9 @@ impl Prober {
                                 "{source}: {error}"
                             ))));
                         }
-                        state.sources.remove(&server.ip());
+                        let mut key = server;
+                        key.set_port(9);
+                        state.sources.remove(&key);
                     }
                     return Err(ProbeError::Failed(Failure::from_io(&error)));
                 }

@@ -161,10 +161,9 @@ async fn the_source_is_the_one_connect_would_use() {
     let outcome = half_open(&target, Duration::from_secs(5)).await;
     assert_eq!(outcome, Ok(Success::default()));
     let prober = prober(&target).unwrap();
-    let source = lock(&prober.state)
-        .sources
-        .get(&target.address.ip())
-        .copied();
+    let mut key = target.address;
+    key.set_port(9);
+    let source = lock(&prober.state).sources.get(&key).copied();
     assert_eq!(source, Some("127.0.0.1".parse().unwrap()));
 }
 
