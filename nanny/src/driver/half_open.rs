@@ -98,10 +98,18 @@ impl Key {
 /// The process's probers, or why a kind cannot have one.
 enum Entry {
     Ready(Arc<Prober>),
-    /// Raw sockets are not to be had (no CAP_NET_RAW, IPv6 off, ...):
-    /// that kind's TCP_CHECKs connect, as said once in the log.
-    Unavailable,
+    /// No prober (no CAP_NET_RAW, IPv6 off, no such interface yet, no
+    /// descriptor left, ...): that kind's TCP_CHECKs connect, as said in
+    /// the log, for good when raw sockets are refused, otherwise until
+    /// `retry_at`.
+    Unavailable {
+        retry_at: Option<std::time::Instant>,
+    },
 }
+
+/// How long a prober that could not be made for a passing reason (an
+/// interface not there yet, no descriptor left) is not tried again.
+const RETRY_UNAVAILABLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 static PROBERS: Mutex<Vec<(Key, Entry)>> = Mutex::new(Vec::new());
 
@@ -114,7 +122,12 @@ pub fn prober(endpoint: &Endpoint) -> Option<Arc<Prober>> {
             Entry::Ready(prober) if !prober.closed.load(Ordering::Acquire) => {
                 return Some(prober.clone());
             }
-            Entry::Unavailable => return None,
+            Entry::Unavailable { retry_at } => {
+                if retry_at.is_none_or(|when| std::time::Instant::now() < when) {
+                    return None;
+                }
+                probers.swap_remove(index);
+            }
             // Its task's runtime has gone (tests run one per test): a new
             // one on this runtime.
             Entry::Ready(_) => {
@@ -131,9 +144,14 @@ pub fn prober(endpoint: &Endpoint) -> Option<Arc<Prober>> {
             Some(prober)
         }
         Err(error) => {
+            // Refused for good: no privilege, no such family.
+            let lasting = matches!(
+                error.raw_os_error(),
+                Some(libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+            );
             tracing::warn!(
                 target: TARGET,
-                "half-open TCP_CHECK unavailable for {}{}{}: {error}; these checks connect instead",
+                "half-open TCP_CHECK unavailable for {}{}{}: {error}; these checks connect instead{}",
                 if key.ipv6 { "IPv6" } else { "IPv4" },
                 key.interface
                     .as_deref()
@@ -142,8 +160,14 @@ pub fn prober(endpoint: &Endpoint) -> Option<Arc<Prober>> {
                 key.mark
                     .map(|mark| format!(", fwmark {mark}"))
                     .unwrap_or_default(),
+                if lasting {
+                    String::new()
+                } else {
+                    format!(" for {} s", RETRY_UNAVAILABLE.as_secs())
+                },
             );
-            probers.push((key, Entry::Unavailable));
+            let retry_at = (!lasting).then(|| std::time::Instant::now() + RETRY_UNAVAILABLE);
+            probers.push((key, Entry::Unavailable { retry_at }));
             None
         }
     }

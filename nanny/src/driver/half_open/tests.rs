@@ -458,3 +458,29 @@ fn the_filter_keeps_answers_to_our_ports() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_missing_interface_connects_and_is_tried_again_later() {
+    if !raw_sockets() {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut target = endpoint(listener.local_addr().unwrap());
+    target.bind_interface = Some("nanny-none1".to_owned());
+    // No prober (SO_BINDTODEVICE fails): the connect's own failure.
+    let outcome = half_open(&target, Duration::from_secs(5)).await;
+    assert!(
+        matches!(&outcome, Err(Failure::Bind(why)) if why.starts_with("interface nanny-none1")),
+        "{outcome:?}"
+    );
+    // Not for good: the interface may come.
+    let probers = lock(&PROBERS);
+    let entry = probers
+        .iter()
+        .find(|(key, _)| key.serves(&target))
+        .map(|(_, entry)| entry);
+    assert!(
+        matches!(entry, Some(Entry::Unavailable { retry_at: Some(_) })),
+        "no retry planned"
+    );
+}
