@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use nanny::driver::http;
+use nanny::driver::tcp::{self, CheckMode};
+use nanny::driver::{half_open, http};
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Endpoint, HttpVersion, Plan, TlsSpec, UrlSpec};
 
@@ -33,6 +34,16 @@ struct Arguments {
     /// One JSON object per line instead of text.
     #[arg(long)]
     json: bool,
+    /// How TCP_CHECK asks a server. half-open: up when the server's kernel
+    /// answers the SYN with SYN-ACK (what keepalived's connect succeeding
+    /// tells), refused on its reset, timeout on silence; this machine's
+    /// kernel then resets the half-open request, so the server's
+    /// application never accepts a connection (keepalived's check makes
+    /// one, which the server accepts and may log). Needs CAP_NET_RAW;
+    /// without it nanny connects, and says so once on stderr. HTTP_GET,
+    /// SSL_GET and SMTP_CHECK always connect.
+    #[arg(long, value_enum, default_value_t = CheckMode::HalfOpen)]
+    tcp_check: CheckMode,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -53,9 +64,14 @@ fn main() -> ExitCode {
     let arguments = Arguments::parse();
     // stdout carries the states; stderr the logs, by default only those
     // saying nanny itself is behind (checks late, attempts abandoned):
-    // that is not the servers' doing, and nowhere else to be seen.
+    // that is not the servers' doing, and nowhere else to be seen; and
+    // the one line saying how TCP_CHECK runs.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!("{}=warn", nanny::scheduler::LOAD))
+        tracing_subscriber::EnvFilter::new(format!(
+            "{}=warn,{}=info",
+            nanny::scheduler::LOAD,
+            half_open::TARGET
+        ))
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -64,6 +80,9 @@ fn main() -> ExitCode {
         .init();
     if let Err(error) = nanny::raise_open_file_limit() {
         eprintln!("nanny: cannot raise the open file limit: {error}");
+    }
+    if arguments.command.is_none() {
+        tcp::set_check_mode(arguments.tcp_check);
     }
     // One thread, as keepalived's checker: with thousands of checks a
     // second, each a socket's few system calls, a multi-threaded runtime

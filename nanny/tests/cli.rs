@@ -182,3 +182,81 @@ fn ping_check_up_and_timeout_in_a_namespace_without_datagram_icmp() {
     assert_eq!(lines[1]["up"], true);
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// Whether this process may open raw sockets (CAP_NET_RAW; root here).
+fn raw_sockets() -> bool {
+    socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::RAW,
+        Some(socket2::Protocol::TCP),
+    )
+    .is_ok()
+}
+
+/// `nanny --once` with one TCP_CHECK of a listener and `arguments`: its
+/// stdout, stderr, and how many connections the listener accepted.
+fn tcp_check_once(arguments: &[&str]) -> (String, String, usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    let directory = std::env::temp_dir().join(format!(
+        "nanny-cli-tcp-{}-{}",
+        std::process::id(),
+        arguments.len()
+    ));
+    std::fs::create_dir_all(&directory).unwrap();
+    let config = directory.join("keepalived.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    real_server {} {} {{
+        TCP_CHECK {{
+            connect_timeout 2
+        }}
+    }}
+}}
+",
+            address.ip(),
+            address.port()
+        ),
+    )
+    .unwrap();
+    let output = nanny()
+        .args(["-f", config.to_str().unwrap(), "--once", "--json"])
+        .args(arguments)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&directory);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let accepted = std::iter::from_fn(|| listener.accept().ok()).count();
+    (
+        stdout,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        accepted,
+    )
+}
+
+#[test]
+fn tcp_check_is_half_open_by_default_and_connects_when_told() {
+    let (stdout, stderr, accepted) = tcp_check_once(&[]);
+    assert!(stdout.contains("\"up\":true"), "{stdout}");
+    if raw_sockets() {
+        // The listener's kernel answered the SYN; its application got no
+        // connection.
+        assert!(stderr.contains("TCP_CHECK: half-open"), "{stderr}");
+        assert_eq!(accepted, 0);
+    } else {
+        assert!(
+            stderr.contains("full connect instead of half-open"),
+            "{stderr}"
+        );
+        assert_eq!(accepted, 1);
+    }
+    let (stdout, stderr, accepted) = tcp_check_once(&["--tcp-check", "connect"]);
+    assert!(stdout.contains("\"up\":true"), "{stdout}");
+    assert!(!stderr.contains("half-open"), "{stderr}");
+    assert_eq!(accepted, 1);
+}

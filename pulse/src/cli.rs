@@ -44,6 +44,8 @@ enum Flag {
     CheckOnly,
     /// `-P`: the VRRP part only.
     VrrpOnly,
+    /// `--tcp-check=connect|half-open`: pulse's own, how TCP_CHECK asks.
+    TcpCheck,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -67,7 +69,8 @@ const fn option(short: Option<char>, long: &'static str, takes: Takes, flag: Fla
 use Flag::*;
 use Takes::*;
 
-/// keepalived 2.2.7's options (`keepalived --help`), plus `--dump-config`.
+/// keepalived 2.2.7's options (`keepalived --help`), plus `--dump-config`
+/// and `--tcp-check`.
 const OPTIONS: &[Spec] = &[
     option(Some('f'), "use-file", Required, UseFile),
     option(Some('P'), "vrrp", Nothing, VrrpOnly),
@@ -103,6 +106,7 @@ const OPTIONS: &[Spec] = &[
     option(Some('v'), "version", Nothing, Version),
     option(Some('h'), "help", Nothing, Help),
     option(None, "dump-config", Nothing, DumpConfig),
+    option(None, "tcp-check", Required, TcpCheck),
 ];
 
 /// Where `-t` writes its report.
@@ -136,6 +140,9 @@ pub struct Arguments {
     pub dont_release_ipvs: bool,
     pub check_only: bool,
     pub vrrp_only: bool,
+    /// `--tcp-check`: TCP_CHECK by a half-open SYN probe rather than
+    /// keepalived's full connection (the default).
+    pub tcp_check_half_open: bool,
     /// keepalived options accepted but not acted on yet, as written.
     pub not_yet_supported: Vec<String>,
     /// Arguments that are not options: keepalived reports them and goes on.
@@ -160,6 +167,7 @@ impl Default for Arguments {
             dont_release_ipvs: false,
             check_only: false,
             vrrp_only: false,
+            tcp_check_half_open: false,
             not_yet_supported: Vec::new(),
             unexpected: Vec::new(),
         }
@@ -229,7 +237,7 @@ pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Arguments,
                     }
                 },
             };
-            apply(&mut parsed, spec, value, argument);
+            apply(&mut parsed, spec, value, argument)?;
             continue;
         }
         // A group of short options: `-ln`, `-fFILE`, `-tFILE`.
@@ -262,7 +270,7 @@ pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Arguments,
                     }
                 }
             };
-            apply(&mut parsed, spec, value, &format!("-{letter}"));
+            apply(&mut parsed, spec, value, &format!("-{letter}"))?;
         }
     }
     Ok(parsed)
@@ -284,7 +292,12 @@ fn find_long(name: &str) -> Result<&'static Spec, UsageError> {
     }
 }
 
-fn apply(parsed: &mut Arguments, spec: &Spec, value: Option<String>, written: &str) {
+fn apply(
+    parsed: &mut Arguments,
+    spec: &Spec,
+    value: Option<String>,
+    written: &str,
+) -> Result<(), UsageError> {
     match spec.flag {
         UseFile => parsed.config_file = PathBuf::from(value.unwrap_or_default()),
         ConfigTest => {
@@ -306,11 +319,24 @@ fn apply(parsed: &mut Arguments, spec: &Spec, value: Option<String>, written: &s
         DontReleaseIpvs => parsed.dont_release_ipvs = true,
         CheckOnly => parsed.check_only = true,
         VrrpOnly => parsed.vrrp_only = true,
+        TcpCheck => {
+            parsed.tcp_check_half_open = match value.as_deref() {
+                Some("half-open") => true,
+                Some("connect") => false,
+                other => {
+                    return Err(UsageError(format!(
+                        "option '--tcp-check' takes connect or half-open, not '{}'",
+                        other.unwrap_or_default()
+                    )));
+                }
+            }
+        }
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
             None => written.to_string(),
         }),
     }
+    Ok(())
 }
 
 /// `pulse --help`.
@@ -337,6 +363,12 @@ Usage: pulse [OPTION...]
                                 first dot
   -e, --all-config             Error if any configuration file is missing (as if
                                 every include were includea)
+      --tcp-check=MODE         How TCP_CHECK asks a real server: connect (the
+                                default, keepalived's full connection, which the
+                                server accepts) or half-open (a bare SYN: up on
+                                the server's SYN-ACK, down on its reset; the
+                                server's application never sees a connection;
+                                needs CAP_NET_RAW, else connect, logged once)
   -v, --version                Display the version number
   -h, --help                   Display this help message
 

@@ -197,6 +197,26 @@ mod tests {
     }
 
     #[test]
+    fn tcp_check_connects_unless_told_half_open() {
+        assert!(!parse(&[]).unwrap().tcp_check_half_open);
+        assert!(
+            parse(&["--tcp-check=half-open"])
+                .unwrap()
+                .tcp_check_half_open
+        );
+        assert!(
+            parse(&["--tcp-check", "half-open"])
+                .unwrap()
+                .tcp_check_half_open
+        );
+        assert!(!parse(&["--tcp-check=connect"]).unwrap().tcp_check_half_open);
+        // Abbreviated, as every long option.
+        assert!(parse(&["--tcp=half-open"]).unwrap().tcp_check_half_open);
+        assert!(parse(&["--tcp-check=syn"]).is_err());
+        assert!(parse(&["--tcp-check"]).is_err());
+    }
+
+    #[test]
     fn summary_counts() {
         assert_eq!(summary(0, 0), "0 errors, 0 warnings");
         assert_eq!(summary(1, 2), "1 error, 2 warnings");

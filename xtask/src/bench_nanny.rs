@@ -22,10 +22,13 @@
 //!    that the burst of checks that fell due while it was stopped is not
 //!    counted. Over each window: the processor time it used (utime + stime
 //!    from /proc/PID/stat; keepalived's parent and checker child together),
-//!    the checks it made (the connections the guest opened, `ActiveOpens`:
-//!    the running tool is the only process opening any, which the stopped
-//!    tool's processor time over the window, printed, confirms), and how
-//!    many the listeners accepted;
+//!    the checks it made (the connections the guest opened, `ActiveOpens`,
+//!    plus the half-open requests reset, `EmbryonicRsts`: nanny's default
+//!    TCP_CHECK sends a bare SYN and opens no connection; see
+//!    `TcpCounters`. The running tool is the only process making any,
+//!    which the stopped tool's processor time over the window, printed,
+//!    confirms), and how many the listeners accepted (none of the
+//!    half-open checks);
 //! 3. each of nanny's windows is compared with the mean of keepalived's on
 //!    either side (a drift linear over the three cancels out): the aim
 //!    (at most half keepalived's processor time per check) is met when
@@ -112,6 +115,10 @@ pub struct Settings {
     /// Listeners closed at once to time detection.
     #[arg(long, default_value_t = 20)]
     pub closed: usize,
+    /// nanny's `--tcp-check`: half-open (a SYN, its default) or connect
+    /// (keepalived's full connection).
+    #[arg(long, default_value = "half-open", value_parser = ["half-open", "connect"])]
+    pub tcp_check: String,
 }
 
 fn parse_servers(text: &str) -> Result<usize, String> {
@@ -134,6 +141,7 @@ impl Settings {
             format!("--rounds={}", self.rounds),
             format!("--resettle={}", self.resettle),
             format!("--closed={}", self.closed),
+            format!("--tcp-check={}", self.tcp_check),
         ]
     }
 
@@ -435,6 +443,8 @@ impl ListedWindow {
                 tool: TOOL_NAMES.iter().position(|name| *name == tool)?,
                 seconds: ended.parse::<f64>().ok()? - began.parse::<f64>().ok()?,
                 checks: checks.parse().ok()?,
+                half_open: 0,
+                resets_sent: 0,
                 accepted: 0,
                 cpu: cpu.parse().ok()?,
                 user: 0.0,
@@ -487,7 +497,7 @@ pub fn run_in_guest(nanny: &Path, settings: &Settings) -> Result<()> {
     // than in keepalived's start-up.
     let mut observer = Client::connect().context("cannot reach IPVS")?;
     let mut keepalived = Keepalived::new(&config, &directory, &mut observer, settings);
-    let mut nanny = Nanny::new(nanny, &config, &directory);
+    let mut nanny = Nanny::new(nanny, &config, &directory, &settings.tcp_check);
     let mut contenders = [Contender::new(&mut keepalived), Contender::new(&mut nanny)];
     let outcome = compare(&mut contenders, &mut listeners, settings, &closed);
     // Both stopped even when the measurement failed.
@@ -535,8 +545,15 @@ struct Window {
     tool: usize,
     /// Its length, in seconds.
     seconds: f64,
-    /// TCP connections the guest opened: the tool's checks.
+    /// The tool's checks: TCP connections the guest opened (`ActiveOpens`)
+    /// plus half-open requests reset (`EmbryonicRsts`), see
+    /// [`TcpCounters`].
     checks: u64,
+    /// Of which half-open requests reset.
+    half_open: u64,
+    /// Resets the guest sent (`OutRsts`): for half-open checks, one per
+    /// SYN-ACK (a cross-check of `half_open`).
+    resets_sent: u64,
     /// Connections the listeners accepted.
     accepted: u64,
     /// The tool's processor time, all and in user space alone, in seconds.
@@ -727,10 +744,12 @@ fn compare(
     }
 
     println!(
-        "\n{:>6}  {:<10}  {:>7}  {:>8}  {:>6}  {:>7}  {:>7}  {:>13}  {:>5}  {:>5}  {:>9}  {:>5}",
+        "\n{:>6}  {:<10}  {:>7}  {:>9}  {:>7}  {:>8}  {:>6}  {:>7}  {:>7}  {:>13}  {:>5}  {:>5}  {:>9}  {:>5}",
         "window",
         "tool",
         "checks",
+        "half-open",
+        "RSTs out",
         "accepted",
         "length",
         "CPU",
@@ -763,10 +782,12 @@ fn compare(
         let window = measure_window(index, this, other, listeners, settings)
             .with_context(|| format!("measuring {} in window {}", TOOL_NAMES[index], number + 1))?;
         println!(
-            "{:>6}  {:<10}  {:>7}  {:>7.1}%  {:>4.1} s  {:>5.2} s  {:>5.2} s  {:>11.3} s  {:>4.0}%  {:>4.0}%  {:>7.2} s  {:>5}",
+            "{:>6}  {:<10}  {:>7}  {:>9}  {:>8}  {:>7.1}%  {:>4.1} s  {:>5.2} s  {:>5.2} s  {:>11.3} s  {:>4.0}%  {:>4.0}%  {:>7.2} s  {:>5}",
             number + 1,
             TOOL_NAMES[index],
             window.checks,
+            window.half_open,
+            window.resets_sent,
             100.0 * window.accepted as f64 / window.checks.max(1) as f64,
             window.seconds,
             window.cpu,
@@ -826,11 +847,11 @@ fn measure_window(
     let other_before = ProcessorTime::of(&others)?;
     let guest_before = MachineProcessorTime::read()?;
     let accepted_before = listeners.accepted();
-    let opened_before = active_opens()?;
+    let counted_before = TcpCounters::read()?;
     let began_at = unix_seconds();
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(settings.window));
-    let opened_after = active_opens()?;
+    let counted_after = TcpCounters::read()?;
     let ended_at = unix_seconds();
     let accepted_after = listeners.accepted();
     let seconds = started.elapsed().as_secs_f64();
@@ -841,10 +862,11 @@ fn measure_window(
     Ok(Window {
         tool,
         seconds,
-        // The tool is the only process here that opens TCP connections
-        // (the other is stopped): each check is one, answered or not (a
-        // check that times out is never accepted, yet costs).
-        checks: opened_after - opened_before,
+        // The tool is the only process here that makes checks (the other
+        // is stopped): see TcpCounters.
+        checks: counted_after.checks() - counted_before.checks(),
+        half_open: counted_after.embryonic_resets - counted_before.embryonic_resets,
+        resets_sent: counted_after.resets_sent - counted_before.resets_sent,
         accepted: accepted_after - accepted_before,
         cpu: cpu_after.total() - cpu_before.total(),
         user: cpu_after.user - cpu_before.user,
@@ -1188,8 +1210,10 @@ fn report(settings: &Settings, comparison: &Comparison) {
         seconds(nanny_max)
     );
     println!(
-        "(checks: TCP connections opened in the guest (only the running tool opens any), \
-         accepted: by the listeners; interval: between two checks of a real server, on average; \
+        "(checks: TCP connections opened in the guest plus half-open requests reset (only the \
+         running tool makes any), half-open: of which requests reset (EmbryonicRsts), RSTs out: \
+         resets the guest sent (for half-open checks one per SYN-ACK), accepted: by the \
+         listeners (none for half-open checks); interval: between two checks of a real server, on average; \
          CPU: utime + stime over the window, keepalived's parent and checker together, user \
          space: utime alone; stopped's: the other tool's over the window; guest: all of the \
          guest's processors busy, listeners included; median and range over the tool's \
@@ -1349,6 +1373,8 @@ async fn serve(
 /// nanny, read through its JSON lines.
 struct Nanny {
     program: PathBuf,
+    /// Its `--tcp-check`.
+    tcp_check: String,
     config: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -1372,9 +1398,10 @@ struct Change {
 }
 
 impl Nanny {
-    fn new(program: &Path, config: &Path, directory: &Path) -> Nanny {
+    fn new(program: &Path, config: &Path, directory: &Path, tcp_check: &str) -> Nanny {
         Nanny {
             program: program.to_owned(),
+            tcp_check: tcp_check.to_owned(),
             config: config.to_owned(),
             log: directory.join("nanny.log"),
             child: None,
@@ -1435,6 +1462,7 @@ impl Tool for Nanny {
             .arg("-f")
             .arg(&self.config)
             .arg("--json")
+            .arg(format!("--tcp-check={}", self.tcp_check))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(File::create(&self.log)?)
@@ -1831,21 +1859,67 @@ fn stat_field(pid: u32, number: usize) -> Result<u64> {
         .with_context(|| format!("{path}: no field {number}"))
 }
 
-/// TCP connections this network namespace opened so far (`ActiveOpens`
-/// in /proc/net/snmp: one per connect(2), whatever its outcome).
-fn active_opens() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/net/snmp")?;
-    // Two "Tcp:" lines: the names, then the values.
-    let mut lines = text.lines().filter(|line| line.starts_with("Tcp:"));
-    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
-        bail!("/proc/net/snmp: no Tcp lines");
-    };
+/// The kernel's TCP counters that tell the checks made, whichever tool and
+/// whichever kind of TCP_CHECK: read from /proc, kernel-side, and costing
+/// neither tool anything per packet (an nftables counter of SYNs to the
+/// listeners would: a rule run on every packet of both, and keepalived's
+/// full exchange has more packets than a half-open probe).
+///
+/// - A connect, answered or not, is one `ActiveOpens` (/proc/net/snmp):
+///   keepalived's checks, and nanny's with `--tcp-check connect`.
+/// - A half-open probe sends a SYN from a raw socket, which opens nothing.
+///   The listener's kernel makes a request socket, answers SYN-ACK, and
+///   this kernel's reset (no socket owns the 4-tuple) removes it: one
+///   `EmbryonicRsts` (/proc/net/netstat TcpExt, counted in tcp_check_req),
+///   for each probe answered; the listeners are in this namespace. A probe
+///   whose SYN the listener drops counts nowhere: a tool then looks more
+///   costly per check, never less.
+/// - `OutRsts` (/proc/net/snmp): the resets this kernel sent, for the
+///   half-open probes one per SYN-ACK; printed to cross-check
+///   `EmbryonicRsts`, not counted (a refused connect and a reset of an
+///   orphaned connection are resets too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TcpCounters {
+    active_opens: u64,
+    embryonic_resets: u64,
+    resets_sent: u64,
+}
+
+impl TcpCounters {
+    fn read() -> Result<TcpCounters> {
+        let snmp = std::fs::read_to_string("/proc/net/snmp")?;
+        let netstat = std::fs::read_to_string("/proc/net/netstat")?;
+        TcpCounters::parse(&snmp, &netstat)
+    }
+
+    fn parse(snmp: &str, netstat: &str) -> Result<TcpCounters> {
+        Ok(TcpCounters {
+            active_opens: counter(snmp, "Tcp:", "ActiveOpens")
+                .context("/proc/net/snmp: no Tcp ActiveOpens")?,
+            resets_sent: counter(snmp, "Tcp:", "OutRsts")
+                .context("/proc/net/snmp: no Tcp OutRsts")?,
+            embryonic_resets: counter(netstat, "TcpExt:", "EmbryonicRsts")
+                .context("/proc/net/netstat: no TcpExt EmbryonicRsts")?,
+        })
+    }
+
+    /// The checks counted so far (see above).
+    fn checks(&self) -> u64 {
+        self.active_opens + self.embryonic_resets
+    }
+}
+
+/// The counter `name` of `section` ("Tcp:") in /proc/net/snmp's or
+/// /proc/net/netstat's format: two lines per section, the names, then the
+/// values.
+fn counter(text: &str, section: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|line| line.starts_with(section));
+    let (names, values) = (lines.next()?, lines.next()?);
     names
         .split_whitespace()
         .zip(values.split_whitespace())
-        .find(|(name, _)| *name == "ActiveOpens")
+        .find(|(known, _)| *known == name)
         .and_then(|(_, value)| value.parse().ok())
-        .context("/proc/net/snmp: no Tcp ActiveOpens")
 }
 
 /// VmHWM, the process's peak resident set, in KiB.
@@ -1936,7 +2010,30 @@ mod tests {
             rounds: 1,
             resettle: 0,
             closed,
+            tcp_check: "half-open".to_owned(),
         }
+    }
+
+    #[test]
+    fn checks_are_connections_plus_half_open_requests_reset() {
+        // Shortened from a guest's /proc/net/snmp and /proc/net/netstat.
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+            Tcp: RtoAlgorithm ActiveOpens PassiveOpens AttemptFails OutRsts\n\
+            Tcp: 1 120 7 3 45\n";
+        let netstat = "TcpExt: SyncookiesSent EmbryonicRsts PruneCalled\n\
+            TcpExt: 0 40 2\n\
+            IpExt: InNoRoutes EmbryonicRsts\nIpExt: 0 99\n";
+        let counters = TcpCounters::parse(snmp, netstat).unwrap();
+        assert_eq!(
+            counters,
+            TcpCounters {
+                active_opens: 120,
+                embryonic_resets: 40,
+                resets_sent: 45,
+            }
+        );
+        assert_eq!(counters.checks(), 160);
+        assert!(TcpCounters::parse(snmp, "IpExt: A\nIpExt: 1\n").is_err());
     }
 
     #[test]
@@ -1973,6 +2070,8 @@ mod tests {
             tool,
             seconds: 30.0,
             checks,
+            half_open: 0,
+            resets_sent: 0,
             accepted: checks,
             cpu,
             user: cpu / 10.0,

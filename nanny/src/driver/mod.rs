@@ -8,6 +8,7 @@
 pub mod bfd;
 pub mod dns;
 pub mod file;
+pub mod half_open;
 pub mod http;
 pub mod misc;
 pub mod ping;

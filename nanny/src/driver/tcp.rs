@@ -1,19 +1,124 @@
 //! TCP_CHECK, and the connection every TCP-based check opens.
+//!
+//! TCP_CHECK runs in one of two modes ([`CheckMode`], for the whole
+//! process): keepalived's full connect, or the half-open SYN probe of
+//! [`super::half_open`].
 
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::half_open::{self, ProbeError};
 use crate::outcome::{Failure, Outcome, Success};
 use crate::spec::Endpoint;
 
-/// TCP_CHECK: up when a connection is established within the timeout
-/// from `started` (keepalived closes it at once, sending nothing).
+/// How TCP_CHECK asks a server (the half-open way: [`super::half_open`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckMode {
+    /// keepalived's: a full connection (handshake, then a FIN), which the
+    /// server's application accepts.
+    Connect,
+    /// A bare SYN from a raw socket: up on the server's SYN-ACK, refused
+    /// on its reset; the server's application never sees a connection
+    /// (needs CAP_NET_RAW; without it, the connect).
+    HalfOpen,
+}
+
+/// The process's TCP_CHECK mode: [`CheckMode::Connect`] until set.
+static HALF_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// Sets how this process's TCP_CHECKs ask servers; for half-open, says in
+/// the log (target [`half_open::TARGET`]) which mode is in effect, and
+/// takes the connect when raw sockets are refused (no CAP_NET_RAW).
+/// Returns the mode in effect.
+pub fn set_check_mode(mode: CheckMode) -> CheckMode {
+    let effective = match mode {
+        CheckMode::Connect => CheckMode::Connect,
+        CheckMode::HalfOpen => match half_open::available() {
+            Ok(()) => {
+                tracing::info!(
+                    target: half_open::TARGET,
+                    "TCP_CHECK: half-open (a SYN from a raw socket; servers accept no connection)"
+                );
+                CheckMode::HalfOpen
+            }
+            Err(error) => {
+                tracing::warn!(
+                    target: half_open::TARGET,
+                    "TCP_CHECK: no raw socket ({error}; CAP_NET_RAW needed): full connect instead of half-open"
+                );
+                CheckMode::Connect
+            }
+        },
+    };
+    HALF_OPEN.store(effective == CheckMode::HalfOpen, Ordering::Relaxed);
+    effective
+}
+
+/// The process's TCP_CHECK mode.
+pub fn check_mode() -> CheckMode {
+    if HALF_OPEN.load(Ordering::Relaxed) {
+        CheckMode::HalfOpen
+    } else {
+        CheckMode::Connect
+    }
+}
+
+/// TCP_CHECK in the process's [`check_mode`]: up when the server's kernel
+/// takes the handshake on within the timeout from `started`.
 pub async fn check(endpoint: &Endpoint, started: Instant, connect_timeout: Duration) -> Outcome {
+    if check_mode() == CheckMode::HalfOpen {
+        return check_half_open(endpoint, started, connect_timeout).await;
+    }
+    check_connect(endpoint, started, connect_timeout).await
+}
+
+/// The half-open TCP_CHECK: up on the server's SYN-ACK; the connect when
+/// raw sockets are not to be had for `endpoint`'s family, interface and
+/// mark.
+pub async fn check_half_open(
+    endpoint: &Endpoint,
+    started: Instant,
+    connect_timeout: Duration,
+) -> Outcome {
+    let attempt = async {
+        // A second prober only when the first one's runtime went away
+        // while waiting (each test has its own runtime); one more try.
+        for _ in 0..2 {
+            // None: no raw socket to be had; connect.
+            let prober = half_open::prober(endpoint)?;
+            match prober.probe(endpoint).await {
+                Ok(()) => return Some(Ok(())),
+                Err(ProbeError::Failed(failure)) => return Some(Err(failure)),
+                Err(ProbeError::Closed) => continue,
+            }
+        }
+        Some(Err(Failure::Local(
+            "the half-open prober stopped twice".to_owned(),
+        )))
+    };
+    match tokio::time::timeout_at(started + connect_timeout, attempt).await {
+        Ok(Some(result)) => result.map(|()| Success::default()),
+        Ok(None) => check_connect(endpoint, started, connect_timeout).await,
+        Err(_) => Err(Failure::Timeout {
+            after: connect_timeout,
+        }),
+    }
+}
+
+/// TCP_CHECK by connecting: up when a connection is established within
+/// the timeout from `started` (keepalived closes it at once, sending
+/// nothing).
+pub async fn check_connect(
+    endpoint: &Endpoint,
+    started: Instant,
+    connect_timeout: Duration,
+) -> Outcome {
     match super::by(started + connect_timeout, started, establish(endpoint)).await {
         Ok(connection) => drop(connection),
         // The connection was established, then reset (Linux: a reset in

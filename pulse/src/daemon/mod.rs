@@ -109,6 +109,10 @@ pub fn run(arguments: &Arguments) -> i32 {
     if let Err(error) = nanny::raise_open_file_limit() {
         tracing::warn!("cannot raise the open file limit: {error}");
     }
+    if arguments.tcp_check_half_open {
+        // Logs the mode in effect (connect when raw sockets are refused).
+        nanny::driver::tcp::set_check_mode(nanny::driver::tcp::CheckMode::HalfOpen);
+    }
     let client = if settings.checkers {
         match Client::connect() {
             Ok(client) => Some(client),
