@@ -413,7 +413,7 @@ fn sending_socket(spec: &BfdSpec) -> io::Result<UdpSocket> {
     let socket = socket.ok_or_else(|| last_error.expect("at least one port was tried"))?;
     match spec.neighbor {
         IpAddr::V4(_) => socket.set_ttl(u32::from(spec.ttl))?,
-        IpAddr::V6(_) => set_option(
+        IpAddr::V6(_) => super::set_int_option(
             socket.as_raw_fd(),
             libc::IPPROTO_IPV6,
             libc::IPV6_UNICAST_HOPS,
@@ -422,30 +422,6 @@ fn sending_socket(spec: &BfdSpec) -> io::Result<UdpSocket> {
     }
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket)
-}
-
-fn set_option(
-    descriptor: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: the descriptor is open, and the value is a c_int of the size
-    // given.
-    let result = unsafe {
-        libc::setsockopt(
-            descriptor,
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// One received datagram's addresses and TTL.
@@ -496,12 +472,12 @@ impl Listener {
         let raw = socket.as_raw_fd();
         // IPv4 options apply to the IPv4 datagrams a dual-stack socket
         // receives (keepalived relies on it too).
-        set_option(raw, libc::IPPROTO_IP, libc::IP_RECVTTL, 1)?;
-        set_option(raw, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+        super::set_int_option(raw, libc::IPPROTO_IP, libc::IP_RECVTTL, 1)?;
+        super::set_int_option(raw, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
         let result = if family == libc::AF_INET6 {
-            set_option(raw, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0)?;
-            set_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1)?;
-            set_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+            super::set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0)?;
+            super::set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1)?;
+            super::set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
             // SAFETY: a zeroed sockaddr_in6 is valid; it is passed with its
             // size.
             unsafe {

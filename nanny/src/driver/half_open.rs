@@ -244,7 +244,7 @@ impl Prober {
         if key.ipv6 {
             // The kernel computes the checksum of what is sent and checks
             // that of what is received (drops it when wrong).
-            set_int_option(
+            super::set_int_option(
                 socket.as_raw_fd(),
                 libc::IPPROTO_IPV6,
                 libc::IPV6_CHECKSUM,
@@ -252,7 +252,7 @@ impl Prober {
             )?;
         }
         // Beyond net.core.rmem_max when allowed (CAP_NET_ADMIN).
-        if set_int_option(
+        if super::set_int_option(
             socket.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_RCVBUFFORCE,
@@ -607,29 +607,6 @@ fn reserve(local: SocketAddr, reuse: bool) -> io::Result<Socket> {
     }
     socket.bind(&local.into())?;
     Ok(socket)
-}
-
-fn set_int_option(
-    descriptor: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: the option's value is a c_int of the size given.
-    let result = unsafe {
-        libc::setsockopt(
-            descriptor,
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// sendmsg of `payload` to `destination`, from `source` (its packet-info

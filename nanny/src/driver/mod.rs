@@ -73,3 +73,30 @@ pub(crate) async fn by<T>(
         }),
     }
 }
+
+/// Sets an integer socket option (`setsockopt` with a C `int`): the options
+/// socket2 and tokio have no call for (SO_MARK, IPV6_CHECKSUM,
+/// SO_RCVBUFFORCE, IP_RECVTTL, ...).
+pub(crate) fn set_int_option(
+    descriptor: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: the caller's descriptor is open, and the option's value is a
+    // c_int of the size given.
+    let result = unsafe {
+        libc::setsockopt(
+            descriptor,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

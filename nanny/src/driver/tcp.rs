@@ -275,24 +275,13 @@ fn open(endpoint: &Endpoint) -> Result<Socket, Failure> {
 
 /// Sets SO_MARK (`fwmark`) on a socket.
 pub(crate) fn set_mark(descriptor: std::os::fd::RawFd, mark: u32) -> std::io::Result<()> {
-    // SO_MARK has no wrapper in tokio or std.
-    let value = mark as libc::c_int;
-    // SAFETY: the descriptor is open for the socket's lifetime, and the
-    // option value is a c_int of the size given.
-    let result = unsafe {
-        libc::setsockopt(
-            descriptor,
-            libc::SOL_SOCKET,
-            libc::SO_MARK,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    // The mark's bits as the kernel's u32 (an int in setsockopt's call).
+    super::set_int_option(
+        descriptor,
+        libc::SOL_SOCKET,
+        libc::SO_MARK,
+        mark as libc::c_int,
+    )
 }
 
 #[cfg(test)]
