@@ -20,17 +20,22 @@ struct Lexed {
     sources: Sources,
 }
 
+/// Each line's words, as text.
+fn words_of(lines: &[Line]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .map(|line| {
+            line.words
+                .iter()
+                .map(|word| word.text.to_string())
+                .collect()
+        })
+        .collect()
+}
+
 impl Lexed {
     fn words(&self) -> Vec<Vec<String>> {
-        self.lines
-            .iter()
-            .map(|line| {
-                line.words
-                    .iter()
-                    .map(|word| word.text.to_string())
-                    .collect()
-            })
-            .collect()
+        words_of(&self.lines)
     }
 
     fn count(&self, severity: Severity) -> usize {
@@ -946,20 +951,9 @@ fn a_file_read_in_blocks_lexes_as_its_text_in_memory() {
                 // The words are the same text (invalid bytes replaced), at
                 // the columns of the file's bytes (a replacement character
                 // in memory is 3 bytes).
-                let texts = |lines: &[Line]| -> Vec<Vec<String>> {
-                    lines
-                        .iter()
-                        .map(|line| {
-                            line.words
-                                .iter()
-                                .map(|word| word.text.to_string())
-                                .collect()
-                        })
-                        .collect()
-                };
                 assert_eq!(
-                    texts(&from_file.0),
-                    texts(&in_memory.0),
+                    words_of(&from_file.0),
+                    words_of(&in_memory.0),
                     "{name}, blocks of {block}"
                 );
                 if name == "not UTF-8" {
