@@ -187,31 +187,31 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
     let mut written = Written::default();
     let mut kind = match node.name() {
         "TCP_CHECK" => CheckerKind::Tcp,
-        "HTTP_GET" => CheckerKind::Http(new_http()),
-        "SSL_GET" => CheckerKind::Ssl(new_http()),
-        "MISC_CHECK" => CheckerKind::Misc(MiscCheck {
+        "HTTP_GET" => CheckerKind::Http(Box::new(new_http())),
+        "SSL_GET" => CheckerKind::Ssl(Box::new(new_http())),
+        "MISC_CHECK" => CheckerKind::Misc(Box::new(MiscCheck {
             path: None,
             timeout: None,
             dynamic: false,
-        }),
-        "SMTP_CHECK" => CheckerKind::Smtp(SmtpCheck { helo_name: None }),
-        "DNS_CHECK" => CheckerKind::Dns(DnsCheck {
+        })),
+        "SMTP_CHECK" => CheckerKind::Smtp(Box::new(SmtpCheck { helo_name: None })),
+        "DNS_CHECK" => CheckerKind::Dns(Box::new(DnsCheck {
             query_type: DnsType::Soa,
             name: ".".to_string(),
-        }),
-        "UDP_CHECK" => CheckerKind::Udp(UdpCheck {
+        })),
+        "UDP_CHECK" => CheckerKind::Udp(Box::new(UdpCheck {
             payload: None,
             require_reply: None,
             min_reply_length: 0,
             max_reply_length: 255,
-        }),
+        })),
         "PING_CHECK" => CheckerKind::Ping,
-        "FILE_CHECK" => CheckerKind::File(FileCheck {
+        "FILE_CHECK" => CheckerKind::File(Box::new(FileCheck {
             track_file: None,
             weight: None,
             reverse: false,
-        }),
-        "BFD_CHECK" => CheckerKind::Bfd(BfdCheck { name: None }),
+        })),
+        "BFD_CHECK" => CheckerKind::Bfd(Box::new(BfdCheck { name: None })),
         _ => return None,
     };
     let mut misc_user: Option<(String, Option<String>)> = None;

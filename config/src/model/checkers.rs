@@ -52,15 +52,18 @@ pub struct CheckerCommon {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum CheckerKind {
     Tcp,
-    Http(HttpCheck),
-    Ssl(HttpCheck),
-    Misc(MiscCheck),
-    Smtp(SmtpCheck),
-    Dns(DnsCheck),
-    Udp(UdpCheck),
+    // Each kind's fields on the heap: a checker is then 160 bytes, not 208
+    // (the largest kind's 64 bytes in every one, TCP_CHECK's too), and a
+    // configuration of 100,000 real servers' checkers is 16 MB, not 21.
+    Http(Box<HttpCheck>),
+    Ssl(Box<HttpCheck>),
+    Misc(Box<MiscCheck>),
+    Smtp(Box<SmtpCheck>),
+    Dns(Box<DnsCheck>),
+    Udp(Box<UdpCheck>),
     Ping,
-    File(FileCheck),
-    Bfd(BfdCheck),
+    File(Box<FileCheck>),
+    Bfd(Box<BfdCheck>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
