@@ -68,6 +68,16 @@ const INITIAL_RETRANSMISSION: std::time::Duration = std::time::Duration::from_se
 /// The raw socket's receive buffer: replies of thousands of checks due at
 /// once must not be dropped (each lost reply is a false timeout).
 const RECEIVE_BUFFER: usize = 4 << 20;
+/// The raw socket's send buffer. Every SYN stays charged to the one
+/// socket until it leaves, and a SYN to a neighbour that does not answer
+/// ARP waits about 3 s for it: with the default buffer, some 500 such SYNs
+/// (a rack without power) filled it, and every other probe's sendmsg
+/// failed.
+const SEND_BUFFER: usize = 4 << 20;
+/// How long a SYN waits before it is tried again when the send buffer is
+/// full anyway (a raw socket says ENOBUFS, never EAGAIN, and never wakes
+/// a writer up): the caller's timeout bounds the tries.
+const SEND_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Which raw socket an endpoint's probes go through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,6 +272,16 @@ impl Prober {
         {
             socket.set_recv_buffer_size(RECEIVE_BUFFER)?;
         }
+        if super::set_int_option(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            SEND_BUFFER as libc::c_int,
+        )
+        .is_err()
+        {
+            socket.set_send_buffer_size(SEND_BUFFER)?;
+        }
         let mut pool = Vec::with_capacity(POOL_SIZE);
         let any: IpAddr = if key.ipv6 {
             Ipv6Addr::UNSPECIFIED.into()
@@ -375,24 +395,58 @@ impl Prober {
             key: (server, port),
             sequence,
         };
-        let mut syn = [0u8; HEADER_LENGTH];
-        Repr::syn(port, server.port(), sequence).emit(
-            &mut Packet::new_unchecked(&mut syn[..]),
-            source,
-            server.ip(),
-        );
         let bound = endpoint.bind_address.is_some();
-        self.send(&syn, source, target, bound).await?;
+        let mut source = source;
+        let mut syn = [0u8; HEADER_LENGTH];
+        let emit = |syn: &mut [u8; HEADER_LENGTH], source: IpAddr| {
+            Repr::syn(port, server.port(), sequence).emit(
+                &mut Packet::new_unchecked(&mut syn[..]),
+                source,
+                server.ip(),
+            );
+        };
+        emit(&mut syn, source);
+        match self.send(&syn, source, target, bound).await {
+            Ok(()) => {}
+            // The source address remembered for the server is no longer
+            // this machine's (a VIP gone with a VRRP failover, an address
+            // renumbered): asked again, the SYN is sent once more from the
+            // source connect() would now use.
+            Err(SendError::SourceGone(error)) => {
+                let fresh = {
+                    let mut state = lock(&self.state);
+                    self.source_for(&mut state, target)?
+                };
+                if fresh == source {
+                    return Err(ProbeError::Failed(Failure::from_io(&error)));
+                }
+                source = fresh;
+                emit(&mut syn, source);
+                self.send(&syn, source, target, bound)
+                    .await
+                    .map_err(SendError::into_probe_error)?;
+            }
+            Err(error) => return Err(error.into_probe_error()),
+        }
         // The SYN again, as connect's kernel sends it, while no answer
         // comes (a SYN dropped on the way, or by a listener whose queue
         // was full): after 1 s, then twice as long each time, until the
-        // caller's timeout. The same sequence number: the same attempt.
+        // caller's timeout. The same sequence number: the same attempt. A
+        // SYN again that cannot be sent does not end the attempt: the
+        // first may still be answered (connect's kernel does not give up
+        // on a failed retransmission either).
         let mut wait = INITIAL_RETRANSMISSION;
         let answer = loop {
             match tokio::time::timeout(wait, &mut answer).await {
                 Ok(answer) => break answer,
                 Err(_) => {
-                    self.send(&syn, source, target, bound).await?;
+                    match self.send(&syn, source, target, bound).await {
+                        Ok(()) => {}
+                        Err(SendError::Closed) => return Err(ProbeError::Closed),
+                        Err(error) => {
+                            tracing::debug!(target: TARGET, "SYN again to {server}: {error:?}")
+                        }
+                    }
                     wait = wait.saturating_mul(2);
                 }
             }
@@ -468,12 +522,13 @@ impl Prober {
         source: IpAddr,
         server: SocketAddr,
         bound: bool,
-    ) -> Result<(), ProbeError> {
+    ) -> Result<(), SendError> {
         // A raw socket's "port" is the protocol for IPv6 (0: the socket's);
         // the scope stays.
         let mut destination = server;
         destination.set_port(0);
         let destination = SockAddr::from(destination);
+        let mut device_bound_again = false;
         loop {
             // An error only when the socket's reactor has shut down (its
             // runtime gone): a new prober then.
@@ -481,27 +536,54 @@ impl Prober {
                 .socket
                 .writable()
                 .await
-                .map_err(|_| ProbeError::Closed)?;
-            match ready.try_io(|socket| send_from(socket.as_raw_fd(), syn, source, &destination)) {
+                .map_err(|_| SendError::Closed)?;
+            let error = match ready
+                .try_io(|socket| send_from(socket.as_raw_fd(), syn, source, &destination))
+            {
                 Ok(Ok(())) => return Ok(()),
-                Ok(Err(error)) => {
-                    // Not an address of this machine any more: ask again
-                    // next time.
-                    if error.raw_os_error() == Some(libc::EINVAL) {
-                        let mut state = lock(&self.state);
-                        if bound {
-                            state.bindable.remove(&source);
-                            return Err(ProbeError::Failed(Failure::Bind(format!(
-                                "{source}: {error}"
+                Ok(Err(error)) => error,
+                Err(_would_block) => continue,
+            };
+            match send_failure(&error) {
+                SendFailure::BufferFull => tokio::time::sleep(SEND_RETRY).await,
+                SendFailure::DeviceGone if !device_bound_again => {
+                    // SO_BINDTODEVICE holds the interface's index: once the
+                    // interface is deleted and made again (a VLAN, a bond
+                    // reconfigured), bound again by name, as a connect's
+                    // new socket would be.
+                    device_bound_again = true;
+                    if let Some(interface) = &self.interface {
+                        if let Err(error) = self
+                            .socket
+                            .get_ref()
+                            .bind_device(Some(interface.as_bytes()))
+                        {
+                            return Err(SendError::Failed(Failure::Bind(format!(
+                                "interface {interface}: {error}"
                             ))));
                         }
-                        let mut key = server;
-                        key.set_port(9);
-                        state.sources.remove(&key);
                     }
-                    return Err(ProbeError::Failed(Failure::from_io(&error)));
                 }
-                Err(_would_block) => continue,
+                SendFailure::DeviceGone => {
+                    return Err(SendError::Failed(Failure::from_io(&error)));
+                }
+                SendFailure::SourceGone if bound => {
+                    // Checked again at the next probe (bound to): a bind
+                    // failure then if `bindto` is no longer this machine's.
+                    lock(&self.state).bindable.remove(&source);
+                    let failure = match error.raw_os_error() {
+                        Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => Failure::from_io(&error),
+                        _ => Failure::Bind(format!("{source}: {error}")),
+                    };
+                    return Err(SendError::Failed(failure));
+                }
+                SendFailure::SourceGone => {
+                    let mut key = server;
+                    key.set_port(9);
+                    lock(&self.state).sources.remove(&key);
+                    return Err(SendError::SourceGone(error));
+                }
+                SendFailure::Other => return Err(SendError::Failed(Failure::from_io(&error))),
             }
         }
     }
@@ -542,6 +624,56 @@ impl Prober {
             // The attempt may have timed out meanwhile: nobody to tell.
             let _ = waiting.answer.send(answer);
         }
+    }
+}
+
+/// Why a SYN was not sent.
+#[derive(Debug)]
+enum SendError {
+    /// The prober's runtime has gone.
+    Closed,
+    /// The source address used is no longer this machine's (not `bindto`:
+    /// remembered for the server, and now forgotten).
+    SourceGone(io::Error),
+    /// The attempt fails.
+    Failed(Failure),
+}
+
+impl SendError {
+    fn into_probe_error(self) -> ProbeError {
+        match self {
+            SendError::Closed => ProbeError::Closed,
+            SendError::SourceGone(error) => ProbeError::Failed(Failure::from_io(&error)),
+            SendError::Failed(failure) => ProbeError::Failed(failure),
+        }
+    }
+}
+
+/// What a failed sendmsg of a SYN means.
+#[derive(Debug, PartialEq, Eq)]
+enum SendFailure {
+    /// The socket's send buffer is full (SYNs waiting for ARP): try again
+    /// shortly.
+    BufferFull,
+    /// The bound interface is gone (deleted, perhaps made again).
+    DeviceGone,
+    /// The source address is not this machine's any more: IPv6 says EINVAL,
+    /// IPv4 ENETUNREACH (measured), and a `bindto` address removed
+    /// EADDRNOTAVAIL.
+    SourceGone,
+    Other,
+}
+
+fn send_failure(error: &io::Error) -> SendFailure {
+    match error.raw_os_error() {
+        Some(libc::ENOBUFS | libc::ENOMEM | libc::EAGAIN) => SendFailure::BufferFull,
+        Some(libc::ENODEV | libc::ENXIO) => SendFailure::DeviceGone,
+        // Unreachable from the source used: that source may be stale (it
+        // is asked again; the same answer then is a real unreachable).
+        Some(libc::EINVAL | libc::EADDRNOTAVAIL | libc::ENETUNREACH | libc::EHOSTUNREACH) => {
+            SendFailure::SourceGone
+        }
+        _ => SendFailure::Other,
     }
 }
 

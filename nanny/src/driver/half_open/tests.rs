@@ -484,3 +484,27 @@ async fn a_missing_interface_connects_and_is_tried_again_later() {
         "no retry planned"
     );
 }
+
+/// A raw socket's full send buffer says ENOBUFS (its SYNs waiting for ARP)
+/// and is waited out; a gone interface is bound again; a source that is
+/// no longer this machine's (IPv6: EINVAL, IPv4: ENETUNREACH) is asked
+/// again: none of them is taken as the server's verdict at once (found in
+/// review, each reported live servers down).
+#[test]
+fn a_send_error_is_told_by_what_it_means_for_the_probe() {
+    let failure = |errno| send_failure(&io::Error::from_raw_os_error(errno));
+    assert_eq!(failure(libc::ENOBUFS), SendFailure::BufferFull);
+    assert_eq!(failure(libc::ENOMEM), SendFailure::BufferFull);
+    assert_eq!(failure(libc::ENODEV), SendFailure::DeviceGone);
+    assert_eq!(failure(libc::ENXIO), SendFailure::DeviceGone);
+    for errno in [
+        libc::EINVAL,
+        libc::EADDRNOTAVAIL,
+        libc::ENETUNREACH,
+        libc::EHOSTUNREACH,
+    ] {
+        assert_eq!(failure(errno), SendFailure::SourceGone, "{errno}");
+    }
+    assert_eq!(failure(libc::EPERM), SendFailure::Other);
+    assert_eq!(failure(libc::EMSGSIZE), SendFailure::Other);
+}
