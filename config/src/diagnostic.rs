@@ -94,22 +94,24 @@ impl Diagnostics {
                 .iter()
                 .take_while(|item| (item.span.file, item.span.line) == line)
                 .count();
-            for item in &items[index..index + same_line.min(Self::SHOWN_PER_LINE)] {
+            // Problems about a whole file (line 0) are all shown.
+            let shown = if line.1 > 0 {
+                same_line.min(Self::SHOWN_PER_LINE)
+            } else {
+                same_line
+            };
+            for item in &items[index..index + shown] {
                 render_one(item, sources, &mut out);
             }
-            if same_line > Self::SHOWN_PER_LINE && line.1 > 0 {
+            if shown < same_line {
                 use std::fmt::Write;
                 let _ = writeln!(
                     out,
                     "{}:{}: note: {} more problems on this line (or on lines made from it) are not shown",
                     sources.file(line.0).name,
                     line.1,
-                    same_line - Self::SHOWN_PER_LINE
+                    same_line - shown
                 );
-            } else {
-                for item in &items[index + same_line.min(Self::SHOWN_PER_LINE)..index + same_line] {
-                    render_one(item, sources, &mut out);
-                }
             }
             index += same_line;
         }

@@ -462,10 +462,7 @@ impl Prober {
     /// the kernel once (a UDP socket connected there, with the prober's
     /// interface and mark), then remembered.
     fn source_for(&self, state: &mut State, target: SocketAddr) -> Result<IpAddr, ProbeError> {
-        // Any port (connecting a UDP socket only routes); the IPv6 scope
-        // kept: a link-local address's interface is part of the route.
-        let mut server = target;
-        server.set_port(9);
+        let server = route_key(target);
         if let Some(source) = state.sources.get(&server) {
             return Ok(*source);
         }
@@ -578,9 +575,7 @@ impl Prober {
                     return Err(SendError::Failed(failure));
                 }
                 SendFailure::SourceGone => {
-                    let mut key = server;
-                    key.set_port(9);
-                    lock(&self.state).sources.remove(&key);
+                    lock(&self.state).sources.remove(&route_key(server));
                     return Err(SendError::SourceGone(error));
                 }
                 SendFailure::Other => return Err(SendError::Failed(Failure::from_io(&error))),
@@ -625,6 +620,15 @@ impl Prober {
             let _ = waiting.answer.send(answer);
         }
     }
+}
+
+/// `target` as [`Prober::source_for`] remembers its source address: any
+/// port (connecting a UDP socket only routes), the IPv6 scope kept (a
+/// link-local address's interface is part of the route).
+fn route_key(target: SocketAddr) -> SocketAddr {
+    let mut key = target;
+    key.set_port(9);
+    key
 }
 
 /// Why a SYN was not sent.
