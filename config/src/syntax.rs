@@ -305,6 +305,11 @@ pub struct Line {
     /// copies without waiting (an inline `Text`'s `None` is one byte, and a
     /// wider load of it right after waited for the store to complete).
     pub raw: Option<Box<str>>,
+    /// Whether no word but the last can be a brace (set by the lexer for
+    /// the plain lines it reads straight from a file, which have at most a
+    /// final `{` or a brace alone): the tree then splits the line without
+    /// asking each word. `false` says nothing.
+    pub braces_last_only: bool,
 }
 
 impl Line {
@@ -318,9 +323,15 @@ impl Line {
             .collect::<Vec<_>>()
             .join(" ")
             .into();
+        let braces_last_only = words
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|word| !word.is_open() && !word.is_close());
         Line {
             words,
             raw: Some(raw),
+            braces_last_only,
         }
     }
 }

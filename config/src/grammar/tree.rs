@@ -412,6 +412,37 @@ fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cur
         }
         .settled(lines)
     };
+    if at.word == 0 && line.braces_last_only {
+        // The lexer's plain line: only its last word can be a brace.
+        let (item, end) = match words.split_last() {
+            Some((last, [])) if last.is_close() => (Item::Close(last), 1),
+            Some((last, before)) if last.is_open() => (
+                Item::Line {
+                    words: before,
+                    open: Some(last),
+                    raw,
+                },
+                words.len(),
+            ),
+            Some((last, before)) if last.is_close() => (
+                Item::Line {
+                    words: before,
+                    open: None,
+                    raw,
+                },
+                words.len() - 1,
+            ),
+            _ => (
+                Item::Line {
+                    words,
+                    open: None,
+                    raw,
+                },
+                words.len(),
+            ),
+        };
+        return Some((item, next(end)));
+    }
     for (index, word) in words.iter().enumerate().skip(at.word) {
         if word.is_open() {
             let item = Item::Line {
@@ -1059,4 +1090,48 @@ fn blocks_knowing(root: &'static [Keyword], name: &str) -> Vec<&'static str> {
     let mut found = Vec::new();
     walk(root, "", name, 0, &mut found);
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cursor, item_at};
+    use crate::diagnostic::Diagnostics;
+    use crate::syntax::{Line, Sources};
+
+    /// Every item of `lines`, as text.
+    fn items(lines: &[Line]) -> Vec<String> {
+        let mut window = lines;
+        let mut at = Cursor::start(&mut window);
+        let mut items = Vec::new();
+        while let Some((item, next)) = item_at(&mut window, at) {
+            items.push(format!("{item:?}"));
+            at = next;
+        }
+        items
+    }
+
+    #[test]
+    fn a_plain_line_splits_as_one_looked_at_word_by_word() {
+        let text = "a\n  a b  \na {\n{\n}\n  }  \na b {\nc }\nd { e }\n\"{\" x\nf {}\n}\n";
+        let mut sources = Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        let lines = crate::lexer::read_str(
+            "t.conf",
+            text,
+            &crate::lexer::Options::default(),
+            &mut sources,
+            &mut diagnostics,
+        );
+        assert!(lines.iter().filter(|line| line.braces_last_only).count() >= 7);
+        let unmarked: Vec<Line> = lines
+            .iter()
+            .cloned()
+            .map(|line| Line {
+                braces_last_only: false,
+                ..line
+            })
+            .collect();
+        assert_eq!(items(&lines), items(&unmarked));
+        assert_eq!(items(&lines).len(), 16, "{:#?}", items(&lines));
+    }
 }

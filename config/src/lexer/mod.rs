@@ -325,6 +325,8 @@ fn assemble(
         // Split again by the keywords that take a command line: only a `'`
         // makes that split differ from the words.
         raw: single_quote.then(|| String::from_utf8_lossy(&raw[text]).into()),
+        // No brace but a final `{` or a brace alone (both callers).
+        braces_last_only: true,
     }
 }
 
@@ -495,15 +497,16 @@ impl<'a> Lexer<'a> {
                 }
                 break;
             }
-            let (words, raw) = match produced {
+            let (words, raw, braces_last_only) = match produced {
                 Produced::Text {
                     text,
                     opening_brace,
                 } => (
                     self.split_words(&text, opening_brace),
                     Some(text::to_string(&text).into_boxed_str()),
+                    false,
                 ),
-                Produced::Line(line, _) => (line.words, line.raw),
+                Produced::Line(line, _) => (line.words, line.raw, line.braces_last_only),
             };
             if words.is_empty() {
                 continue;
@@ -516,7 +519,11 @@ impl<'a> Lexer<'a> {
                 self.set_include_check(&words[1..]);
             }
             self.produced_lines += 1;
-            return Some(Line { words, raw });
+            return Some(Line {
+                words,
+                raw,
+                braces_last_only,
+            });
         }
         self.finished = true;
         if let Some(index) = self.defining.take() {
