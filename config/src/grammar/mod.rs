@@ -40,7 +40,7 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
 /// [`parse`] for lines pulled one by one from `source` (the lexer), each
 /// top-level block's lines being dropped once it is read: the lines of a
 /// whole configuration are never held.
-pub fn parse_streamed(source: &mut dyn tree::LineSource, diagnostics: &mut Diagnostics) -> Config {
+pub fn parse_streamed(source: &mut impl tree::LineSource, diagnostics: &mut Diagnostics) -> Config {
     parse_with(diagnostics, &mut |diagnostics, each| {
         tree::build_streamed(source, ROOT, diagnostics, each)
     })

@@ -200,8 +200,8 @@ pub fn build_each(
 /// the lines of a top-level block are dropped once its node has been
 /// handed to `each`, so the lines of a large configuration are never all
 /// held. Same nodes, same diagnostics, in the same order.
-pub fn build_streamed(
-    source: &mut dyn LineSource,
+pub fn build_streamed<S: LineSource>(
+    source: &mut S,
     root: &'static [Keyword],
     diagnostics: &mut Diagnostics,
     each: &mut dyn FnMut(Node<'_>),
@@ -304,7 +304,7 @@ impl LineArena {
 
     /// The lines added from the `first`-th on; the others go back to
     /// `source`, for their storage to be reused.
-    fn into_lines_from(mut self, first: usize, source: &mut dyn LineSource) -> Vec<Line> {
+    fn into_lines_from(mut self, first: usize, source: &mut impl LineSource) -> Vec<Line> {
         // Taken out in place (the arena's order is the lines' order):
         // moving every line into one vector first, then the kept ones into
         // another, cost more than the rest of the hand-back.
@@ -339,15 +339,15 @@ impl<'a> Window<'a> for &'a [Line] {
 }
 
 /// The lines of one top-level item, pulled from the lexer as needed.
-struct Streamed<'a, 's> {
+struct Streamed<'a, 's, S> {
     arena: &'a LineArena,
     /// The lines from index `base` on.
     lines: Vec<&'a Line>,
     base: usize,
-    source: &'s mut dyn LineSource,
+    source: &'s mut S,
 }
 
-impl<'a> Window<'a> for Streamed<'a, '_> {
+impl<'a, S: LineSource> Window<'a> for Streamed<'a, '_, S> {
     fn line(&mut self, index: usize) -> Option<&'a Line> {
         let offset = index.checked_sub(self.base)?;
         while self.lines.len() <= offset {
