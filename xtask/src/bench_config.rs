@@ -14,7 +14,9 @@ use anyhow::{Context, Result, bail};
 
 const VIRTUAL_SERVERS: usize = 10_000;
 const REAL_SERVERS: usize = 10;
-const ROUNDS: usize = 3;
+// Seven: on a shared 2-CPU machine one round in three can be off by a
+// quarter, and the median of three then moves with it.
+const ROUNDS: usize = 7;
 const KEEPALIVED: &str = "/usr/sbin/keepalived";
 
 pub fn run(repository: &Path) -> Result<()> {
