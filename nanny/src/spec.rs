@@ -386,13 +386,13 @@ impl CheckSpec {
         };
         let endpoint = Endpoint {
             address: SocketAddr::new(
-                common.connect_ip.unwrap_or(real_server.address),
-                common.connect_port.unwrap_or(real_server.port),
+                common.connection.connect_ip.unwrap_or(real_server.address),
+                common.connection.connect_port.unwrap_or(real_server.port),
             ),
-            bind_address: common.bind_to,
-            bind_port: common.bind_port,
-            bind_interface: common.bind_interface.clone(),
-            fwmark: common.fwmark,
+            bind_address: common.connection.bind_to,
+            bind_port: common.connection.bind_port,
+            bind_interface: common.connection.bind_interface.clone(),
+            fwmark: common.connection.fwmark,
         };
         let inherited_virtualhost = real_server
             .defaults

@@ -9,8 +9,8 @@ use super::common;
 use super::virtual_server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_DELAY_LOOP};
 use super::{Context, Keyword, Node, values};
 use crate::model::{
-    BfdCheck, Checker, CheckerCommon, CheckerKind, Config, DnsCheck, DnsType, FileCheck, HttpCheck,
-    HttpProtocol, MiscCheck, SmtpCheck, SslContext, UdpCheck, Url,
+    BfdCheck, Checker, CheckerCommon, CheckerKind, Config, Connection, DnsCheck, DnsType,
+    FileCheck, HttpCheck, HttpProtocol, MiscCheck, SmtpCheck, SslContext, UdpCheck, Url,
 };
 
 /// The options every connecting checker has (keepalived's
@@ -170,12 +170,7 @@ struct Written {
 /// parsing, whatever the order of the keywords).
 pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option<Checker> {
     let mut common = CheckerCommon {
-        connect_ip: None,
-        connect_port: None,
-        bind_to: None,
-        bind_interface: None,
-        bind_port: None,
-        fwmark: None,
+        connection: Connection::default(),
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         retry: 1,
         delay_before_retry: Duration::from_secs(1),
@@ -428,8 +423,9 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
     }
     // keepalived: "bindto address ... does not match address family of
     // connect_ip - skipping".
-    if let Some(bind_to) = common.bind_to {
-        if bind_to.is_ipv4() != common.connect_ip.unwrap_or(inherited.address).is_ipv4() {
+    if let Some(bind_to) = common.connection.bind_to {
+        let checked = common.connection.connect_ip.unwrap_or(inherited.address);
+        if bind_to.is_ipv4() != checked.is_ipv4() {
             let span = node
                 .children
                 .iter()
@@ -439,7 +435,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 span,
                 "bindto's address family differs from the address checked: keepalived ignores bindto",
             );
-            common.bind_to = None;
+            common.connection.settings_mut().bind_to = None;
         }
     }
     Some(Checker { common, kind })
@@ -475,14 +471,25 @@ fn read_common(
         };
     };
     match node.name() {
-        "connect_ip" => common.connect_ip = values::address(context, word, "connect_ip"),
-        "connect_port" => {
-            common.connect_port = values::integer(context, word, 1, 65535, "connect_port")
+        "connect_ip" => {
+            common.connection.settings_mut().connect_ip =
+                values::address(context, word, "connect_ip")
         }
-        "bindto" => common.bind_to = values::address(context, word, "bindto"),
-        "bind_if" => common.bind_interface = Some(word.text.to_string()),
-        "bind_port" => common.bind_port = values::port(context, word, "bind_port"),
-        "fwmark" => common.fwmark = values::integer(context, word, 0, u32::MAX.into(), "fwmark"),
+        "connect_port" => {
+            common.connection.settings_mut().connect_port =
+                values::integer(context, word, 1, 65535, "connect_port")
+        }
+        "bindto" => {
+            common.connection.settings_mut().bind_to = values::address(context, word, "bindto")
+        }
+        "bind_if" => common.connection.settings_mut().bind_interface = Some(word.text.to_string()),
+        "bind_port" => {
+            common.connection.settings_mut().bind_port = values::port(context, word, "bind_port")
+        }
+        "fwmark" => {
+            common.connection.settings_mut().fwmark =
+                values::integer(context, word, 0, u32::MAX.into(), "fwmark")
+        }
         "alpha" => written.alpha = values::boolean(context, word, "alpha").or(written.alpha),
         "log_all_failures" => {
             common.log_all_failures =
