@@ -435,7 +435,7 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                 span,
                 "bindto's address family differs from the address checked: keepalived ignores bindto",
             );
-            common.connection.settings_mut().bind_to = None;
+            common.connection.bind_to = None;
         }
     }
     Some(Checker { common, kind })
@@ -471,24 +471,16 @@ fn read_common(
         };
     };
     match node.name() {
-        "connect_ip" => {
-            common.connection.settings_mut().connect_ip =
-                values::address(context, word, "connect_ip")
-        }
+        "connect_ip" => common.connection.connect_ip = values::address(context, word, "connect_ip"),
         "connect_port" => {
-            common.connection.settings_mut().connect_port =
+            common.connection.connect_port =
                 values::integer(context, word, 1, 65535, "connect_port")
         }
-        "bindto" => {
-            common.connection.settings_mut().bind_to = values::address(context, word, "bindto")
-        }
-        "bind_if" => common.connection.settings_mut().bind_interface = Some(word.text.to_string()),
-        "bind_port" => {
-            common.connection.settings_mut().bind_port = values::port(context, word, "bind_port")
-        }
+        "bindto" => common.connection.bind_to = values::address(context, word, "bindto"),
+        "bind_if" => common.connection.bind_interface = Some(word.text.to_string()),
+        "bind_port" => common.connection.bind_port = values::port(context, word, "bind_port"),
         "fwmark" => {
-            common.connection.settings_mut().fwmark =
-                values::integer(context, word, 0, u32::MAX.into(), "fwmark")
+            common.connection.fwmark = values::integer(context, word, 0, u32::MAX.into(), "fwmark")
         }
         "alpha" => written.alpha = values::boolean(context, word, "alpha").or(written.alpha),
         "log_all_failures" => {

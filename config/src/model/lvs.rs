@@ -215,61 +215,12 @@ static NOTHING_WRITTEN: CheckDefaults = CheckDefaults {
     virtualhost: None,
 };
 
-/// The [`CheckDefaults`] written on a real server, read and written as
-/// one (it dereferences to it, and serializes as it): held on the heap only
-/// when something is written. Most real servers write none, and a large
-/// configuration's 100,000 real servers would each carry 104 bytes of
-/// `None`s.
-#[derive(Clone, Default)]
-pub struct WrittenDefaults(Option<Box<CheckDefaults>>);
+/// The [`CheckDefaults`] written on a real server (most write none).
+pub type WrittenDefaults = super::Written<CheckDefaults>;
 
-impl WrittenDefaults {
-    /// Whether nothing is written.
-    pub fn is_empty(&self) -> bool {
-        **self == NOTHING_WRITTEN
-    }
-}
-
-impl From<CheckDefaults> for WrittenDefaults {
-    fn from(defaults: CheckDefaults) -> Self {
-        if defaults == NOTHING_WRITTEN {
-            WrittenDefaults(None)
-        } else {
-            WrittenDefaults(Some(Box::new(defaults)))
-        }
-    }
-}
-
-impl std::ops::Deref for WrittenDefaults {
-    type Target = CheckDefaults;
-    fn deref(&self) -> &CheckDefaults {
-        self.0.as_deref().unwrap_or(&NOTHING_WRITTEN)
-    }
-}
-
-impl std::ops::DerefMut for WrittenDefaults {
-    fn deref_mut(&mut self) -> &mut CheckDefaults {
-        self.0.get_or_insert_with(Box::default)
-    }
-}
-
-impl PartialEq for WrittenDefaults {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
-impl Eq for WrittenDefaults {}
-
-impl std::fmt::Debug for WrittenDefaults {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&**self, formatter)
-    }
-}
-
-impl Serialize for WrittenDefaults {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        (**self).serialize(serializer)
+impl super::Unwritten for CheckDefaults {
+    fn unwritten() -> &'static Self {
+        &NOTHING_WRITTEN
     }
 }
 

@@ -10,11 +10,13 @@ mod global;
 mod lvs;
 mod seconds;
 mod vrrp;
+mod written;
 
 pub use checkers::*;
 pub use global::*;
 pub use lvs::*;
 pub use vrrp::*;
+pub use written::{Unwritten, Written};
 
 use std::net::IpAddr;
 
