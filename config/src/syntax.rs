@@ -290,7 +290,7 @@ impl Word {
 /// keepalived itself compares words, not quoting, when it looks for braces:
 /// a line whose first word is a quoted `"{"` is taken as an unexpected `{`
 /// by keepalived 2.2.7 (verified); [`Word::quoted`] lets the grammar choose.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Line {
     pub words: Vec<Word>,
     /// The line as keepalived's keyword handlers see it (its `buf_extern`):
@@ -311,6 +311,16 @@ pub struct Line {
     /// asking each word. `false` says nothing.
     pub braces_last_only: bool,
 }
+
+// Equal by words and raw text: `braces_last_only` is a hint of the path
+// that read the line (the same words read by another path have it unset).
+impl PartialEq for Line {
+    fn eq(&self, other: &Self) -> bool {
+        self.words == other.words && self.raw == other.raw
+    }
+}
+
+impl Eq for Line {}
 
 impl Line {
     /// A line of `words`, its raw text being the words joined by spaces
