@@ -413,35 +413,27 @@ fn item_at<'a>(lines: &mut impl Window<'a>, at: Cursor) -> Option<(Item<'a>, Cur
         .settled(lines)
     };
     if at.word == 0 && line.braces_last_only {
-        // The lexer's plain line: only its last word can be a brace.
-        let (item, end) = match words.split_last() {
-            Some((last, [])) if last.is_close() => (Item::Close(last), 1),
-            Some((last, before)) if last.is_open() => (
-                Item::Line {
+        // A plain line from the lexer: only its last word can be a brace,
+        // so the others need not be asked. A `}` is left to the loop.
+        match words.split_last() {
+            Some((last, before)) if last.is_open() => {
+                let item = Item::Line {
                     words: before,
                     open: Some(last),
                     raw,
-                },
-                words.len(),
-            ),
-            Some((last, before)) if last.is_close() => (
-                Item::Line {
-                    words: before,
-                    open: None,
-                    raw,
-                },
-                words.len() - 1,
-            ),
-            _ => (
-                Item::Line {
+                };
+                return Some((item, next(words.len())));
+            }
+            Some((last, _)) if !last.is_close() => {
+                let item = Item::Line {
                     words,
                     open: None,
                     raw,
-                },
-                words.len(),
-            ),
-        };
-        return Some((item, next(end)));
+                };
+                return Some((item, next(words.len())));
+            }
+            _ => {}
+        }
     }
     for (index, word) in words.iter().enumerate().skip(at.word) {
         if word.is_open() {
