@@ -37,10 +37,10 @@ pub struct Node<'a> {
     /// In an arena of the tree's (one allocation for many nodes, and
     /// nothing to drop node by node).
     pub children: &'a [Node<'a>],
-    /// The `{` of the block, if the node has one.
-    pub open: Option<Span>,
-    /// The `}` that closed the block, if it was found.
-    pub close: Option<Span>,
+    /// The `}` that closed the block, if it was found (a word of the
+    /// lines, like the keyword: a node is copied once gathered, and a
+    /// reference is half the size of an `Option<Span>`).
+    pub close: Option<&'a Word>,
     /// The line as keepalived's handlers see it ([`Line::raw`]), for the
     /// keywords that re-split it (scripts); `None` for a piece of a line
     /// after a brace.
@@ -66,7 +66,7 @@ impl<'a> Node<'a> {
     /// Where keepalived reports problems found at the end of a block: its
     /// closing `}` (else the keyword).
     pub fn end_span(&self) -> Span {
-        self.close.unwrap_or(self.keyword.span)
+        self.close.map_or(self.keyword.span, |close| close.span)
     }
 
     /// The span of the whole line (keyword and arguments).
@@ -211,7 +211,6 @@ pub fn build_streamed<S: LineSource>(
     let mut carried: Vec<Line> = Vec::new();
     let mut base = 0;
     let mut position: Option<Cursor> = None;
-    let mut last_close = None;
     let mut displaced = None;
     let mut unknown_notes = UnknownNotes::new();
     loop {
@@ -239,7 +238,8 @@ pub fn build_streamed<S: LineSource>(
             diagnostics: &mut *diagnostics,
             open_blocks: Vec::new(),
             root,
-            last_close,
+            // Read only right after a block's `}` set it.
+            last_close: None,
             displaced,
             each: &mut |node| each(node),
             pause_at_top_level: true,
@@ -250,7 +250,6 @@ pub fn build_streamed<S: LineSource>(
         debug_assert!(more.is_empty());
         let at_end = builder.at_end();
         let next = builder.position;
-        last_close = builder.last_close;
         displaced = builder.displaced;
         unknown_notes = std::mem::take(&mut builder.unknown_notes);
         if end == End::InputEnded || at_end {
@@ -475,7 +474,7 @@ struct Builder<'a, 'w, 'd, 'e, W: Window<'a>> {
     open_blocks: Vec<(&'a Word, Span)>,
     root: &'static [Keyword],
     /// The `}` that ended the last block read.
-    last_close: Option<Span>,
+    last_close: Option<&'a Word>,
     /// Set from a block that ended early until keepalived is back at the
     /// level the file was written for.
     displaced: Option<Displaced>,
@@ -544,7 +543,7 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                     if ignored_opens > 0 {
                         self.end_early(word.span, ignored_opens, first_ignored);
                     }
-                    self.last_close = Some(word.span);
+                    self.last_close = Some(word);
                     return End::Closed;
                 }
                 Item::Line { words, open, raw } => (words, open, raw),
@@ -598,7 +597,6 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                             arguments,
                             spec: None,
                             children: &[],
-                            open: None,
                             close: None,
                             raw,
                         },
@@ -647,7 +645,6 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                 arguments,
                 spec: Some(spec),
                 children: &[],
-                open: None,
                 close: None,
                 raw,
             };
@@ -683,7 +680,6 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
                     keyword.span
                 }
             };
-            node.open = Some(open);
             self.open_blocks.push((keyword, open));
             let (children, end) = self.block(spec.body);
             self.open_blocks.pop();
@@ -691,7 +687,9 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
             if end == End::Closed {
                 node.close = self.last_close;
                 if braced.is_none() {
-                    if let (Some(close), Some(error)) = (node.close, missing_open_error) {
+                    if let (Some(close), Some(error)) =
+                        (node.close.map(|close| close.span), missing_open_error)
+                    {
                         self.diagnostics.items[error].notes.push((
                             Some(close),
                             lines_note(READ_AS_BLOCK, keyword.span.line, close.line),
