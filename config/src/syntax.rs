@@ -229,6 +229,9 @@ impl PartialEq<str> for Text {
 }
 
 impl PartialEq<&str> for Text {
+    // Inlined, the length is compared first and most calls end there (the
+    // lexer asks each line whether it is `include_check`).
+    #[inline]
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
     }
