@@ -191,8 +191,14 @@ pub struct Scheduler {
     weights: Vec<Option<i32>>,
     /// The addresses this host holds, once told ([`Command::LocalAddresses`]):
     /// checks with `ha_suspend` whose virtual address is not among them are
-    /// suspended. Unknown (never told): nothing is suspended.
+    /// suspended. While they are unknown (never told, or told they are
+    /// being read again), see [`Scheduler::follows_addresses`].
     local_addresses: Option<HashSet<IpAddr>>,
+    /// Whether the caller tells this host's addresses
+    /// ([`Handle::spawn_following_addresses`]): checks with `ha_suspend`
+    /// then wait while the addresses are unknown; otherwise (nanny, which
+    /// never tells) nothing is suspended.
+    follows_addresses: bool,
     events: mpsc::Sender<StateChange>,
     /// Tests only: how long each attempt's task waits before it runs, as
     /// on a runtime too busy to poll it (a starved runtime cannot be made
@@ -255,6 +261,7 @@ impl Scheduler {
             reported: vec![false; plan.slots.len()],
             weights: vec![None; plan.slots.len()],
             local_addresses: None,
+            follows_addresses: false,
             machines,
             health,
             plan,
@@ -562,9 +569,16 @@ impl Scheduler {
 
     /// Whether check `index` waits for its virtual address (`ha_suspend`).
     fn suspended(&self, index: usize) -> bool {
-        match (self.specs[index].ha_suspend, &self.local_addresses) {
-            (Some(address), Some(local)) => !local.contains(&address),
-            _ => false,
+        self.specs[index]
+            .ha_suspend
+            .is_some_and(|address| !self.is_here(&self.local_addresses, address))
+    }
+
+    /// Whether `address` is here by `local` (the addresses as told).
+    fn is_here(&self, local: &Option<HashSet<IpAddr>>, address: IpAddr) -> bool {
+        match local {
+            Some(local) => local.contains(&address),
+            None => !self.follows_addresses,
         }
     }
 
@@ -572,7 +586,8 @@ impl Scheduler {
     /// with `ha_suspend` run only while this host holds its address (a
     /// backup director does not check, nor flap its table, for addresses
     /// the master serves).
-    fn set_local_addresses(&mut self, addresses: HashSet<IpAddr>) {
+    /// `None`: the addresses are unknown again (being read again).
+    fn set_local_addresses(&mut self, addresses: Option<HashSet<IpAddr>>) {
         let mut watched: Vec<IpAddr> = self
             .specs
             .iter()
@@ -580,21 +595,27 @@ impl Scheduler {
             .collect();
         watched.sort();
         watched.dedup();
+        // The first time they are told, a check that was waiting for them
+        // and stays suspended is said to be, once.
+        let first = self.local_addresses.is_none() && addresses.is_some();
         for address in watched {
-            let was = self
-                .local_addresses
-                .as_ref()
-                .is_none_or(|local| local.contains(&address));
-            let is = addresses.contains(&address);
-            if was != is {
-                if is {
-                    tracing::info!("{address} is here: resuming its checks (ha_suspend)");
-                } else {
-                    tracing::info!("{address} is not here: suspending its checks (ha_suspend)");
+            let was = self.is_here(&self.local_addresses, address);
+            let is = self.is_here(&addresses, address);
+            let still_waiting_when_first_told = first && !is;
+            if was == is && !still_waiting_when_first_told {
+                continue;
+            }
+            match (is, addresses.is_some()) {
+                (true, _) => tracing::info!("{address} is here: resuming its checks (ha_suspend)"),
+                (false, true) => {
+                    tracing::info!("{address} is not here: suspending its checks (ha_suspend)")
                 }
+                (false, false) => tracing::info!(
+                    "this host's addresses are being read again: suspending the checks of {address} (ha_suspend)"
+                ),
             }
         }
-        self.local_addresses = Some(addresses);
+        self.local_addresses = addresses;
         // Resumed checks get their timer back (a duplicate of one still
         // queued is skipped as stale once the first fires).
         for index in 0..self.machines.len() {
@@ -927,8 +948,9 @@ impl Scheduler {
 pub enum Command {
     /// Move to a new plan (a configuration reload).
     Reload(Plan),
-    /// The addresses this host holds now (for `ha_suspend`).
-    LocalAddresses(HashSet<IpAddr>),
+    /// The addresses this host holds now (for `ha_suspend`); `None`: they
+    /// are being read again, and are unknown until the next.
+    LocalAddresses(Option<HashSet<IpAddr>>),
 }
 
 /// A running scheduler: its events, and how to steer and stop it.
@@ -940,11 +962,34 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// Starts a scheduler for `plan` on the current runtime.
+    /// Starts a scheduler for `plan` on the current runtime. Until it is
+    /// told this host's addresses ([`Handle::local_addresses`]; nanny never
+    /// tells), checks with `ha_suspend` run.
     pub fn spawn(plan: Plan, start: Start) -> Handle {
         Handle::spawn_with(
             plan,
             start,
+            false,
+            #[cfg(test)]
+            Duration::ZERO,
+            #[cfg(test)]
+            READY_TO_RUN,
+        )
+    }
+
+    /// [`Handle::spawn`] for a caller that tells the scheduler this host's
+    /// addresses ([`Handle::local_addresses`]): checks with `ha_suspend`
+    /// wait until it has, and while it says they are being read again. A
+    /// check must not run only because the addresses were not read yet:
+    /// on a busy host the first reading can take longer than the warmup
+    /// (in the lab on 2026-12-01, the daemon read them 4 s after it
+    /// started, and a check with `ha_suspend` had run and taken its server
+    /// out of a director that did not hold the address).
+    pub fn spawn_following_addresses(plan: Plan, start: Start) -> Handle {
+        Handle::spawn_with(
+            plan,
+            start,
+            true,
             #[cfg(test)]
             Duration::ZERO,
             #[cfg(test)]
@@ -961,12 +1006,13 @@ impl Handle {
         starved_for: Duration,
         ready_to_run: usize,
     ) -> Handle {
-        Handle::spawn_with(plan, start, starved_for, ready_to_run)
+        Handle::spawn_with(plan, start, false, starved_for, ready_to_run)
     }
 
     fn spawn_with(
         plan: Plan,
         start: Start,
+        follows_addresses: bool,
         #[cfg(test)] starved_for: Duration,
         #[cfg(test)] ready_to_run: usize,
     ) -> Handle {
@@ -974,8 +1020,8 @@ impl Handle {
         let (shutdown, shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
         let (commands, commands_receiver) = mpsc::channel(8);
-        #[allow(unused_mut)] // Tests set `starved_for`.
         let mut scheduler = Scheduler::new(plan, start, events_sender);
+        scheduler.follows_addresses = follows_addresses;
         #[cfg(test)]
         {
             scheduler.starved_for = starved_for;
@@ -995,8 +1041,10 @@ impl Handle {
         let _ = self.commands.send(Command::Reload(plan)).await;
     }
 
-    /// Tells the scheduler which addresses this host holds (`ha_suspend`).
-    pub async fn local_addresses(&self, addresses: HashSet<IpAddr>) {
+    /// Tells the scheduler which addresses this host holds (`ha_suspend`);
+    /// `None`: they are being read again (after lost events), unknown
+    /// until the next call.
+    pub async fn local_addresses(&self, addresses: Option<HashSet<IpAddr>>) {
         let _ = self.commands.send(Command::LocalAddresses(addresses)).await;
     }
 
@@ -1041,6 +1089,13 @@ mod tests {
         )
     }
 
+    /// Whether nothing is reported for a minute.
+    async fn quiet(handle: &mut Handle) -> bool {
+        tokio::time::timeout(Duration::from_secs(60), handle.events.recv())
+            .await
+            .is_err()
+    }
+
     async fn next(handle: &mut Handle) -> StateChange {
         tokio::time::timeout(Duration::from_secs(600), handle.events.recv())
             .await
@@ -1059,7 +1114,7 @@ mod tests {
         assert_eq!(plan.checks.len(), 2);
         // Warmup: the addresses arrive before the first attempt.
         let mut handle = Handle::spawn(plan, Start::Warmup);
-        handle.local_addresses(HashSet::new()).await;
+        handle.local_addresses(Some(HashSet::new())).await;
         let change = next(&mut handle).await;
         assert_eq!(
             change.virtual_servers,
@@ -1074,7 +1129,43 @@ mod tests {
         );
         // It arrives (a VRRP takeover): the check runs and reports.
         handle
-            .local_addresses(HashSet::from(["192.0.2.1".parse().unwrap()]))
+            .local_addresses(Some(HashSet::from(["192.0.2.1".parse().unwrap()])))
+            .await;
+        let change = next(&mut handle).await;
+        assert_eq!(
+            change.virtual_servers,
+            [VirtualServerName("192.0.2.1:80 TCP".into())]
+        );
+        assert!(!change.up && change.initial);
+        handle.shutdown().await;
+    }
+
+    /// pulse's scheduler: a check with `ha_suspend` waits until it is told
+    /// the addresses, however late, and while they are read again.
+    #[tokio::test(start_paused = true)]
+    async fn ha_suspend_checks_wait_for_the_addresses_when_they_are_followed() {
+        let down = closed_port().await;
+        let suspended = service("192.0.2.1", down, "")
+            .replace("    delay_loop 1\n", "    delay_loop 1\n    ha_suspend\n");
+        let text = [suspended, service("192.0.2.2", down, "")].concat();
+        let mut handle = Handle::spawn_following_addresses(plan(&text), Start::Warmup);
+        // The check without ha_suspend runs; the other waits, well past
+        // its warmup, for addresses that are late.
+        let change = next(&mut handle).await;
+        assert_eq!(
+            change.virtual_servers,
+            [VirtualServerName("192.0.2.2:80 TCP".into())]
+        );
+        assert!(
+            quiet(&mut handle).await,
+            "checked before the addresses were known"
+        );
+        // Being read again (lost events): still waiting when they come back
+        // with the address, then the check runs.
+        handle.local_addresses(None).await;
+        assert!(quiet(&mut handle).await);
+        handle
+            .local_addresses(Some(HashSet::from(["192.0.2.1".parse().unwrap()])))
             .await;
         let change = next(&mut handle).await;
         assert_eq!(

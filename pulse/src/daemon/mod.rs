@@ -400,7 +400,10 @@ async fn serve(
     let current = Arc::new(Mutex::new(configuration.clone()));
     // Derived once per configuration, not at every turn of the loop.
     let mut watch_addresses = wants_addresses(&configuration);
-    let mut checkers = Handle::spawn(Plan::from_config(&configuration), Start::Warmup);
+    // Told this host's addresses (below) whenever a configuration has
+    // `ha_suspend`: until then, such checks wait.
+    let mut checkers =
+        Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
     let (states_sender, states) = mpsc::channel(1024);
     let (reloads_sender, reloads) = mpsc::channel(4);
     let (started_sender, mut started) = oneshot::channel();
@@ -449,8 +452,10 @@ async fn serve(
                     }
                     *current.lock().expect("never poisoned") = configuration.clone();
                     watch_addresses = wants_addresses(&configuration);
-                    if !watch_addresses {
-                        address_monitor = None;
+                    if !watch_addresses && address_monitor.take().is_some() {
+                        // Not followed from here on: a later configuration
+                        // with `ha_suspend` waits for a new reading.
+                        checkers.local_addresses(None).await;
                     }
                     checkers.reload(Plan::from_config(&configuration)).await;
                     let (applied_sender, applied) = oneshot::channel();
@@ -511,19 +516,22 @@ async fn serve(
                 if watch_addresses && address_monitor.is_some() =>
             {
                 match changed {
-                    Some(addresses) => checkers.local_addresses(addresses).await,
+                    Some(addresses) => checkers.local_addresses(Some(addresses)).await,
                     None => {
                         tracing::warn!(
                             "rtnetlink's address events stopped or overflowed: reading the addresses again"
                         );
                         address_monitor = None;
+                        // What is known may be stale: the checks with
+                        // `ha_suspend` wait for the new reading.
+                        checkers.local_addresses(None).await;
                     }
                 }
             }
             _ = open_retry.tick(), if watch_addresses && address_monitor.is_none() => {
                 match addresses::AddressMonitor::open().await {
                     Ok(monitor) => {
-                        checkers.local_addresses(monitor.addresses()).await;
+                        checkers.local_addresses(Some(monitor.addresses())).await;
                         address_monitor = Some(monitor);
                     }
                     Err(error) => {
