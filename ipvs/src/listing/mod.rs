@@ -226,17 +226,18 @@ impl ListedKey {
 pub fn read() -> Result<Vec<ListedService>, ListingError> {
     use std::io::Read;
     let mut file = std::fs::File::open(LISTING_FILE).map_err(ListingError::Read)?;
-    let mut text = Vec::with_capacity(READ_SIZE);
+    let mut text = Vec::new();
+    // One zeroed chunk, read into at each turn: growing `text` by a zeroed
+    // chunk at each read was a byte loop in a debug build, 90% of the
+    // instructions of `ipvsctl -L -n` there (5.6 of 6.3 million; 1.4 s a
+    // run in the lab, where the differential test runs it a thousand
+    // times).
+    let mut chunk = vec![0; READ_SIZE];
     loop {
-        let length = text.len();
-        text.resize(length + READ_SIZE, 0);
-        match file.read(&mut text[length..]) {
-            Ok(0) => {
-                text.truncate(length);
-                break;
-            }
-            Ok(read) => text.truncate(length + read),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => text.truncate(length),
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => text.extend_from_slice(&chunk[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(ListingError::Read(error)),
         }
     }
