@@ -185,27 +185,44 @@ fn play(case: &Case, program: &Path, tag: &str) -> Vec<(String, Outcome)> {
     let namespace = Namespace::create(&name).unwrap();
     let mut outcomes = Vec::new();
     for step in &case.steps {
-        outcomes.push((
-            step.arguments.join(" "),
-            run(&namespace, program, &step.arguments, &step.input),
-        ));
+        let command = step.arguments.join(" ");
+        let outcome = run_again_if_repeated(&namespace, program, &step.arguments, &step.input, tag);
+        outcomes.push((command, outcome));
     }
     for listing in FINAL_LISTINGS {
         let arguments: Vec<String> = listing.split_whitespace().map(str::to_owned).collect();
-        let mut outcome = run(&namespace, program, &arguments, "");
-        // ipvsadm may list a service twice while cases beside this one
-        // change their tables (see `repeats_a_service`); ipvsctl drops
-        // repeats. Such a listing is taken again.
-        for _ in 0..5 {
-            if !labkit::repeats_a_service(&outcome.stdout) {
-                break;
-            }
-            eprintln!("differential: {tag}'s {listing} repeated a service; listing again");
-            outcome = run(&namespace, program, &arguments, "");
-        }
+        let outcome = run_again_if_repeated(&namespace, program, &arguments, "", tag);
         outcomes.push((format!("(final) {listing}"), outcome));
     }
     outcomes
+}
+
+/// [`run`], and again (five times at most) while what it printed is a
+/// listing that names a service twice: ipvsadm may list a service twice
+/// while cases beside this one change their tables (see
+/// `repeats_a_service`), in any listing of a case, not only the final ones
+/// (seen in `-L -n --thresholds`, 2026-12-01); ipvsctl drops repeats. A
+/// command that prints a listing only reads the table, so running it again
+/// changes nothing.
+fn run_again_if_repeated(
+    namespace: &Namespace,
+    program: &Path,
+    arguments: &[String],
+    input: &str,
+    tag: &str,
+) -> Outcome {
+    let mut outcome = run(namespace, program, arguments, input);
+    for _ in 0..5 {
+        if !labkit::repeats_a_service(&outcome.stdout) {
+            break;
+        }
+        eprintln!(
+            "differential: {tag}'s {} repeated a service; listing again",
+            arguments.join(" ")
+        );
+        outcome = run(namespace, program, arguments, input);
+    }
+    outcome
 }
 
 fn describe(label: &str, reference: &str, ours: &str, report: &mut String) {
