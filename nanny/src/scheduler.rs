@@ -1103,40 +1103,46 @@ mod tests {
             .expect("the scheduler runs")
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn ha_suspend_checks_run_only_while_the_virtual_address_is_here() {
+    /// Two virtual servers with the same closed real server, checked
+    /// alike, but 192.0.2.1's with `ha_suspend`.
+    async fn one_of_two_suspended() -> String {
         let down = closed_port().await;
         let suspended = service("192.0.2.1", down, "")
             .replace("    delay_loop 1\n", "    delay_loop 1\n    ha_suspend\n");
-        let text = [suspended, service("192.0.2.2", down, "")].concat();
-        let plan = plan(&text);
+        [suspended, service("192.0.2.2", down, "")].concat()
+    }
+
+    /// The next change is the first report of `virtual_server`'s check:
+    /// down.
+    async fn first_reported_down(handle: &mut Handle, virtual_server: &str) {
+        let change = next(handle).await;
+        assert_eq!(
+            change.virtual_servers,
+            [VirtualServerName(virtual_server.into())]
+        );
+        assert!(!change.up && change.initial);
+    }
+
+    /// 192.0.2.1 arrives (a VRRP takeover): its check runs and reports.
+    async fn the_address_arrives(handle: &mut Handle) {
+        handle
+            .local_addresses(Some(HashSet::from(["192.0.2.1".parse().unwrap()])))
+            .await;
+        first_reported_down(handle, "192.0.2.1:80 TCP").await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ha_suspend_checks_run_only_while_the_virtual_address_is_here() {
+        let plan = plan(&one_of_two_suspended().await);
         // The same endpoint, but not the same check: one may be suspended.
         assert_eq!(plan.checks.len(), 2);
         // Warmup: the addresses arrive before the first attempt.
         let mut handle = Handle::spawn(plan, Start::Warmup);
         handle.local_addresses(Some(HashSet::new())).await;
-        let change = next(&mut handle).await;
-        assert_eq!(
-            change.virtual_servers,
-            [VirtualServerName("192.0.2.2:80 TCP".into())]
-        );
-        assert!(!change.up && change.initial);
+        first_reported_down(&mut handle, "192.0.2.2:80 TCP").await;
         // 192.0.2.1 is not here: its check does not run, nothing is said.
-        assert!(
-            tokio::time::timeout(Duration::from_secs(60), handle.events.recv())
-                .await
-                .is_err()
-        );
-        // It arrives (a VRRP takeover): the check runs and reports.
-        handle
-            .local_addresses(Some(HashSet::from(["192.0.2.1".parse().unwrap()])))
-            .await;
-        let change = next(&mut handle).await;
-        assert_eq!(
-            change.virtual_servers,
-            [VirtualServerName("192.0.2.1:80 TCP".into())]
-        );
-        assert!(!change.up && change.initial);
+        assert!(quiet(&mut handle).await);
+        the_address_arrives(&mut handle).await;
         handle.shutdown().await;
     }
 
@@ -1144,18 +1150,11 @@ mod tests {
     /// the addresses, however late, and while they are read again.
     #[tokio::test(start_paused = true)]
     async fn ha_suspend_checks_wait_for_the_addresses_when_they_are_followed() {
-        let down = closed_port().await;
-        let suspended = service("192.0.2.1", down, "")
-            .replace("    delay_loop 1\n", "    delay_loop 1\n    ha_suspend\n");
-        let text = [suspended, service("192.0.2.2", down, "")].concat();
-        let mut handle = Handle::spawn_following_addresses(plan(&text), Start::Warmup);
+        let plan = plan(&one_of_two_suspended().await);
+        let mut handle = Handle::spawn_following_addresses(plan, Start::Warmup);
         // The check without ha_suspend runs; the other waits, well past
         // its warmup, for addresses that are late.
-        let change = next(&mut handle).await;
-        assert_eq!(
-            change.virtual_servers,
-            [VirtualServerName("192.0.2.2:80 TCP".into())]
-        );
+        first_reported_down(&mut handle, "192.0.2.2:80 TCP").await;
         assert!(
             quiet(&mut handle).await,
             "checked before the addresses were known"
@@ -1164,15 +1163,7 @@ mod tests {
         // with the address, then the check runs.
         handle.local_addresses(None).await;
         assert!(quiet(&mut handle).await);
-        handle
-            .local_addresses(Some(HashSet::from(["192.0.2.1".parse().unwrap()])))
-            .await;
-        let change = next(&mut handle).await;
-        assert_eq!(
-            change.virtual_servers,
-            [VirtualServerName("192.0.2.1:80 TCP".into())]
-        );
-        assert!(!change.up && change.initial);
+        the_address_arrives(&mut handle).await;
         handle.shutdown().await;
     }
 
