@@ -28,10 +28,11 @@ const LAB_TARGET: &str = "lab";
 pub fn run(repository: &Path) -> Result<ExitCode> {
     // Prepared first so a fresh machine installs the lab's packages before
     // anything else needs them.
-    // The suite takes about six minutes, most of it ipvsctl's differential
-    // corpus (two processes per command under emulation): a run four times
-    // as long is stuck (the guest's own watchdog reports a stuck test binary
-    // before this).
+    // The suite took about six minutes on the first machines, and 12.6 on
+    // a slower one (2026-12-01, 10 of them ipvsctl's differential corpus:
+    // two processes per command under emulation): a run well over twice
+    // as long is stuck (the guest's own watchdog reports a stuck test
+    // binary before this).
     let options = Options {
         timeout: Duration::from_secs(1800),
         ..Options::default()
