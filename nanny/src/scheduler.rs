@@ -966,15 +966,7 @@ impl Handle {
     /// told this host's addresses ([`Handle::local_addresses`]; nanny never
     /// tells), checks with `ha_suspend` run.
     pub fn spawn(plan: Plan, start: Start) -> Handle {
-        Handle::spawn_with(
-            plan,
-            start,
-            false,
-            #[cfg(test)]
-            Duration::ZERO,
-            #[cfg(test)]
-            READY_TO_RUN,
-        )
+        Handle::spawn_unstarved(plan, start, false)
     }
 
     /// [`Handle::spawn`] for a caller that tells the scheduler this host's
@@ -986,10 +978,16 @@ impl Handle {
     /// started, and a check with `ha_suspend` had run and taken its server
     /// out of a director that did not hold the address).
     pub fn spawn_following_addresses(plan: Plan, start: Start) -> Handle {
+        Handle::spawn_unstarved(plan, start, true)
+    }
+
+    /// A scheduler as on a runtime that polls its attempts at once (the
+    /// only kind outside tests).
+    fn spawn_unstarved(plan: Plan, start: Start, follows_addresses: bool) -> Handle {
         Handle::spawn_with(
             plan,
             start,
-            true,
+            follows_addresses,
             #[cfg(test)]
             Duration::ZERO,
             #[cfg(test)]
