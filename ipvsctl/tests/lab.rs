@@ -197,13 +197,11 @@ fn play(case: &Case, program: &Path, tag: &str) -> Vec<(String, Outcome)> {
     outcomes
 }
 
-/// [`run`], and again (five times at most) while what it printed is a
-/// listing that names a service twice: ipvsadm may list a service twice
-/// while cases beside this one change their tables (see
-/// `repeats_a_service`), in any listing of a case, not only the final ones
-/// (seen in `-L -n --thresholds`, 2026-12-01); ipvsctl drops repeats. A
-/// command that prints a listing only reads the table, so running it again
-/// changes nothing.
+/// [`run`], and again while what it printed names a service twice
+/// (`labkit::listed_without_repeats`): ipvsadm may list a service twice
+/// while cases beside this one change their tables, in any listing of a
+/// case, not only the final ones (seen in `-L -n --thresholds`,
+/// 2026-12-01); ipvsctl drops repeats.
 fn run_again_if_repeated(
     namespace: &Namespace,
     program: &Path,
@@ -211,18 +209,11 @@ fn run_again_if_repeated(
     input: &str,
     tag: &str,
 ) -> Outcome {
-    let mut outcome = run(namespace, program, arguments, input);
-    for _ in 0..5 {
-        if !labkit::repeats_a_service(&outcome.stdout) {
-            break;
-        }
-        eprintln!(
-            "differential: {tag}'s {} repeated a service; listing again",
-            arguments.join(" ")
-        );
-        outcome = run(namespace, program, arguments, input);
-    }
-    outcome
+    labkit::listed_without_repeats(
+        &format!("differential: {tag}'s {}", arguments.join(" ")),
+        || run(namespace, program, arguments, input),
+        |outcome| &outcome.stdout,
+    )
 }
 
 fn describe(label: &str, reference: &str, ours: &str, report: &mut String) {

@@ -15,7 +15,7 @@ mod namespace;
 pub mod topology;
 
 pub use ipvs_connections::{IpvsConnection, ipvs_connections};
-pub use listing::repeats_a_service;
+pub use listing::{listed_without_repeats, repeats_a_service};
 pub use namespace::{Namespace, run_ip};
 pub use topology::{
     DirectReturnTopology, Director, FailoverTopology, Host, NatTopology, Reception, neighbour,

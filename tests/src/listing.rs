@@ -24,9 +24,49 @@ pub fn repeats_a_service(listing: &str) -> bool {
         .any(|line| !seen.insert(line))
 }
 
+/// A listing taken with `list`, and taken again (five times at most) while
+/// it names a service twice ([`repeats_a_service`]); `printed` is what a
+/// result of `list` printed, and `what` names the listing in the message
+/// that says it is taken again. Listing only reads the table, so taking it
+/// again changes nothing.
+pub fn listed_without_repeats<T>(
+    what: &str,
+    mut list: impl FnMut() -> T,
+    printed: impl Fn(&T) -> &str,
+) -> T {
+    let mut listing = list();
+    for _ in 0..5 {
+        if !repeats_a_service(printed(&listing)) {
+            break;
+        }
+        eprintln!("{what} repeated a service; listing again");
+        listing = list();
+    }
+    listing
+}
+
 #[cfg(test)]
 mod tests {
-    use super::repeats_a_service;
+    use super::{listed_without_repeats, repeats_a_service};
+
+    #[test]
+    fn a_listing_is_taken_again_while_it_repeats_a_service_five_times_at_most() {
+        let repeated = "TCP  10.0.0.1:80 rr\nTCP  10.0.0.1:80 rr\n";
+        let clean = "TCP  10.0.0.1:80 rr\n";
+        let mut listings = [repeated, repeated, clean].into_iter();
+        let listing = listed_without_repeats("test", || listings.next().unwrap(), |text| text);
+        assert_eq!(listing, clean);
+        let mut taken = 0;
+        let listing = listed_without_repeats(
+            "test",
+            || {
+                taken += 1;
+                repeated
+            },
+            |text| text,
+        );
+        assert_eq!((listing, taken), (repeated, 6));
+    }
 
     #[test]
     fn a_listing_that_repeats_a_service_is_recognised() {

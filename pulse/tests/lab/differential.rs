@@ -875,17 +875,14 @@ fn settled(namespace: &Namespace, daemon: &mut Daemon, case: &Case) -> Result<()
 /// order and destinations in the order they were added), then `ipvsadm -L
 /// --timeout`'s.
 fn snapshot(namespace: &Namespace) -> Result<Vec<String>, String> {
-    let mut saved = ipvsadm(namespace, &["-S", "-n"])?;
     // ipvsadm may list a service twice while the cases beside this one
     // change their tables (`labkit::repeats_a_service`; seen once in
     // group-ipv6-range-fwmark-inet6): such a listing is taken again.
-    for _ in 0..5 {
-        if !labkit::repeats_a_service(&saved) {
-            break;
-        }
-        eprintln!("ipvsadm -S -n repeated a service; listing again");
-        saved = ipvsadm(namespace, &["-S", "-n"])?;
-    }
+    let saved = labkit::listed_without_repeats(
+        "ipvsadm -S -n",
+        || ipvsadm(namespace, &["-S", "-n"]),
+        |saved| saved.as_deref().unwrap_or(""),
+    )?;
     let mut lines: Vec<String> = saved.lines().map(str::to_owned).collect();
     lines.sort();
     lines.extend(
