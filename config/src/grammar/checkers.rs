@@ -48,7 +48,7 @@ pub static URL: &[Keyword] = &[
     Keyword::leaf("regex_no_match", 0, Some(0)),
     Keyword::leaf("regex_options", 1, None),
     // `regex_stack START [MAX]` (keepalived takes a lone start).
-    Keyword::leaf("regex_stack", 1, Some(2)),
+    Keyword::leaf("regex_stack", 1, Some(2)).not_acted_on(),
     Keyword::leaf("regex_min_offset", 1, Some(1)),
     Keyword::leaf("regex_max_offset", 1, Some(1)),
 ];
@@ -118,8 +118,8 @@ pub static BFD: &[Keyword] = &[
 ];
 
 pub static SSL: &[Keyword] = &[
-    Keyword::leaf("password", 1, None),
-    Keyword::leaf("ca", 1, None),
+    Keyword::leaf("password", 1, None).not_acted_on(),
+    Keyword::leaf("ca", 1, None).not_acted_on(),
     Keyword::leaf("certificate", 1, None),
     Keyword::leaf("key", 1, None),
 ];

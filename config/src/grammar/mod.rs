@@ -102,16 +102,16 @@ fn read_top_level(node: &Node, config: &mut Config, context: &mut Context) {
 pub static ROOT: &[Keyword] = &[
     Keyword::block("global_defs", 0, Some(0), global_defs::KEYWORDS),
     Keyword::block("vrrp_script", 1, Some(1), vrrp::SCRIPT),
-    Keyword::block("vrrp_track_process", 1, Some(1), vrrp::TRACK_PROCESS),
+    Keyword::block("vrrp_track_process", 1, Some(1), vrrp::TRACK_PROCESS).not_acted_on(),
     Keyword::block("track_file", 1, Some(1), vrrp::TRACK_FILE),
     // keepalived's older name for track_file.
     Keyword::block("vrrp_track_file", 1, Some(1), vrrp::TRACK_FILE),
     Keyword::block("vrrp_sync_group", 1, Some(1), vrrp::SYNC_GROUP),
-    Keyword::block("garp_group", 0, Some(0), vrrp::GARP_GROUP),
+    Keyword::block("garp_group", 0, Some(0), vrrp::GARP_GROUP).not_acted_on(),
     Keyword::block("vrrp_instance", 1, Some(1), vrrp::INSTANCE),
-    Keyword::lines("static_ipaddress", 0, Some(0)),
-    Keyword::lines("static_routes", 0, Some(0)),
-    Keyword::lines("static_rules", 0, Some(0)),
+    Keyword::lines("static_ipaddress", 0, Some(0)).not_acted_on(),
+    Keyword::lines("static_routes", 0, Some(0)).not_acted_on(),
+    Keyword::lines("static_rules", 0, Some(0)).not_acted_on(),
     Keyword::lines("linkbeat_interfaces", 0, Some(0)).not_acted_on(),
     Keyword::leaf("linkbeat_use_polling", 0, Some(0)).not_acted_on(),
     Keyword::lines("interface_up_down_delays", 0, Some(0)).not_acted_on(),
@@ -192,9 +192,16 @@ impl Context<'_> {
     /// The uniform report for a keyword stored in the model but not yet used
     /// by Fulcrum.
     pub fn not_acted_on(&mut self, node: &Node) {
+        self.option_not_acted_on(node.keyword);
+    }
+
+    /// The same report for one word of a line: an option of an address,
+    /// a route or a rule that Fulcrum keeps in the model but does not
+    /// apply yet.
+    pub fn option_not_acted_on(&mut self, word: &Word) {
         self.note(
-            node.keyword.span,
-            format!("'{}' accepted, not yet acted on", node.name()),
+            word.span,
+            format!("'{}' accepted, not yet acted on", word.text),
         );
     }
 

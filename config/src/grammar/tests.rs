@@ -923,3 +923,163 @@ fn a_line_expanded_into_many_bad_lines_shows_a_few_and_counts_the_rest() {
     // Every one counts (the summary line and the exit status).
     assert!(loaded.diagnostics.count(Severity::Error) > 1000);
 }
+
+/// Keywords and options that pulse and nanny do not act on yet are each
+/// noted once where they are written, never dropped silently; those they
+/// act on, beside them, are not.
+#[test]
+fn what_fulcrum_does_not_act_on_is_noted_where_it_is_written() {
+    let (config, diagnostics) = check(
+        "global_defs {
+  router_id lb1
+  enable_script_security
+  default_interface eth0
+  dynamic_interfaces
+  startup_script /bin/true
+  shutdown_script /bin/true
+  vrrp_min_garp
+  vrrp_priority -10
+  vrrp_no_swap
+  vrrp_startup_delay 5
+  vrrp_notify_priority_changes
+  vrrp_garp_interval 0.1
+}
+vrrp_track_process nginx {
+  process nginx
+}
+garp_group {
+  garp_interval 1
+  interface eth0
+}
+static_ipaddress {
+  192.0.2.200/24 dev eth0 no_track
+}
+static_routes {
+  10.8.0.0/16 via 192.0.2.1 onlink
+}
+static_rules {
+  iif eth0 table 100
+}
+vrrp_sync_group G {
+  group {
+    VI_1
+  }
+  notify_priority_changes
+  track_process {
+    nginx
+  }
+}
+vrrp_instance VI_1 {
+  interface eth0
+  virtual_router_id 1
+  priority 100
+  unicast_fault_no_peer
+  track_src_ip
+  notify_deleted
+  use_vmac
+  vmac_xmit_base
+  promote_secondaries
+  garp_extra_if 5
+  notify_priority_changes
+  virtual_ipaddress {
+    192.0.2.10/24 no_track use_vmac preferred_lft 0 label eth0:1
+  }
+  virtual_routes {
+    10.9.0.0/16 via 192.0.2.1 onlink mtu lock 1400 metric 5
+    from 2001:db8::/64 2001:db8:1::/64 via 2001:db8::1
+    10.10.0.0/16 nexthop via 192.0.2.1 dev eth1 weight 2
+  }
+  virtual_rules {
+    iif eth0 not from 192.0.2.0/24 table 100 priority 10
+    from 192.0.2.0/24 to 10.0.0.0/8 table 100 fwmark 7
+  }
+}
+virtual_server 10.0.0.1 443 {
+  protocol TCP
+  lvs_sched rr
+  lvs_method NAT
+  real_server 10.0.0.2 443 {
+    SSL_GET {
+      url {
+        path /
+        regex \"ok\"
+        regex_stack 1000
+      }
+    }
+  }
+}
+SSL {
+  password secret
+  ca /etc/ca.pem
+  certificate /etc/cert.pem
+  key /etc/key.pem
+}
+",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let mut noted: Vec<(u32, u32, String)> = diagnostics
+        .items
+        .iter()
+        .filter(|item| item.message.ends_with("accepted, not yet acted on"))
+        .map(|item| {
+            let name = item.message.split('\'').nth(1).unwrap_or_default();
+            (item.span.line, item.span.start, name.to_string())
+        })
+        .collect();
+    // The tree's notes come before the readers' (option by option).
+    noted.sort();
+    let expected: Vec<(u32, u32, &str)> = vec![
+        (2, 3, "router_id"),
+        (3, 3, "enable_script_security"),
+        (4, 3, "default_interface"),
+        (5, 3, "dynamic_interfaces"),
+        (6, 3, "startup_script"),
+        (7, 3, "shutdown_script"),
+        (8, 3, "vrrp_min_garp"),
+        (9, 3, "vrrp_priority"),
+        (10, 3, "vrrp_no_swap"),
+        (11, 3, "vrrp_startup_delay"),
+        (12, 3, "vrrp_notify_priority_changes"),
+        (15, 1, "vrrp_track_process"),
+        (18, 1, "garp_group"),
+        // The static blocks are noted as a whole, not option by option.
+        (22, 1, "static_ipaddress"),
+        (25, 1, "static_routes"),
+        (28, 1, "static_rules"),
+        (35, 3, "notify_priority_changes"),
+        (36, 3, "track_process"),
+        (44, 3, "unicast_fault_no_peer"),
+        (45, 3, "track_src_ip"),
+        (46, 3, "notify_deleted"),
+        (47, 3, "use_vmac"),
+        (48, 3, "vmac_xmit_base"),
+        (49, 3, "promote_secondaries"),
+        (50, 3, "garp_extra_if"),
+        (51, 3, "notify_priority_changes"),
+        (53, 19, "no_track"),
+        (53, 28, "use_vmac"),
+        (53, 37, "preferred_lft"),
+        (56, 31, "onlink"),
+        (56, 38, "mtu"),
+        (57, 5, "from"),
+        (58, 40, "dev"),
+        (58, 49, "weight"),
+        (61, 5, "iif"),
+        (61, 14, "not"),
+        (74, 9, "regex_stack"),
+        (80, 3, "password"),
+        (81, 3, "ca"),
+    ];
+    let expected: Vec<(u32, u32, String)> = expected
+        .into_iter()
+        .map(|(line, column, name)| (line, column, name.to_string()))
+        .collect();
+    assert_eq!(noted, expected);
+    // What is applied is typed as before, and the lines left out say why.
+    let instance = &config.vrrp_instances[0];
+    assert_eq!(instance.virtual_routes[0].not_applied, ["onlink", "mtu"]);
+    assert_eq!(instance.virtual_routes[0].metric, Some(5));
+    assert_eq!(instance.virtual_routes[2].not_applied, ["dev", "weight"]);
+    assert_eq!(instance.virtual_rules[0].not_applied, ["iif", "not"]);
+    assert!(instance.virtual_rules[1].not_applied.is_empty());
+}

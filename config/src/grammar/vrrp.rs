@@ -52,12 +52,12 @@ macro_rules! notify_keywords {
             Keyword::leaf("notify_fault", 1, None),
             Keyword::leaf("notify_stop", 1, None),
             Keyword::leaf("notify", 1, None),
-            Keyword::leaf("notify_priority_changes", 0, Some(1)),
+            Keyword::leaf("notify_priority_changes", 0, Some(1)).not_acted_on(),
             Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
             Keyword::lines("track_interface", 0, Some(0)),
             Keyword::lines("track_script", 0, Some(0)),
             Keyword::lines("track_file", 0, Some(0)),
-            Keyword::lines("track_process", 0, Some(0)),
+            Keyword::lines("track_process", 0, Some(0)).not_acted_on(),
             Keyword::lines("track_bfd", 0, Some(0)).not_acted_on(),
             $($extra,)*
         ]
@@ -142,14 +142,14 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("unicast_src_ip", 1, Some(1)),
     Keyword::lines("unicast_peer", 0, Some(0)),
     Keyword::leaf("unicast_ttl", 1, Some(1)),
-    Keyword::leaf("unicast_fault_no_peer", 0, Some(0)),
+    Keyword::leaf("unicast_fault_no_peer", 0, Some(0)).not_acted_on(),
     Keyword::leaf("check_unicast_src", 0, Some(0)),
     Keyword::leaf("old_unicast_checksum", 0, Some(1)).not_acted_on(),
     Keyword::leaf("mcast_src_ip", 1, Some(1)),
     Keyword::leaf("mcast_dst_ip", 1, Some(1)),
     Keyword::leaf("dont_track_primary", 0, Some(0)),
-    Keyword::leaf("track_src_ip", 0, Some(0)),
-    Keyword::leaf("notify_deleted", 0, None),
+    Keyword::leaf("track_src_ip", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("notify_deleted", 0, None).not_acted_on(),
     Keyword::leaf("notify_master_rx_lower_pri", 1, None),
     Keyword::leaf("nopreempt", 0, Some(0)),
     // "for backwards compatibility": preempting is the default.
@@ -159,19 +159,19 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("no_accept", 0, Some(0)),
     Keyword::leaf("strict_mode", 0, Some(1)),
     Keyword::leaf("skip_check_adv_addr", 0, Some(1)),
-    Keyword::leaf("use_vmac", 0, Some(2)),
+    Keyword::leaf("use_vmac", 0, Some(2)).not_acted_on(),
     Keyword::leaf("use_vmac_addr", 0, Some(0)).not_acted_on(),
-    Keyword::leaf("vmac_xmit_base", 0, Some(0)),
+    Keyword::leaf("vmac_xmit_base", 0, Some(0)).not_acted_on(),
     Keyword::leaf("use_ipvlan", 0, Some(3)).not_acted_on(),
     Keyword::leaf("native_ipv6", 0, Some(0)),
-    Keyword::leaf("promote_secondaries", 0, Some(0)),
+    Keyword::leaf("promote_secondaries", 0, Some(0)).not_acted_on(),
     Keyword::leaf("garp_master_delay", 1, Some(1)),
     Keyword::leaf("garp_master_repeat", 1, Some(1)),
     Keyword::leaf("garp_lower_prio_delay", 1, Some(1)),
     Keyword::leaf("garp_lower_prio_repeat", 1, Some(1)),
     Keyword::leaf("garp_master_refresh", 1, Some(1)),
     Keyword::leaf("garp_master_refresh_repeat", 1, Some(1)),
-    Keyword::leaf("garp_extra_if", 1, Some(2)),
+    Keyword::leaf("garp_extra_if", 1, Some(2)).not_acted_on(),
     Keyword::leaf("vmac_garp_intvl", 1, Some(2)).not_acted_on(),
     Keyword::leaf("lower_prio_no_advert", 0, Some(1)),
     Keyword::leaf("higher_prio_send_advert", 0, Some(1)),
@@ -1349,6 +1349,9 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                 });
             }
             ("preferred_lft", Some(value)) => {
+                if !is_static {
+                    context.option_not_acted_on(word);
+                }
                 address.preferred_lifetime = Some(if value.text == "forever" {
                     None
                 } else {
@@ -1371,8 +1374,21 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
             ("mngtmpaddr", _) => address.manage_temporary_address = true,
             ("noprefixroute", _) => address.no_prefix_route = true,
             ("autojoin", _) => address.autojoin = true,
-            ("no_track", _) => address.no_track = true,
-            ("use_vmac", _) => address.use_vmac = true,
+            // Kept in the model, not applied yet: pulse steps down when
+            // any of its addresses is deleted, and makes no VMAC
+            // interfaces.
+            ("no_track", _) => {
+                address.no_track = true;
+                if !is_static {
+                    context.option_not_acted_on(word);
+                }
+            }
+            ("use_vmac", _) => {
+                address.use_vmac = true;
+                if !is_static {
+                    context.option_not_acted_on(word);
+                }
+            }
             (other, _) => {
                 let options = [
                     "brd",
@@ -1530,6 +1546,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
             scope: None,
             no_track: false,
             options: Vec::new(),
+            not_applied: Vec::new(),
         };
         let mut destination_seen = false;
         let mut in_nexthop = false;
@@ -1550,7 +1567,10 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                         in_nexthop = true;
                         route.options.push(text.to_string());
                     }
-                    _ => route.options.push(text.to_string()),
+                    _ => {
+                        not_applied(&mut route.not_applied, word, is_static, context);
+                        route.options.push(text.to_string());
+                    }
                 }
                 index += 1;
                 continue;
@@ -1638,6 +1658,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                         let Some(consumed) = encapsulation(context, &words[value_index..]) else {
                             continue 'lines;
                         };
+                        not_applied(&mut route.not_applied, word, is_static, context);
                         route.options.push(text.to_string());
                         for word in &words[value_index..value_index + consumed] {
                             route.options.push(word.text.to_string());
@@ -1678,6 +1699,16 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                         continue 'lines;
                     }
                     _ => {}
+                }
+                // Typed above, or ignored by keepalived too (`as`).
+                let applied = match text {
+                    "src" | "via" | "gw" | "or" | "table" | "metric" | "preference"
+                    | "priority" | "scope" | "as" => true,
+                    "dev" | "oif" => !in_nexthop,
+                    _ => false,
+                };
+                if !applied {
+                    not_applied(&mut route.not_applied, word, is_static, context);
                 }
                 route.options.push(text.to_string());
                 route.options.push(value.text.to_string());
@@ -1834,6 +1865,16 @@ const RULE_FLAGS: &[&str] = &[
     "l3mdev",
 ];
 
+/// Records an option of a route or rule line that Fulcrum keeps as
+/// written but does not apply, with its note (a `static_*` block is noted
+/// as a whole).
+fn not_applied(names: &mut Vec<String>, word: &Word, is_static: bool, context: &mut Context) {
+    names.push(word.text.to_string());
+    if !is_static {
+        context.option_not_acted_on(word);
+    }
+}
+
 /// The lines of `virtual_rules` and `static_rules` (keepalived's
 /// vrrp_iprule.c, `ip rule` syntax).
 pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: &mut Context) {
@@ -1847,6 +1888,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
             fwmark: None,
             no_track: false,
             options: Vec::new(),
+            not_applied: Vec::new(),
         };
         let mut protocol: Option<&Word> = None;
         let mut index = 0;
@@ -1857,6 +1899,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                 if text == "no_track" {
                     rule.no_track = true;
                 } else {
+                    not_applied(&mut rule.not_applied, word, is_static, context);
                     rule.options.push(text.to_string());
                 }
                 index += 1;
@@ -1912,6 +1955,12 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                         continue 'lines;
                     }
                     _ => {}
+                }
+                if !matches!(
+                    text,
+                    "from" | "to" | "table" | "lookup" | "priority" | "preference" | "fwmark"
+                ) {
+                    not_applied(&mut rule.not_applied, word, is_static, context);
                 }
                 rule.options.push(text.to_string());
                 rule.options.push(value.text.to_string());

@@ -287,6 +287,11 @@ pub struct Route {
     /// Every option after the destination, as written (`onlink`, `mtu`,
     /// `nexthop` blocks...).
     pub options: Vec<String>,
+    /// The options of `options` that are not typed above, by name
+    /// (`onlink`, `mtu`, `from`...): Fulcrum does not apply them yet.
+    /// `pulse -t` notes each, and pulse leaves such a route out rather
+    /// than add it without them.
+    pub not_applied: Vec<String>,
 }
 
 /// One line of `virtual_rules` / `static_rules`: `ip rule` selectors and an
@@ -300,4 +305,9 @@ pub struct Rule {
     pub fwmark: Option<String>,
     pub no_track: bool,
     pub options: Vec<String>,
+    /// As [`Route::not_applied`]: the selectors and actions other than
+    /// those typed above (`iif`, `not`, `goto`, `blackhole`...). A rule
+    /// added without them would take other traffic, or do something else
+    /// with it, so pulse leaves it out.
+    pub not_applied: Vec<String>,
 }
