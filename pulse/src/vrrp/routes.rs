@@ -44,6 +44,7 @@ fn route_scope(scope: Scope) -> RouteScope {
 /// The message for one `virtual_routes` line; `default_index` is the
 /// instance's interface, used when a route without `via` names no `dev`.
 pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
+    not_applied(&route.not_applied)?;
     let kind = match route.kind.as_deref() {
         None => RouteType::Unicast,
         Some("blackhole") => RouteType::BlackHole,
@@ -96,6 +97,7 @@ pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, 
 
 /// The message for one `virtual_rules` line.
 pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
+    not_applied(&rule.not_applied)?;
     let mut message = RuleMessage::default();
     let family = rule
         .from
@@ -143,6 +145,18 @@ pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
         }
     }
     Ok(message)
+}
+
+/// A line with options Fulcrum does not apply is left out whole (`pulse
+/// -t` notes them): a route or rule added without them could take other
+/// traffic (`from`, `iif`, `tos`) or do something else with it (`not`,
+/// `goto`, `blackhole`).
+fn not_applied(options: &[String]) -> Result<(), String> {
+    if options.is_empty() {
+        return Ok(());
+    }
+    let quoted: Vec<String> = options.iter().map(|option| format!("'{option}'")).collect();
+    Err(format!("{} not supported yet", quoted.join(", ")))
 }
 
 fn parse_number(text: &str) -> Result<u32, String> {
@@ -275,5 +289,41 @@ mod tests {
         assert_eq!(to.header.table, 254);
         assert!(to.attributes.contains(&RuleAttribute::FwMark(0x10)));
         assert!(to.attributes.contains(&RuleAttribute::FwMask(0xff)));
+    }
+
+    #[test]
+    fn lines_with_options_not_applied_are_left_out() {
+        let instance = instance(
+            "vrrp_instance VI_1 {
+                interface lo
+                virtual_router_id 1
+                virtual_ipaddress {
+                    192.0.2.10
+                }
+                virtual_routes {
+                    198.51.100.0/24 via 192.0.2.1 onlink mtu lock 1400
+                    198.51.100.0/24 via 192.0.2.1 table 100
+                }
+                virtual_rules {
+                    iif eth0 table 100
+                    not from 192.0.2.0/24 table 100
+                    from 192.0.2.0/24 table 100
+                }
+            }",
+        );
+        assert_eq!(
+            route_message(&instance.virtual_routes[0], 7).unwrap_err(),
+            "'onlink', 'mtu' not supported yet"
+        );
+        assert!(route_message(&instance.virtual_routes[1], 7).is_ok());
+        assert_eq!(
+            rule_message(&instance.virtual_rules[0]).unwrap_err(),
+            "'iif' not supported yet"
+        );
+        assert_eq!(
+            rule_message(&instance.virtual_rules[1]).unwrap_err(),
+            "'not' not supported yet"
+        );
+        assert!(rule_message(&instance.virtual_rules[2]).is_ok());
     }
 }
