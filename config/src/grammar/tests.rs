@@ -988,6 +988,8 @@ vrrp_instance VI_1 {
     10.9.0.0/16 via 192.0.2.1 onlink mtu lock 1400 metric 5
     from 2001:db8::/64 2001:db8:1::/64 via 2001:db8::1
     10.10.0.0/16 nexthop via 192.0.2.1 dev eth1 weight 2
+    unicast 10.11.0.0/16 via 192.0.2.1
+    local 10.12.0.1
   }
   virtual_rules {
     iif eth0 not from 192.0.2.0/24 table 100 priority 10
@@ -1064,11 +1066,12 @@ SSL {
         (57, 5, "from"),
         (58, 40, "dev"),
         (58, 49, "weight"),
-        (61, 5, "iif"),
-        (61, 14, "not"),
-        (74, 9, "regex_stack"),
-        (80, 3, "password"),
-        (81, 3, "ca"),
+        (60, 5, "local"),
+        (63, 5, "iif"),
+        (63, 14, "not"),
+        (76, 9, "regex_stack"),
+        (82, 3, "password"),
+        (83, 3, "ca"),
     ];
     let expected: Vec<(u32, u32, String)> = expected
         .into_iter()

@@ -1556,6 +1556,9 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
             let word = words[index];
             let text = word.text.as_str();
             if ROUTE_TYPES.contains(&text) && !destination_seen {
+                if matches!(text, "local" | "broadcast" | "multicast" | "nat") {
+                    not_applied(&mut route.not_applied, word, is_static, context);
+                }
                 route.kind = Some(text.to_string());
                 index += 1;
                 continue;

@@ -46,7 +46,7 @@ fn route_scope(scope: Scope) -> RouteScope {
 pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
     not_applied(&route.not_applied)?;
     let kind = match route.kind.as_deref() {
-        None => RouteType::Unicast,
+        None | Some("unicast") => RouteType::Unicast,
         Some("blackhole") => RouteType::BlackHole,
         Some("unreachable") => RouteType::Unreachable,
         Some("prohibit") => RouteType::Prohibit,
@@ -303,6 +303,8 @@ mod tests {
                 virtual_routes {
                     198.51.100.0/24 via 192.0.2.1 onlink mtu lock 1400
                     198.51.100.0/24 via 192.0.2.1 table 100
+                    unicast 198.51.100.0/24 via 192.0.2.1
+                    local 198.51.100.1
                 }
                 virtual_rules {
                     iif eth0 table 100
@@ -316,6 +318,12 @@ mod tests {
             "'onlink', 'mtu' not supported yet"
         );
         assert!(route_message(&instance.virtual_routes[1], 7).is_ok());
+        let unicast = route_message(&instance.virtual_routes[2], 7).unwrap();
+        assert_eq!(unicast.header.kind, RouteType::Unicast);
+        assert_eq!(
+            route_message(&instance.virtual_routes[3], 7).unwrap_err(),
+            "'local' not supported yet"
+        );
         assert_eq!(
             rule_message(&instance.virtual_rules[0]).unwrap_err(),
             "'iif' not supported yet"
