@@ -44,7 +44,13 @@ fn route_scope(scope: Scope) -> RouteScope {
 /// The message for one `virtual_routes` line; `default_index` is the
 /// instance's interface, used when a route without `via` names no `dev`.
 pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
-    not_applied(&route.not_applied)?;
+    let refused: Vec<&str> = route
+        .not_applied
+        .iter()
+        .map(String::as_str)
+        .filter(|option| !ROUTE_TUNING.contains(option))
+        .collect();
+    not_supported(&refused)?;
     let kind = match route.kind.as_deref() {
         None | Some("unicast") => RouteType::Unicast,
         Some("blackhole") => RouteType::BlackHole,
@@ -97,7 +103,13 @@ pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, 
 
 /// The message for one `virtual_rules` line.
 pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
-    not_applied(&rule.not_applied)?;
+    let refused: Vec<&str> = rule
+        .not_applied
+        .iter()
+        .map(String::as_str)
+        .filter(|option| *option != "protocol")
+        .collect();
+    not_supported(&refused)?;
     let mut message = RuleMessage::default();
     let family = rule
         .from
@@ -147,16 +159,61 @@ pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
     Ok(message)
 }
 
-/// A line with options Fulcrum does not apply is left out whole (`pulse
-/// -t` notes them): a route or rule added without them could take other
-/// traffic (`from`, `iif`, `tos`) or do something else with it (`not`,
-/// `goto`, `blackhole`).
-fn not_applied(options: &[String]) -> Result<(), String> {
+/// Route options that only tune the route (the kernel's metrics for its
+/// connections, its protocol label, `onlink`'s check of the gateway): a
+/// route is added without them, with a warning ([`options_left_out`]).
+/// Any other option pulse does not apply selects other traffic (`from`,
+/// `tos`), or sends it elsewhere (a nexthop's `dev`, `encap`, a `local`
+/// or `nat` route): such a route is left out whole.
+const ROUTE_TUNING: &[&str] = &[
+    "onlink",
+    "protocol",
+    "realms",
+    "mtu",
+    "advmss",
+    "rtt",
+    "rttvar",
+    "reordering",
+    "window",
+    "cwnd",
+    "initcwnd",
+    "initrwnd",
+    "ssthresh",
+    "features",
+    "quickack",
+    "congctl",
+    "rto_min",
+    "hoplimit",
+    "pref",
+    "fastopen_no_cookie",
+    "ttl-propagate",
+    "expires",
+    "weight",
+];
+
+/// The options a route is added without (see [`ROUTE_TUNING`]); a rule's
+/// `protocol` label likewise. Every other selector or action of a rule
+/// (`iif`, `not`, `goto`, `blackhole`...) leaves it out whole: without
+/// them it would take other traffic, or do something else with it.
+pub fn options_left_out(not_applied: &[String]) -> Vec<&str> {
+    not_applied
+        .iter()
+        .map(String::as_str)
+        .filter(|option| ROUTE_TUNING.contains(option))
+        .collect()
+}
+
+fn not_supported(options: &[&str]) -> Result<(), String> {
     if options.is_empty() {
         return Ok(());
     }
+    Err(format!("{} not supported yet", quoted(options)))
+}
+
+/// `'a', 'b'`, for a log line.
+pub fn quoted(options: &[&str]) -> String {
     let quoted: Vec<String> = options.iter().map(|option| format!("'{option}'")).collect();
-    Err(format!("{} not supported yet", quoted.join(", ")))
+    quoted.join(", ")
 }
 
 fn parse_number(text: &str) -> Result<u32, String> {
@@ -292,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_with_options_not_applied_are_left_out() {
+    fn options_not_applied_leave_a_line_out_unless_they_only_tune_it() {
         let instance = instance(
             "vrrp_instance VI_1 {
                 interface lo
@@ -305,17 +362,28 @@ mod tests {
                     198.51.100.0/24 via 192.0.2.1 table 100
                     unicast 198.51.100.0/24 via 192.0.2.1
                     local 198.51.100.1
+                    2001:db8:1::/64 from 2001:db8::/64 via 2001:db8::1 mtu 1400
                 }
                 virtual_rules {
-                    iif eth0 table 100
+                    iif eth0 table 100 protocol 4
                     not from 192.0.2.0/24 table 100
                     from 192.0.2.0/24 table 100
+                    from 192.0.2.0/24 table 100 protocol 4
                 }
             }",
         );
+        // Tuning options only: added without them.
+        let tuned = route_message(&instance.virtual_routes[0], 7).unwrap();
+        assert!(
+            tuned
+                .attributes
+                .contains(&RouteAttribute::Gateway(RouteAddress::Inet(
+                    "192.0.2.1".parse().unwrap()
+                )))
+        );
         assert_eq!(
-            route_message(&instance.virtual_routes[0], 7).unwrap_err(),
-            "'onlink', 'mtu' not supported yet"
+            options_left_out(&instance.virtual_routes[0].not_applied),
+            ["onlink", "mtu"]
         );
         assert!(route_message(&instance.virtual_routes[1], 7).is_ok());
         let unicast = route_message(&instance.virtual_routes[2], 7).unwrap();
@@ -323,6 +391,10 @@ mod tests {
         assert_eq!(
             route_message(&instance.virtual_routes[3], 7).unwrap_err(),
             "'local' not supported yet"
+        );
+        assert_eq!(
+            route_message(&instance.virtual_routes[4], 7).unwrap_err(),
+            "'from' not supported yet"
         );
         assert_eq!(
             rule_message(&instance.virtual_rules[0]).unwrap_err(),
@@ -333,5 +405,11 @@ mod tests {
             "'not' not supported yet"
         );
         assert!(rule_message(&instance.virtual_rules[2]).is_ok());
+        let labelled = rule_message(&instance.virtual_rules[3]).unwrap();
+        assert_eq!(labelled.header.table, 100);
+        assert_eq!(
+            options_left_out(&instance.virtual_rules[3].not_applied),
+            ["protocol"]
+        );
     }
 }

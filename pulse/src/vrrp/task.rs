@@ -1940,7 +1940,17 @@ fn routes_and_rules(
     let mut route_messages = Vec::new();
     for route in &model.virtual_routes {
         match routes::route_message(route, interface.index) {
-            Ok(message) => route_messages.push(message),
+            Ok(message) => {
+                let left_out = routes::options_left_out(&route.not_applied);
+                if !left_out.is_empty() {
+                    tracing::warn!(
+                        "({name}) virtual route {}: added without {}",
+                        route.destination,
+                        routes::quoted(&left_out)
+                    );
+                }
+                route_messages.push(message);
+            }
             Err(why) => tracing::warn!(
                 "({name}) virtual route {}: {why}; not added",
                 route.destination
@@ -1950,7 +1960,17 @@ fn routes_and_rules(
     let mut rule_messages = Vec::new();
     for rule in &model.virtual_rules {
         match routes::rule_message(rule) {
-            Ok(message) => rule_messages.push(message),
+            Ok(message) => {
+                let left_out = routes::options_left_out(&rule.not_applied);
+                if !left_out.is_empty() {
+                    tracing::warn!(
+                        "({name}) virtual rule {}: added without {}",
+                        rule.options.join(" "),
+                        routes::quoted(&left_out)
+                    );
+                }
+                rule_messages.push(message);
+            }
             Err(why) => tracing::warn!(
                 "({name}) virtual rule {}: {why}; not added",
                 rule.options.join(" ")
