@@ -1444,6 +1444,113 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
 }
 
+/// keepalived alone as master, then pulse alone, with the same addresses:
+/// each address's flags and lifetimes, as `ip` shows them, must be the
+/// same (keepalived 2.2.7 gives IPv6 addresses `nodad` unless `-nodad` is
+/// written, applies `preferred_lft` to IPv6 only, and deprecates a /128
+/// written without it).
+fn address_options(segment: &Segment, scenario: &str) -> Result<()> {
+    let first = segment.ipv4(100);
+    let options = [
+        (segment.ipv4(101), "/24 noprefixroute"),
+        (segment.ipv4(102), "/24 preferred_lft 0"),
+        (segment.ipv4(103), "/24 -nodad"),
+        (segment.ipv6(0x10), "/64 preferred_lft 30"),
+        (segment.ipv6(0x11), "/128"),
+        (segment.ipv6(0x12), "/64 preferred_lft forever"),
+        (segment.ipv6(0x13), "/64 preferred_lft 0"),
+        (segment.ipv6(0x14), "/128 preferred_lft forever"),
+        (segment.ipv6(0x15), "/64 -nodad"),
+        (segment.ipv6(0x16), "/64 home mngtmpaddr"),
+        (
+            segment.ipv6(0x17),
+            "/64 noprefixroute -nodad preferred_lft 0",
+        ),
+    ];
+    let excluded: String = options
+        .iter()
+        .map(|(address, written)| format!("        {address}{written}\n"))
+        .collect();
+    let configuration = format!(
+        "vrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 53\n    version 3\n    \
+         advert_int 0.1\n    virtual_ipaddress {{\n        {first}/24\n    }}\n    \
+         virtual_ipaddress_excluded {{\n{excluded}    }}\n}}\n"
+    );
+    // `ip -o addr` lines of the addresses above, in address order, with
+    // the preferred lifetimes left counting down reduced to "N".
+    let shown = || -> Result<Vec<String>> {
+        let text = ip_output(&segment.a, &["-o", "addr", "show", "dev", "eth0"])?;
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|line| {
+                options
+                    .iter()
+                    .any(|(address, _)| line.contains(&format!(" {address}/")))
+            })
+            .map(|line| {
+                line.split_whitespace()
+                    .skip(2)
+                    .map(|word| match word.strip_suffix("sec") {
+                        Some(seconds) if seconds.parse::<u32>().is_ok() => "Nsec",
+                        _ => word,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        lines.sort();
+        Ok(lines)
+    };
+    let mut seen = Vec::new();
+    for kind in [Kind::Keepalived, Kind::Pulse] {
+        let mut daemon = Daemon::start_with(
+            kind,
+            &segment.a,
+            &segment.directory,
+            &kind.to_string(),
+            &configuration,
+        )?;
+        let result = (|| -> Result<Vec<String>> {
+            wait_for("every address added", Duration::from_secs(5), || {
+                for (address, _) in &options {
+                    if !holds(&segment.a, *address)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })?;
+            // The addresses with duplicate address detection are
+            // `tentative` for a second or two: compare them once done.
+            let started = Instant::now();
+            let lines = loop {
+                let lines = shown()?;
+                if !lines.iter().any(|line| line.contains("tentative")) {
+                    break lines;
+                }
+                ensure!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "still tentative after 10 s: {lines:?}"
+                );
+                thread::sleep(Duration::from_millis(250));
+            };
+            daemon.terminate()?;
+            Ok(lines)
+        })();
+        seen.push(result.map_err(|error| error.context(format!("{kind} log:\n{}", daemon.log())))?);
+    }
+    ensure!(
+        seen[0] == seen[1],
+        "the addresses differ:\nkeepalived:\n{}\npulse:\n{}",
+        seen[0].join("\n"),
+        seen[1].join("\n")
+    );
+    println!(
+        "{scenario}: {} addresses with the same flags and lifetimes",
+        options.len()
+    );
+    Ok(())
+}
+
 /// pulse alone with two instances: one on eth0, one on a link without an
 /// IPv4 address to send from. The first becomes master, the second stays
 /// in FAULT (as keepalived's would) without its address.
@@ -2195,6 +2302,10 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("address events lost to a full buffer", lost_events),
         ("interface deleted and created again", interface_recreated),
         ("accept mode", accept_mode),
+        (
+            "address options as keepalived applies them",
+            address_options,
+        ),
     ]
 }
 

@@ -1060,7 +1060,6 @@ SSL {
         (51, 3, "notify_priority_changes"),
         (53, 19, "no_track"),
         (53, 28, "use_vmac"),
-        (53, 37, "preferred_lft"),
         (56, 31, "onlink"),
         (56, 38, "mtu"),
         (57, 5, "from"),
@@ -1078,6 +1077,12 @@ SSL {
         .map(|(line, column, name)| (line, column, name.to_string()))
         .collect();
     assert_eq!(noted, expected);
+    // keepalived 2.2.7 applies `preferred_lft` to IPv6 addresses only.
+    assert!(diagnostics.items.iter().any(|item| {
+        item.severity == Severity::Warning
+            && (item.span.line, item.span.start) == (53, 37)
+            && item.message.contains("IPv6 addresses only")
+    }));
     // What is applied is typed as before, and the lines left out say why.
     let instance = &config.vrrp_instances[0];
     assert_eq!(instance.virtual_routes[0].not_applied, ["onlink", "mtu"]);

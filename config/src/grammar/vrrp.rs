@@ -1349,8 +1349,11 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                 });
             }
             ("preferred_lft", Some(value)) => {
-                if !is_static {
-                    context.option_not_acted_on(word);
+                if address.address.address.is_ipv4() {
+                    context.warning(
+                        word.span,
+                        "keepalived 2.2.7 applies 'preferred_lft' to IPv6 addresses only: this IPv4 address stays preferred",
+                    );
                 }
                 address.preferred_lifetime = Some(if value.text == "forever" {
                     None

@@ -256,13 +256,17 @@ pub struct VirtualAddress {
     pub label: Option<String>,
     pub peer: Option<Prefix>,
     pub home: bool,
+    /// `-nodad`: keepalived gives every IPv6 virtual address `nodad` (no
+    /// duplicate address detection) unless this is written.
     pub no_dad: bool,
     pub manage_temporary_address: bool,
     pub no_prefix_route: bool,
     pub autojoin: bool,
     pub no_track: bool,
     pub use_vmac: bool,
-    /// `preferred_lft`: `Some(None)` = forever.
+    /// `preferred_lft`: `Some(None)` = forever. Applied to IPv6 addresses
+    /// only, as keepalived 2.2.7 does; an IPv6 /128 without it is given 0
+    /// (deprecated: not chosen as a source).
     pub preferred_lifetime: Option<Option<u32>>,
     pub track_group: Option<String>,
 }

@@ -8,7 +8,7 @@ use fulcrum_config::model::{Scope, VirtualAddress};
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::address::{
-    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope,
+    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage, AddressScope, CacheInfo,
 };
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::Handle;
@@ -176,8 +176,14 @@ pub fn message(address: &VirtualAddress, index: u32) -> AddressMessage {
             .attributes
             .push(AddressAttribute::Label(label.clone()));
     }
+    let ipv6 = local.is_ipv6();
     let mut flags = AddressFlags::empty();
-    if address.no_dad {
+    // keepalived 2.2.7 gives every IPv6 virtual address `nodad`, so that it
+    // is usable at once and a VRRP split brain cannot leave it `dadfailed`
+    // for good; its `-nodad` asks for duplicate address detection back.
+    // (Seen with `ip addr` on both tools' addresses: pulse/tests/vrrp.rs,
+    // "address options as keepalived applies them".)
+    if ipv6 && !address.no_dad {
         flags |= AddressFlags::Nodad;
     }
     if address.home {
@@ -196,8 +202,28 @@ pub fn message(address: &VirtualAddress, index: u32) -> AddressMessage {
         message.header.flags = AddressHeaderFlags::from_bits_truncate(flags.bits() as u8);
         message.attributes.push(AddressAttribute::Flags(flags));
     }
+    // keepalived 2.2.7 applies `preferred_lft` to IPv6 addresses only (an
+    // IPv4 one stays preferred for ever; the configuration warns), and
+    // deprecates a /128 written without it, so that the address is not
+    // chosen as a source (RFC 3484). Valid for ever, as `ip` does.
+    let preferred = match address.preferred_lifetime {
+        Some(lifetime) => lifetime,
+        None if message.header.prefix_len == 128 => Some(0),
+        None => None,
+    };
+    if let (true, Some(preferred)) = (ipv6, preferred) {
+        let mut lifetimes = CacheInfo::default();
+        lifetimes.ifa_preferred = preferred;
+        lifetimes.ifa_valid = FOREVER;
+        message
+            .attributes
+            .push(AddressAttribute::CacheInfo(lifetimes));
+    }
     message
 }
+
+/// The kernel's "forever" lifetime (`INFINITY_LIFE_TIME`).
+const FOREVER: u32 = u32::MAX;
 
 /// Adds an address; one already there counts as added (a pulse restarted
 /// after a crash finds its own).
@@ -278,6 +304,9 @@ mod tests {
                 }
                 virtual_ipaddress_excluded {
                     2001:db8::10/64 -nodad noprefixroute
+                    2001:db8::11/128
+                    2001:db8::12/128 preferred_lft forever
+                    2001:db8::13/64 preferred_lft 30
                 }
             }",
         );
@@ -304,13 +333,43 @@ mod tests {
         assert_eq!(second.header.family, AddressFamily::Inet6);
         assert_eq!(second.header.prefix_len, 64);
         assert_eq!(second.header.scope, AddressScope::Universe);
-        assert!(second.attributes.contains(&AddressAttribute::Flags(
-            AddressFlags::Nodad | AddressFlags::Noprefixroute
-        )));
+        // keepalived's `-nodad` asks for duplicate address detection.
+        assert!(
+            second
+                .attributes
+                .contains(&AddressAttribute::Flags(AddressFlags::Noprefixroute))
+        );
+        let lifetimes = |message: &AddressMessage| {
+            message
+                .attributes
+                .iter()
+                .find_map(|attribute| match attribute {
+                    AddressAttribute::CacheInfo(lifetimes) => {
+                        Some((lifetimes.ifa_preferred, lifetimes.ifa_valid))
+                    }
+                    _ => None,
+                })
+        };
+        assert_eq!(lifetimes(&second), None);
+        // Every other IPv6 address gets `nodad`; a /128 is deprecated unless
+        // its preferred lifetime is written.
+        let host = message(&addresses[3], 7);
+        assert!(
+            host.attributes
+                .contains(&AddressAttribute::Flags(AddressFlags::Nodad))
+        );
+        assert_eq!(lifetimes(&host), Some((0, FOREVER)));
+        assert_eq!(lifetimes(&message(&addresses[4], 7)), None);
+        assert_eq!(lifetimes(&message(&addresses[5], 7)), Some((30, FOREVER)));
 
-        // keepalived computes no broadcast address and defaults to /32.
+        // keepalived computes no broadcast address and defaults to /32; an
+        // IPv4 address gets neither `nodad` nor lifetimes.
         let third = message(&addresses[1], 7);
         assert_eq!(third.header.prefix_len, 32);
+        assert!(!third.attributes.iter().any(|attribute| matches!(
+            attribute,
+            AddressAttribute::Flags(_) | AddressAttribute::CacheInfo(_)
+        )));
         assert!(
             !third
                 .attributes
