@@ -1085,9 +1085,16 @@ SSL {
     }));
     // What is applied is typed as before, and the lines left out say why.
     let instance = &config.vrrp_instances[0];
-    assert_eq!(instance.virtual_routes[0].not_applied, ["onlink", "mtu"]);
+    assert!(instance.virtual_routes[0].not_applied.is_empty());
+    assert_eq!(
+        instance.virtual_routes[0].tuning_not_applied,
+        ["onlink", "mtu"]
+    );
     assert_eq!(instance.virtual_routes[0].metric, Some(5));
-    assert_eq!(instance.virtual_routes[2].not_applied, ["dev", "weight"]);
+    assert_eq!(instance.virtual_routes[1].not_applied, ["from"]);
+    assert_eq!(instance.virtual_routes[2].not_applied, ["dev"]);
+    assert_eq!(instance.virtual_routes[2].tuning_not_applied, ["weight"]);
+    assert_eq!(instance.virtual_routes[4].not_applied, ["local"]);
     assert_eq!(instance.virtual_rules[0].not_applied, ["iif", "not"]);
     assert!(instance.virtual_rules[1].not_applied.is_empty());
 }

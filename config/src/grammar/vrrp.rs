@@ -1550,6 +1550,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
             no_track: false,
             options: Vec::new(),
             not_applied: Vec::new(),
+            tuning_not_applied: Vec::new(),
         };
         let mut destination_seen = false;
         let mut in_nexthop = false;
@@ -1573,8 +1574,10 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                         in_nexthop = true;
                         route.options.push(text.to_string());
                     }
+                    // `onlink`: the kernel then takes the gateway as
+                    // on the link without checking it.
                     _ => {
-                        not_applied(&mut route.not_applied, word, is_static, context);
+                        not_applied(&mut route.tuning_not_applied, word, is_static, context);
                         route.options.push(text.to_string());
                     }
                 }
@@ -1706,15 +1709,17 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                     }
                     _ => {}
                 }
-                // Typed above, or ignored by keepalived too (`as`).
-                let applied = match text {
+                match text {
+                    // Typed above, or ignored by keepalived too (`as`).
                     "src" | "via" | "gw" | "or" | "table" | "metric" | "preference"
-                    | "priority" | "scope" | "as" => true,
-                    "dev" | "oif" => !in_nexthop,
-                    _ => false,
-                };
-                if !applied {
-                    not_applied(&mut route.not_applied, word, is_static, context);
+                    | "priority" | "scope" | "as" => {}
+                    "dev" | "oif" if !in_nexthop => {}
+                    // Which traffic the route takes, and where it goes.
+                    "from" | "tos" | "dsfield" | "dev" | "oif" => {
+                        not_applied(&mut route.not_applied, word, is_static, context)
+                    }
+                    // The route's metrics and labels.
+                    _ => not_applied(&mut route.tuning_not_applied, word, is_static, context),
                 }
                 route.options.push(text.to_string());
                 route.options.push(value.text.to_string());
@@ -1895,6 +1900,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
             no_track: false,
             options: Vec::new(),
             not_applied: Vec::new(),
+            tuning_not_applied: Vec::new(),
         };
         let mut protocol: Option<&Word> = None;
         let mut index = 0;
@@ -1962,11 +1968,13 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                     }
                     _ => {}
                 }
-                if !matches!(
-                    text,
-                    "from" | "to" | "table" | "lookup" | "priority" | "preference" | "fwmark"
-                ) {
-                    not_applied(&mut rule.not_applied, word, is_static, context);
+                match text {
+                    "from" | "to" | "table" | "lookup" | "priority" | "preference" | "fwmark" => {}
+                    // A label: which traffic the rule takes does not change.
+                    "protocol" => {
+                        not_applied(&mut rule.tuning_not_applied, word, is_static, context)
+                    }
+                    _ => not_applied(&mut rule.not_applied, word, is_static, context),
                 }
                 rule.options.push(text.to_string());
                 rule.options.push(value.text.to_string());

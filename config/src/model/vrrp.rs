@@ -291,11 +291,16 @@ pub struct Route {
     /// Every option after the destination, as written (`onlink`, `mtu`,
     /// `nexthop` blocks...).
     pub options: Vec<String>,
-    /// The options of `options` that are not typed above, by name
-    /// (`onlink`, `mtu`, `from`...): Fulcrum does not apply them yet.
-    /// `pulse -t` notes each, and pulse leaves such a route out rather
-    /// than add it without them.
+    /// The options of `options` not typed above that change which traffic
+    /// the route takes or where it sends it (`from`, `tos`, `encap`, a
+    /// nexthop's `dev`, a `local` or `nat` route), by name: Fulcrum does
+    /// not apply them yet, and pulse leaves such a route out rather than
+    /// add another one. `pulse -t` notes each.
     pub not_applied: Vec<String>,
+    /// The other options not typed above, which only tune the route (its
+    /// metrics such as `mtu`, `onlink`, `protocol`, `realms`): pulse adds
+    /// the route without them, with a warning. `pulse -t` notes each.
+    pub tuning_not_applied: Vec<String>,
 }
 
 /// One line of `virtual_rules` / `static_rules`: `ip rule` selectors and an
@@ -314,4 +319,6 @@ pub struct Rule {
     /// added without them would take other traffic, or do something else
     /// with it, so pulse leaves it out.
     pub not_applied: Vec<String>,
+    /// As [`Route::tuning_not_applied`]: `protocol`, a label.
+    pub tuning_not_applied: Vec<String>,
 }

@@ -44,13 +44,7 @@ fn route_scope(scope: Scope) -> RouteScope {
 /// The message for one `virtual_routes` line; `default_index` is the
 /// instance's interface, used when a route without `via` names no `dev`.
 pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
-    let refused: Vec<&str> = route
-        .not_applied
-        .iter()
-        .map(String::as_str)
-        .filter(|option| !ROUTE_TUNING.contains(option))
-        .collect();
-    not_supported(&refused)?;
+    not_supported(&route.not_applied)?;
     let kind = match route.kind.as_deref() {
         None | Some("unicast") => RouteType::Unicast,
         Some("blackhole") => RouteType::BlackHole,
@@ -103,13 +97,7 @@ pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, 
 
 /// The message for one `virtual_rules` line.
 pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
-    let refused: Vec<&str> = rule
-        .not_applied
-        .iter()
-        .map(String::as_str)
-        .filter(|option| *option != "protocol")
-        .collect();
-    not_supported(&refused)?;
+    not_supported(&rule.not_applied)?;
     let mut message = RuleMessage::default();
     let family = rule
         .from
@@ -159,51 +147,10 @@ pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
     Ok(message)
 }
 
-/// Route options that only tune the route (the kernel's metrics for its
-/// connections, its protocol label, `onlink`'s check of the gateway): a
-/// route is added without them, with a warning ([`options_left_out`]).
-/// Any other option pulse does not apply selects other traffic (`from`,
-/// `tos`), or sends it elsewhere (a nexthop's `dev`, `encap`, a `local`
-/// or `nat` route): such a route is left out whole.
-const ROUTE_TUNING: &[&str] = &[
-    "onlink",
-    "protocol",
-    "realms",
-    "mtu",
-    "advmss",
-    "rtt",
-    "rttvar",
-    "reordering",
-    "window",
-    "cwnd",
-    "initcwnd",
-    "initrwnd",
-    "ssthresh",
-    "features",
-    "quickack",
-    "congctl",
-    "rto_min",
-    "hoplimit",
-    "pref",
-    "fastopen_no_cookie",
-    "ttl-propagate",
-    "expires",
-    "weight",
-];
-
-/// The options a route is added without (see [`ROUTE_TUNING`]); a rule's
-/// `protocol` label likewise. Every other selector or action of a rule
-/// (`iif`, `not`, `goto`, `blackhole`...) leaves it out whole: without
-/// them it would take other traffic, or do something else with it.
-pub fn options_left_out(not_applied: &[String]) -> Vec<&str> {
-    not_applied
-        .iter()
-        .map(String::as_str)
-        .filter(|option| ROUTE_TUNING.contains(option))
-        .collect()
-}
-
-fn not_supported(options: &[&str]) -> Result<(), String> {
+/// A route or rule with an option that changes which traffic it takes,
+/// or what it does with it, is left out whole (`pulse -t` notes the
+/// option): added without it, it would be another route or rule.
+fn not_supported(options: &[String]) -> Result<(), String> {
     if options.is_empty() {
         return Ok(());
     }
@@ -211,7 +158,7 @@ fn not_supported(options: &[&str]) -> Result<(), String> {
 }
 
 /// `'a', 'b'`, for a log line.
-pub fn quoted(options: &[&str]) -> String {
+pub fn quoted(options: &[String]) -> String {
     let quoted: Vec<String> = options.iter().map(|option| format!("'{option}'")).collect();
     quoted.join(", ")
 }
@@ -271,13 +218,20 @@ mod tests {
 
     use super::*;
 
-    fn instance(text: &str) -> fulcrum_config::model::VrrpInstance {
+    /// An instance on `lo` with these `virtual_routes` and `virtual_rules`
+    /// lines.
+    fn instance(routes: &str, rules: &str) -> fulcrum_config::model::VrrpInstance {
         let options = Options {
             config_id: None,
             all_config: false,
             random_seed: Some(1),
         };
-        let loaded = fulcrum_config::load_str("test.conf", text, &options);
+        let text = format!(
+            "vrrp_instance VI_1 {{\n interface lo\n virtual_router_id 1\n \
+             virtual_ipaddress {{\n 192.0.2.10\n }}\n \
+             virtual_routes {{\n{routes}\n }}\n virtual_rules {{\n{rules}\n }}\n}}\n"
+        );
+        let loaded = fulcrum_config::load_str("test.conf", &text, &options);
         let [instance] = loaded.config.vrrp_instances.as_slice() else {
             panic!("one instance expected");
         };
@@ -287,22 +241,11 @@ mod tests {
     #[test]
     fn routes_and_rules_become_messages() {
         let instance = instance(
-            "vrrp_instance VI_1 {
-                interface lo
-                virtual_router_id 1
-                virtual_ipaddress {
-                    192.0.2.10
-                }
-                virtual_routes {
-                    198.51.100.0/24 via 192.0.2.1 table 100 metric 5
-                    blackhole 203.0.113.0/24
-                    10.9.0.0/16 src 192.0.2.10 dev lo
-                }
-                virtual_rules {
-                    from 192.0.2.0/24 table 100 priority 1000
-                    to 10.0.0.0/8 table main fwmark 0x10/0xff
-                }
-            }",
+            "198.51.100.0/24 via 192.0.2.1 table 100 metric 5
+             blackhole 203.0.113.0/24
+             10.9.0.0/16 src 192.0.2.10 dev lo",
+            "from 192.0.2.0/24 table 100 priority 1000
+             to 10.0.0.0/8 table main fwmark 0x10/0xff",
         );
         let via = route_message(&instance.virtual_routes[0], 7).unwrap();
         assert_eq!(via.header.table, 100);
@@ -351,28 +294,17 @@ mod tests {
     #[test]
     fn options_not_applied_leave_a_line_out_unless_they_only_tune_it() {
         let instance = instance(
-            "vrrp_instance VI_1 {
-                interface lo
-                virtual_router_id 1
-                virtual_ipaddress {
-                    192.0.2.10
-                }
-                virtual_routes {
-                    198.51.100.0/24 via 192.0.2.1 onlink mtu lock 1400
-                    198.51.100.0/24 via 192.0.2.1 table 100
-                    unicast 198.51.100.0/24 via 192.0.2.1
-                    local 198.51.100.1
-                    2001:db8:1::/64 from 2001:db8::/64 via 2001:db8::1 mtu 1400
-                }
-                virtual_rules {
-                    iif eth0 table 100 protocol 4
-                    not from 192.0.2.0/24 table 100
-                    from 192.0.2.0/24 table 100
-                    from 192.0.2.0/24 table 100 protocol 4
-                }
-            }",
+            "198.51.100.0/24 via 192.0.2.1 onlink mtu lock 1400
+             198.51.100.0/24 via 192.0.2.1 table 100
+             unicast 198.51.100.0/24 via 192.0.2.1
+             local 198.51.100.1
+             2001:db8:1::/64 from 2001:db8::/64 via 2001:db8::1 mtu 1400",
+            "iif eth0 table 100 protocol 4
+             not from 192.0.2.0/24 table 100
+             from 192.0.2.0/24 table 100
+             from 192.0.2.0/24 table 100 protocol 4",
         );
-        // Tuning options only: added without them.
+        // Tuning options only: added without them (the daemon warns).
         let tuned = route_message(&instance.virtual_routes[0], 7).unwrap();
         assert!(
             tuned
@@ -382,7 +314,7 @@ mod tests {
                 )))
         );
         assert_eq!(
-            options_left_out(&instance.virtual_routes[0].not_applied),
+            instance.virtual_routes[0].tuning_not_applied,
             ["onlink", "mtu"]
         );
         assert!(route_message(&instance.virtual_routes[1], 7).is_ok());
@@ -407,9 +339,6 @@ mod tests {
         assert!(rule_message(&instance.virtual_rules[2]).is_ok());
         let labelled = rule_message(&instance.virtual_rules[3]).unwrap();
         assert_eq!(labelled.header.table, 100);
-        assert_eq!(
-            options_left_out(&instance.virtual_rules[3].not_applied),
-            ["protocol"]
-        );
+        assert_eq!(instance.virtual_rules[3].tuning_not_applied, ["protocol"]);
     }
 }

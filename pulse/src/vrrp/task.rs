@@ -1941,12 +1941,11 @@ fn routes_and_rules(
     for route in &model.virtual_routes {
         match routes::route_message(route, interface.index) {
             Ok(message) => {
-                let left_out = routes::options_left_out(&route.not_applied);
-                if !left_out.is_empty() {
+                if !route.tuning_not_applied.is_empty() {
                     tracing::warn!(
                         "({name}) virtual route {}: added without {}",
                         route.destination,
-                        routes::quoted(&left_out)
+                        routes::quoted(&route.tuning_not_applied)
                     );
                 }
                 route_messages.push(message);
@@ -1961,12 +1960,11 @@ fn routes_and_rules(
     for rule in &model.virtual_rules {
         match routes::rule_message(rule) {
             Ok(message) => {
-                let left_out = routes::options_left_out(&rule.not_applied);
-                if !left_out.is_empty() {
+                if !rule.tuning_not_applied.is_empty() {
                     tracing::warn!(
                         "({name}) virtual rule {}: added without {}",
                         rule.options.join(" "),
-                        routes::quoted(&left_out)
+                        routes::quoted(&rule.tuning_not_applied)
                     );
                 }
                 rule_messages.push(message);
