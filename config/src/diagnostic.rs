@@ -6,7 +6,7 @@
 //!       |     ^^^^^^^^
 //! ```
 
-use crate::syntax::{Sources, Span};
+use crate::syntax::{Excerpts, Sources, Span};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -83,6 +83,11 @@ impl Diagnostics {
     pub fn render(&self, sources: &Sources) -> String {
         let mut items: Vec<&Diagnostic> = self.items.iter().collect();
         items.sort_by_key(|item| (item.span.file, item.span.line, item.span.start));
+        let excerpts = sources.excerpts(items.iter().flat_map(|item| {
+            std::iter::once(item.span)
+                .chain(item.notes.iter().filter_map(|(span, _)| *span))
+                .map(|span| (span.file, span.line))
+        }));
         let mut out = String::new();
         // A line that `~SEQ` or a multi-line definition expands into
         // thousands of lines can have thousands of problems, all at its
@@ -101,7 +106,7 @@ impl Diagnostics {
                 same_line
             };
             for item in &items[index..index + shown] {
-                render_one(item, sources, &mut out);
+                render_one(item, sources, &excerpts, &mut out);
             }
             if shown < same_line {
                 use std::fmt::Write;
@@ -122,7 +127,7 @@ impl Diagnostics {
     pub const SHOWN_PER_LINE: usize = 20;
 }
 
-fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
+fn render_one(diagnostic: &Diagnostic, sources: &Sources, excerpts: &Excerpts, out: &mut String) {
     use std::fmt::Write;
     let label = match diagnostic.severity {
         Severity::Error => "error",
@@ -148,7 +153,7 @@ fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
             diagnostic.message
         );
     }
-    snippet(sources, span, out);
+    snippet(sources, excerpts, span, out);
     for (note_span, message) in &diagnostic.notes {
         match note_span {
             Some(note_span) => {
@@ -159,7 +164,7 @@ fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
                     note_span.line,
                     note_span.start
                 );
-                snippet(sources, *note_span, out);
+                snippet(sources, excerpts, *note_span, out);
             }
             None => {
                 let _ = writeln!(out, "  = note: {message}");
@@ -168,10 +173,10 @@ fn render_one(diagnostic: &Diagnostic, sources: &Sources, out: &mut String) {
     }
 }
 
-fn snippet(sources: &Sources, span: Span, out: &mut String) {
+fn snippet(sources: &Sources, excerpts: &Excerpts, span: Span, out: &mut String) {
     use std::fmt::Write;
-    let Some(text) = sources.line_text(span.file, span.line) else {
-        if span.line > 0 && sources.file(span.file).changed() {
+    let Some(text) = excerpts.line(span.file, span.line) else {
+        if span.line > 0 && excerpts.changed(span.file) {
             let _ = writeln!(
                 out,
                 "  = note: {} has changed since it was read: its line is not shown",

@@ -1006,5 +1006,23 @@ fn a_diagnostic_shows_the_line_read_or_says_the_file_changed() {
         rendered.contains("keepalived.conf has changed since it was read: its line is not shown"),
         "{rendered}"
     );
+    // A report reads only the lines it quotes, and sees a change too.
+    std::fs::write(&path, "global_defs {\n    router_idd a\n}\n").unwrap();
+    let (sources, _) = read(&path);
+    assert!(
+        diagnostics
+            .render(&sources)
+            .contains(" 2 |     router_idd a\n"),
+        "{}",
+        diagnostics.render(&sources)
+    );
+    std::fs::write(&path, "global_defs {\n    router_id b\n}\n").unwrap();
+    assert!(
+        diagnostics
+            .render(&sources)
+            .contains("has changed since it was read"),
+        "{}",
+        diagnostics.render(&sources)
+    );
     std::fs::remove_dir_all(&directory).unwrap();
 }
