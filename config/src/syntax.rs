@@ -373,40 +373,43 @@ struct OnDisk {
 }
 
 impl OnDisk {
-    /// The `wanted` lines of the file (invalid UTF-8 replaced, line endings
-    /// removed), reading no further than the last; `None` if the file has
-    /// changed since it was lexed.
-    fn lines(
-        &self,
-        wanted: &std::collections::BTreeSet<u32>,
-    ) -> Option<std::collections::HashMap<u32, String>> {
-        use std::io::BufRead;
+    /// What `read` gets from the file, if the file is as it was when it was
+    /// lexed, before and after the read; `None` if it has changed (or gone).
+    fn read_unchanged<T>(&self, read: impl FnOnce(&std::fs::File) -> Option<T>) -> Option<T> {
         let file = std::fs::File::open(&self.path).ok()?;
         if Identity::of(&file.metadata().ok()?) != self.identity {
             return None;
         }
-        let last = *wanted.last()?;
-        let mut reader = std::io::BufReader::with_capacity(64 * 1024, &file);
-        let mut lines = std::collections::HashMap::new();
-        let mut bytes = Vec::new();
-        for number in 1..=last {
-            bytes.clear();
-            if reader.read_until(b'\n', &mut bytes).ok()? == 0 {
-                break;
-            }
-            if wanted.contains(&number) {
-                let text = String::from_utf8_lossy(&bytes);
-                let text = text.strip_suffix('\n').unwrap_or(&text);
-                let text = text.strip_suffix('\r').unwrap_or(text);
-                lines.insert(number, text.to_string());
-            }
-        }
-        // Unchanged while it was read, too.
+        let read = read(&file)?;
         if Identity::of(&file.metadata().ok()?) != self.identity {
             return None;
         }
-        Some(lines)
+        Some(read)
     }
+}
+
+/// The `wanted` lines (1-based) of a text (invalid UTF-8 replaced, line
+/// endings removed), reading it no further than the last of them.
+fn pick_lines(
+    mut reader: impl std::io::BufRead,
+    wanted: &std::collections::BTreeSet<u32>,
+) -> Option<std::collections::HashMap<u32, String>> {
+    let last = *wanted.last()?;
+    let mut lines = std::collections::HashMap::new();
+    let mut bytes = Vec::new();
+    for number in 1..=last {
+        bytes.clear();
+        if reader.read_until(b'\n', &mut bytes).ok()? == 0 {
+            break;
+        }
+        if wanted.contains(&number) {
+            let text = String::from_utf8_lossy(&bytes);
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            lines.insert(number, text.to_string());
+        }
+    }
+    Some(lines)
 }
 
 /// The lines a report quotes ([`Sources::excerpts`]).
@@ -488,16 +491,11 @@ impl SourceFile {
     pub fn text(&self) -> Option<&str> {
         self.text
             .get_or_init(|| {
-                let on_disk = self.on_disk.as_ref()?;
-                let mut file = std::fs::File::open(&on_disk.path).ok()?;
-                let before = Identity::of(&file.metadata().ok()?);
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
-                // Unchanged before and after this read, as when it was lexed.
-                let after = Identity::of(&file.metadata().ok()?);
-                if before != on_disk.identity || after != on_disk.identity {
-                    return None;
-                }
+                let bytes = self.on_disk.as_ref()?.read_unchanged(|mut file| {
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+                    Some(bytes)
+                })?;
                 Some(match String::from_utf8(bytes) {
                     Ok(text) => text,
                     Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
@@ -529,10 +527,9 @@ impl Sources {
         &self.files[id.0 as usize]
     }
 
-    /// The `wanted` lines (1-based), read for a report: a file given in
-    /// memory, or already read whole, is looked up; a file on disk is read
-    /// again only up to the last line wanted, one line at a time, and only
-    /// the lines wanted are kept. Read whole, the file was held in memory
+    /// The `wanted` lines (1-based), read for a report in one pass per
+    /// file, up to the last line wanted (a file on disk is read again, as
+    /// long as it has not changed), keeping only the lines wanted. Read whole, the file was held in memory
     /// for the report (18.5 MB more for the benchmark's file and its one
     /// note) and read to its end.
     pub fn excerpts(&self, wanted: impl IntoIterator<Item = (FileId, u32)>) -> Excerpts {
@@ -547,15 +544,15 @@ impl Sources {
         for (id, lines) in by_file {
             let file = self.file(id);
             let read = match (file.text.get(), &file.on_disk) {
-                // Read again whole before, and found changed.
-                (Some(None), _) => None,
-                (None, Some(on_disk)) => on_disk.lines(&lines),
-                _ => Some(
-                    lines
-                        .iter()
-                        .filter_map(|&line| Some((line, self.line_text(id, line)?.to_string())))
-                        .collect(),
-                ),
+                // Given in memory, or read whole before (`None`: found
+                // changed then).
+                (Some(text), _) => text
+                    .as_deref()
+                    .and_then(|text| pick_lines(text.as_bytes(), &lines)),
+                (None, Some(on_disk)) => on_disk.read_unchanged(|file| {
+                    pick_lines(std::io::BufReader::with_capacity(64 * 1024, file), &lines)
+                }),
+                (None, None) => None,
             };
             match read {
                 Some(read) => {

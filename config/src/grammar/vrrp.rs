@@ -1382,15 +1382,11 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
             // interfaces.
             ("no_track", _) => {
                 address.no_track = true;
-                if !is_static {
-                    context.option_not_acted_on(word);
-                }
+                noted_unless_static(word, is_static, context);
             }
             ("use_vmac", _) => {
                 address.use_vmac = true;
-                if !is_static {
-                    context.option_not_acted_on(word);
-                }
+                noted_unless_static(word, is_static, context);
             }
             (other, _) => {
                 let options = [
@@ -1877,10 +1873,15 @@ const RULE_FLAGS: &[&str] = &[
 ];
 
 /// Records an option of a route or rule line that Fulcrum keeps as
-/// written but does not apply, with its note (a `static_*` block is noted
-/// as a whole).
+/// written but does not apply, with its note.
 fn not_applied(names: &mut Vec<String>, word: &Word, is_static: bool, context: &mut Context) {
     names.push(word.text.to_string());
+    noted_unless_static(word, is_static, context);
+}
+
+/// The note on an option Fulcrum does not act on yet; none in a
+/// `static_*` block, which is noted as a whole.
+fn noted_unless_static(word: &Word, is_static: bool, context: &mut Context) {
     if !is_static {
         context.option_not_acted_on(word);
     }
