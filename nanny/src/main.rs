@@ -1,6 +1,7 @@
 //! `nanny`: runs a keepalived.conf's health checkers and prints what they
 //! find; `nanny digest URL` prints what keepalived's genhash prints.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,21 @@ use nanny::driver::tcp::{self, CheckMode};
 use nanny::driver::{half_open, http};
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Endpoint, HttpVersion, Plan, TlsSpec, UrlSpec};
+
+/// Writes to stderr, ignoring a failure: with `2>&1 | head` stderr's
+/// reader may be gone too, and `eprintln!` would panic there.
+macro_rules! report {
+    ($($argument:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($argument)*);
+    }};
+}
+
+/// [`report!`] without the newline.
+macro_rules! report_text {
+    ($($argument:tt)*) => {{
+        let _ = write!(std::io::stderr(), $($argument)*);
+    }};
+}
 
 #[derive(Parser)]
 #[command(
@@ -79,7 +95,7 @@ fn main() -> ExitCode {
         .with_ansi(false)
         .init();
     if let Err(error) = nanny::raise_open_file_limit() {
-        eprintln!("nanny: cannot raise the open file limit: {error}");
+        report!("nanny: cannot raise the open file limit: {error}");
     }
     if arguments.command.is_none() {
         tcp::set_check_mode(arguments.tcp_check);
@@ -97,7 +113,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("nanny: {error}");
+            report!("nanny: {error}");
             return ExitCode::from(2);
         }
     };
@@ -110,7 +126,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("nanny: {error:#}");
+            report!("nanny: {error:#}");
             ExitCode::from(2)
         }
     }
@@ -161,7 +177,11 @@ async fn digest(url: &str, timeout: u64) -> anyhow::Result<ExitCode> {
     )
     .await
     .map_err(|failure| anyhow::anyhow!("{url}: {failure}"))?;
-    println!("{}", http::hex(&response.digest));
+    quietly_if_closed(writeln!(
+        std::io::stdout(),
+        "{}",
+        http::hex(&response.digest)
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -171,12 +191,12 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     }
     let loaded = fulcrum_config::load(&arguments.file, &Default::default());
     if loaded.diagnostics.has_errors() {
-        eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+        report_text!("{}", loaded.diagnostics.render(&loaded.sources));
     }
     let plan = Plan::from_config(&loaded.config);
     let slots = plan.slots.len();
     if slots == 0 {
-        eprintln!(
+        report!(
             "nanny: {}: no real server to check",
             arguments.file.display()
         );
@@ -198,7 +218,14 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
         tokio::select! {
             change = handle.events.recv() => {
                 let Some(change) = change else { break };
-                print_change(&change, arguments.json)?;
+                if let Err(error) = print_change(&change, arguments.json) {
+                    if error.kind() == std::io::ErrorKind::BrokenPipe {
+                        // The reader is done (`nanny -f FILE | head`): stop
+                        // as at SIGINT, quietly.
+                        break;
+                    }
+                    return Err(error.into());
+                }
                 if change.initial {
                     reported += change.virtual_servers.len();
                     any_down |= !change.up;
@@ -213,7 +240,7 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
             _ = hangup.recv(), if !arguments.once => {
                 let loaded = fulcrum_config::load(&arguments.file, &Default::default());
                 if loaded.diagnostics.has_errors() {
-                    eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+                    report_text!("{}", loaded.diagnostics.render(&loaded.sources));
                 }
                 handle.reload(Plan::from_config(&loaded.config)).await;
             }
@@ -227,10 +254,23 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_change(change: &StateChange, json: bool) -> anyhow::Result<()> {
+/// A write to stdout whose failure because the reader went away is no
+/// error: the command's work is done and it ends quietly (Rust ignores
+/// SIGPIPE, so the write fails with EPIPE instead of ending the process).
+fn quietly_if_closed(result: std::io::Result<()>) -> std::io::Result<()> {
+    match result {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => result,
+    }
+}
+
+/// Prints one change on stdout; an error (a broken pipe included) is the
+/// caller's to judge.
+fn print_change(change: &StateChange, json: bool) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
     if json {
-        println!("{}", serde_json::to_string(change)?);
-        return Ok(());
+        let line = serde_json::to_string(change).map_err(std::io::Error::other)?;
+        return writeln!(stdout, "{line}");
     }
     let state = if change.up { "UP" } else { "DOWN" };
     let what = if change.initial { "is" } else { "went" };
@@ -246,11 +286,11 @@ fn print_change(change: &StateChange, json: bool) -> anyhow::Result<()> {
     if change.weight_offset != 0 {
         weight.push_str(&format!(", weight {:+}", change.weight_offset));
     }
-    println!(
+    writeln!(
+        stdout,
         "{} {what} {state}{weight} (virtual server {}): {}",
         change.real_server,
         virtual_servers.join(", "),
         change.reason
-    );
-    Ok(())
+    )
 }

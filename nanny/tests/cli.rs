@@ -97,6 +97,44 @@ fn digest_prints_what_genhash_prints() {
     );
 }
 
+/// `nanny -f FILE | head`: when the reader goes away nanny stops, quietly
+/// (println! panicked there: "failed printing to stdout: Broken pipe").
+#[test]
+fn a_reader_going_away_ends_nanny_quietly() {
+    let directory = std::env::temp_dir().join(format!("nanny-closed-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let config = directory.join("keepalived.conf");
+    // The check takes half a second, so the pipe is closed before nanny
+    // first writes.
+    std::fs::write(
+        &config,
+        "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 192.0.2.2 80 {
+        MISC_CHECK {
+            misc_path \"/bin/sleep 0.5\"
+        }
+    }
+}
+",
+    )
+    .unwrap();
+    let mut child = nanny()
+        .args(["-f", config.to_str().unwrap(), "--once"])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(!said.contains("Broken pipe"), "{said}");
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
 /// A network namespace of this test's own, deleted on drop.
 struct Namespace(String);
 

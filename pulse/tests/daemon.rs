@@ -72,3 +72,46 @@ fn a_kernel_without_ipvs_is_one_clear_error() {
     assert!(errors[0].contains("IPVS is not available"), "{said}");
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+/// `pulse --dump-config | head`: the reader goes away and pulse ends
+/// quietly, with the verdict it had (no "Broken pipe", no backtrace).
+#[test]
+fn a_reader_going_away_ends_dump_config_quietly() {
+    let directory = directory("closed-stdout");
+    let configuration = directory.join("keepalived.conf");
+    // Far more JSON than a pipe holds, so that pulse is still writing
+    // when the reader has gone.
+    let text: String = (0..2000)
+        .map(|index| {
+            format!(
+                "virtual_server 10.0.{}.{} 80 {{\n protocol TCP\n lb_algo rr\n lb_kind NAT\n \
+                 real_server 10.1.0.1 80 {{\n }}\n}}\n",
+                index / 250,
+                index % 250
+            )
+        })
+        .collect();
+    std::fs::write(&configuration, text).unwrap();
+    let mut child = Command::new(PULSE)
+        .arg("--dump-config")
+        .arg("-f")
+        .arg(&configuration)
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little, then close the pipe, as `head -1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(first.starts_with(b"{"), "{first:?}");
+    assert!(!said.contains("Broken pipe"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    // The configuration is clean: the verdict stays 0.
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}

@@ -30,6 +30,7 @@ pub mod addresses;
 pub mod logging;
 pub mod process;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -218,7 +219,13 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
         if at_start && !settings.logs_on_stderr {
             // The log may be far away (syslog): whoever started pulse sees
             // the problems here too.
-            eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+            // Ignoring a failure: stderr may be closed, and eprint! would
+            // panic.
+            let _ = write!(
+                std::io::stderr(),
+                "{}",
+                loaded.diagnostics.render(&loaded.sources)
+            );
         }
         return None;
     }
