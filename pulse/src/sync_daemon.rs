@@ -5,8 +5,86 @@
 //! `ipvs_syncd_master`/`ipvs_syncd_backup`: stop the daemon of the other
 //! state, then start this one).
 
+use std::time::Duration;
+
 use fulcrum_config::model as config;
 use ipvs::{Client, SyncDaemon, SyncState};
+use tokio::sync::oneshot;
+
+/// What the follower's thread is asked.
+enum Request {
+    /// Run `settings`'s daemon in this state (`None`: none at all).
+    Follow(config::LvsSyncDaemon, Option<SyncState>, u8),
+    /// Answer once every request before it is carried out.
+    Barrier(oneshot::Sender<()>),
+}
+
+/// The kernel's sync daemon following one VRRP instance: master while it
+/// is MASTER, backup otherwise, none once stopped.
+///
+/// The IPVS calls run in order on a thread of its own, over one client,
+/// and the VRRP loop never waits for them: stopping a sync daemon waits
+/// for the kernel's thread to end, which has been seen to take over 30 s
+/// in the emulated lab, and adverts must go out meanwhile.
+pub struct Follower {
+    requests: std::sync::mpsc::Sender<Request>,
+}
+
+impl Follower {
+    /// Starts the thread with `client` (connected by the caller, so that a
+    /// kernel without IPVS is known at start).
+    pub fn start(mut client: Client) -> std::io::Result<Follower> {
+        let (requests, received) = std::sync::mpsc::channel::<Request>();
+        std::thread::Builder::new()
+            .name("sync-daemon".into())
+            .spawn(move || {
+                for request in received {
+                    let (settings, state, virtual_router_id) = match request {
+                        Request::Follow(settings, state, virtual_router_id) => {
+                            (settings, state, virtual_router_id)
+                        }
+                        Request::Barrier(done) => {
+                            let _ = done.send(());
+                            continue;
+                        }
+                    };
+                    let outcome = match state {
+                        Some(state) => {
+                            follow(&mut client, &daemon(&settings, state, virtual_router_id))
+                        }
+                        None => stop(&mut client),
+                    };
+                    if let Err(error) = outcome {
+                        tracing::error!("lvs_sync_daemon: {error}");
+                    }
+                }
+            })?;
+        Ok(Follower { requests })
+    }
+
+    /// The followed instance entered `state` (`None`: it stopped).
+    pub fn follow(
+        &self,
+        settings: &config::LvsSyncDaemon,
+        state: Option<SyncState>,
+        virtual_router_id: u8,
+    ) {
+        let _ = self
+            .requests
+            .send(Request::Follow(settings.clone(), state, virtual_router_id));
+    }
+
+    /// Waits, at most `limit`, until the daemon has followed every state
+    /// given so far (at stop: keepalived's daemons stop with it); whether
+    /// it did.
+    pub async fn settled(&self, limit: Duration) -> bool {
+        let (done, settled) = oneshot::channel();
+        if self.requests.send(Request::Barrier(done)).is_err() {
+            return false;
+        }
+        matches!(tokio::time::timeout(limit, settled).await, Ok(Ok(())))
+    }
+}
 
 /// The daemon `settings` describe, in `state`; `virtual_router_id` (the
 /// followed instance's) is the sync id unless `id` gives one, as in

@@ -1625,6 +1625,28 @@ fn reload(segment: &Segment, scenario: &str) -> Result<()> {
         let masters = |log: &str| log.matches("(VI_1) Entering MASTER STATE").count();
         ensure!(masters(&pulse.log()) == 1);
 
+        // The same file again: every instance is kept, and nothing is
+        // opened again (no socket, rtnetlink's included, that pulse did
+        // not hold before).
+        let before = sockets(pulse.child.id())?;
+        signal(pulse.child.id() as i32, libc::SIGHUP);
+        wait_for("the reload keeps both", Duration::from_secs(5), || {
+            Ok(pulse
+                .log()
+                .contains("VRRP reloaded: 2 of 2 instance(s) kept with their state"))
+        })?;
+        let after = sockets(pulse.child.id())?;
+        let opened: Vec<&String> = after.difference(&before).collect();
+        ensure!(
+            opened.is_empty(),
+            "a reload that changes nothing opened {} socket(s): {opened:?} (before: {before:?})",
+            opened.len()
+        );
+        println!(
+            "{scenario}: the same file again: {} socket(s) before and after, none opened",
+            before.len()
+        );
+
         fs::write(&file, "vrrp_instance VI_1 {\n    virtual_router_id\n")?;
         signal(pulse.child.id() as i32, libc::SIGHUP);
         wait_for("the bad reload is refused", Duration::from_secs(5), || {
@@ -1650,6 +1672,22 @@ fn reload(segment: &Segment, scenario: &str) -> Result<()> {
         Ok(())
     })();
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))
+}
+
+/// The sockets process `pid` holds, by inode (`socket:[N]`): a socket
+/// closed and opened again has a new one.
+fn sockets(pid: u32) -> Result<std::collections::BTreeSet<String>> {
+    let mut sockets = std::collections::BTreeSet::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/fd"))? {
+        // A descriptor closed while listed is gone: skipped.
+        if let Ok(target) = fs::read_link(entry?.path()) {
+            let target = target.to_string_lossy().into_owned();
+            if target.starts_with("socket:") {
+                sockets.insert(target);
+            }
+        }
+    }
+    Ok(sockets)
 }
 
 /// pulse tracks a file (weight 1): -60 in it brings pulse's priority (150)

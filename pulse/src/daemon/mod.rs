@@ -26,7 +26,6 @@
 //! One `select!` loop owns the signals and the plumbing between nanny, the
 //! reconciler and the script runner; each of those runs as its own task.
 
-pub mod addresses;
 pub mod logging;
 pub mod process;
 
@@ -48,6 +47,7 @@ use crate::cli::Arguments;
 use crate::exit;
 use crate::reconciler::{self, Channels, PassOutcome, Reconciler, Reload, StopMode};
 use crate::vrrp::Vrrp;
+use crate::vrrp::netlink_events::AddressMonitor;
 use process::{Detached, PidFile};
 
 /// What the daemon needs from the command line.
@@ -249,20 +249,12 @@ struct RunningVrrp {
 }
 
 impl RunningVrrp {
-    /// Stops every instance (priority 0 adverts, addresses removed) and
-    /// waits until done.
+    /// Stops every instance (priority 0 adverts, addresses removed, the
+    /// sync daemon following) and waits until done.
     async fn stop(self) {
         let _ = self.stop.send(());
         if let Err(error) = self.task.await {
             tracing::error!("VRRP failed: {error}");
-        }
-        // The instances' last state (stopped) reaches the sync daemon.
-        let settled = tokio::task::spawn_blocking(|| {
-            crate::vrrp::task::sync_daemon_settled(std::time::Duration::from_secs(10))
-        })
-        .await;
-        if !matches!(settled, Ok(true)) {
-            tracing::warn!("lvs_sync_daemon: not stopped within 10 s");
         }
     }
 }
@@ -436,7 +428,7 @@ async fn serve(
     // ha_suspend: the checks learn which addresses are here, now (before
     // their first attempt, after the warmup) and at each change the
     // kernel reports. The monitor opens once a configuration asks for it.
-    let mut address_monitor: Option<addresses::AddressMonitor> = None;
+    let mut address_monitor: Option<AddressMonitor> = None;
     // Opens it: at once, then a second after a failure.
     let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
     open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -536,7 +528,7 @@ async fn serve(
                 }
             }
             _ = open_retry.tick(), if watch_addresses && address_monitor.is_none() => {
-                match addresses::AddressMonitor::open().await {
+                match AddressMonitor::open().await {
                     Ok(monitor) => {
                         checkers.local_addresses(Some(monitor.addresses())).await;
                         address_monitor = Some(monitor);

@@ -79,7 +79,7 @@ pub async fn interface_with_sources(
         .set_link_index_filter(index)
         .execute();
     while let Some(message) = addresses.try_next().await? {
-        let Some((address, link_scope)) = address_of(&message) else {
+        let Some((address, link_scope)) = super::netlink_events::address_of(&message) else {
             continue;
         };
         // The kernel's primary IPv4 address comes first, whatever the
@@ -108,30 +108,6 @@ pub async fn interface_with_sources(
         },
     };
     Ok((interface, sources))
-}
-
-/// The interface's own address in an address message, and whether its
-/// scope is the link's: IFA_LOCAL, else IFA_ADDRESS (IFA_ADDRESS is the
-/// peer's on point-to-point links, and IPv6 gives only IFA_ADDRESS), as
-/// keepalived reads it.
-pub fn address_of(message: &AddressMessage) -> Option<(IpAddr, bool)> {
-    let local = message
-        .attributes
-        .iter()
-        .find_map(|attribute| match attribute {
-            AddressAttribute::Local(address) => Some(*address),
-            _ => None,
-        });
-    let address = local.or_else(|| {
-        message
-            .attributes
-            .iter()
-            .find_map(|attribute| match attribute {
-                AddressAttribute::Address(address) => Some(*address),
-                _ => None,
-            })
-    })?;
-    Some((address, message.header.scope == AddressScope::Link))
 }
 
 /// The interface index of `name`.

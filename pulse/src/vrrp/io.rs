@@ -387,6 +387,10 @@ impl Announcer {
         })
     }
 
+    pub fn interface_index(&self) -> u32 {
+        self.interface.index
+    }
+
     pub fn interface_name(&self) -> &str {
         &self.interface.name
     }

@@ -1,24 +1,35 @@
 //! VRRP (RFC 3768 version 2, RFC 5798 version 3) as keepalived 2.2 speaks
-//! it: the advertisement's wire format ([`packet`]), an instance's
-//! parameters resolved from the configuration ([`settings`]) and its state
-//! machine without I/O ([`machine`]), and the coordination of a
-//! `vrrp_sync_group`'s members, without I/O too ([`sync`]).
+//! it. Shaped as the LVS half is: pure parts, thin effects, one loop.
 //!
-//! The I/O around the machines: sockets (IP protocol 112), gratuitous ARP
-//! and neighbour advertisements ([`io`]), interfaces and virtual addresses
-//! ([`addresses`]), the addresses adverts go from ([`sources`]), routes and rules ([`routes`]) through rtnetlink,
-//! the nftables drop rules of a master without accept mode ([`firewall`]),
-//! tracked scripts and files ([`track`]), and the task that feeds the
-//! machines [`Event`]s and carries out their [`Action`]s ([`task`]).
+//! Without I/O: the advertisement's wire format ([`packet`]); what a
+//! configuration asks for, and what a reload keeps ([`plan`]); an
+//! instance's parameters ([`settings`]) and its state machine
+//! ([`machine`]); a `vrrp_sync_group`'s coordination ([`sync`]); the
+//! addresses adverts go from ([`sources`]); catching up after lost
+//! events ([`resync`]); tracking weights ([`track`]).
+//!
+//! With I/O: sockets (IP protocol 112), gratuitous ARP and neighbour
+//! advertisements ([`io`]); interfaces and virtual addresses
+//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink; the
+//! nftables drop rules of a master without accept mode ([`firewall`]);
+//! the kernel's link and address events ([`netlink_events`]); giving a
+//! planned instance its interface, sockets and machine ([`setup`]);
+//! carrying out the machines' actions ([`effects`]); and the task whose one
+//! loop feeds the machines [`Event`]s and dispatches their [`Action`]s
+//! ([`task`]).
 
 pub mod addresses;
+pub mod effects;
 pub mod firewall;
 pub mod io;
 pub mod machine;
+pub mod netlink_events;
 pub mod packet;
+pub mod plan;
 pub mod resync;
 pub mod routes;
 pub mod settings;
+pub mod setup;
 pub mod sources;
 pub mod sync;
 pub mod task;
@@ -27,8 +38,9 @@ pub mod track;
 pub use machine::{Action, DropReason, Event, Machine, Received, State, Statistics};
 pub use packet::{Addresses, Kind, Packet, Repr};
 pub use settings::{InstanceSettings, SettingsError, Version};
+pub use setup::VrrpError;
 pub use sync::{Decision, SyncGroup};
-pub use task::{Vrrp, VrrpError};
+pub use task::Vrrp;
 
 #[cfg(test)]
 mod tests;

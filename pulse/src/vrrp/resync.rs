@@ -16,7 +16,7 @@ use netlink_packet_route::address::{AddressAttribute, AddressMessage, AddressSco
 use netlink_packet_route::link::LinkMessage;
 use rtnetlink::packet_route::RouteNetlinkMessage;
 
-use super::addresses;
+use super::netlink_events;
 use super::sources::SourceAddresses;
 
 /// What the task knew before the loss.
@@ -42,7 +42,7 @@ pub fn lost_events(
     let present_addresses: HashSet<(u32, IpAddr)> = addresses
         .iter()
         .filter_map(|message| {
-            addresses::address_of(message).map(|(address, _)| (message.header.index, address))
+            netlink_events::address_of(message).map(|(address, _)| (message.header.index, address))
         })
         .collect();
     let mut events: Vec<RouteNetlinkMessage> = links
@@ -79,7 +79,7 @@ pub fn lost_events(
         )));
     }
     for virtual_address in &known.virtual_addresses {
-        let gone = addresses::address_of(virtual_address).is_some_and(|(address, _)| {
+        let gone = netlink_events::address_of(virtual_address).is_some_and(|(address, _)| {
             !present_addresses.contains(&(virtual_address.header.index, address))
         });
         if gone {
@@ -137,11 +137,11 @@ mod tests {
                 RouteNetlinkMessage::NewLink(link) => format!("link {}", link.header.index),
                 RouteNetlinkMessage::DelLink(link) => format!("link {} gone", link.header.index),
                 RouteNetlinkMessage::NewAddress(message) => {
-                    let (address, link_scope) = addresses::address_of(message).unwrap();
+                    let (address, link_scope) = netlink_events::address_of(message).unwrap();
                     format!("{address} on {} (link {link_scope})", message.header.index)
                 }
                 RouteNetlinkMessage::DelAddress(message) => {
-                    let (address, link_scope) = addresses::address_of(message).unwrap();
+                    let (address, link_scope) = netlink_events::address_of(message).unwrap();
                     format!(
                         "{address} gone from {} (link {link_scope})",
                         message.header.index

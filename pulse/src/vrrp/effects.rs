@@ -1,0 +1,274 @@
+//! Carrying out what the machines decide: adverts sent, virtual addresses,
+//! routes and rules added and removed through rtnetlink, the nftables drop
+//! rules of a master without accept mode, gratuitous ARP and neighbour
+//! advertisements, notify scripts, and the kernel's sync daemon following
+//! its instance. Everything here acts; nothing decides (the machines and
+//! the sync groups did, in [`super::task`]'s loop).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fulcrum_config::model as config;
+use netlink_packet_route::address::AddressMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::rule::RuleMessage;
+use tokio::task::JoinHandle;
+
+use super::State;
+use super::addresses;
+use super::firewall::Firewall;
+use super::io::{Announcer, SendSocket};
+use super::packet::Repr;
+use super::routes;
+use crate::sync_daemon::Follower;
+
+/// How long the sync daemon may take to follow the instances' last state
+/// at stop.
+const SYNC_DAEMON_SETTLING: Duration = Duration::from_secs(10);
+
+/// What an instance adds as master and removes after: its addresses, then
+/// its routes and rules, and the addresses its drop rule covers.
+#[derive(Debug, Clone, Default)]
+pub struct VirtualState {
+    /// virtual_ipaddress and virtual_ipaddress_excluded, as rtnetlink
+    /// messages.
+    pub addresses: Vec<AddressMessage>,
+    /// virtual_routes and virtual_rules, added after the addresses.
+    pub routes: Vec<RouteMessage>,
+    pub rules: Vec<RuleMessage>,
+    /// What a master without accept mode drops traffic to and from.
+    pub dropped: Vec<IpAddr>,
+}
+
+/// The effects' own state: an rtnetlink handle, the firewall's drop
+/// rules and the sync daemon's follower.
+pub struct Effects {
+    handle: rtnetlink::Handle,
+    /// The drop rules of the masters without accept mode; removed when
+    /// VRRP stops.
+    firewall: Firewall,
+    /// With `lvs_sync_daemon`: its settings and the thread following its
+    /// instance.
+    sync_daemon: Option<(config::LvsSyncDaemon, Follower)>,
+}
+
+impl Effects {
+    pub fn new(
+        handle: rtnetlink::Handle,
+        sync_daemon: Option<(config::LvsSyncDaemon, Follower)>,
+    ) -> Effects {
+        Effects {
+            handle,
+            firewall: Firewall::default(),
+            sync_daemon,
+        }
+    }
+
+    /// The settings of `lvs_sync_daemon` change with a reload (the
+    /// follower goes on).
+    pub fn set_sync_daemon_settings(&mut self, settings: Option<config::LvsSyncDaemon>) {
+        match (settings, self.sync_daemon.take()) {
+            (Some(settings), Some((_, follower))) => {
+                self.sync_daemon = Some((settings, follower));
+            }
+            (None, Some((settings, follower))) => {
+                // No longer configured: stopped, as at a restart without it.
+                follower.follow(&settings, None, 0);
+            }
+            (_, None) => {}
+        }
+    }
+
+    /// Sends `advert` to each destination from `sender`.
+    pub fn send_advert(name: &str, sender: &SendSocket, advert: &Repr, destinations: &[IpAddr]) {
+        let source = sender.source();
+        for destination in destinations {
+            let bytes = advert.to_bytes(&source, destination);
+            if let Err(error) = sender.send(&bytes, *destination) {
+                tracing::warn!("({name}) cannot send an advert to {destination}: {error}");
+            }
+        }
+    }
+
+    /// A new master takes its addresses, in keepalived's order: the drop
+    /// rule first (so that no packet to an address is taken before it),
+    /// the addresses, then the routes and rules (a route's source or
+    /// gateway may be one of the addresses).
+    pub async fn add_virtual_state(&mut self, name: &str, state: &VirtualState) {
+        if !state.dropped.is_empty() {
+            tracing::info!("({name}) setting firewall drop rule");
+            if let Err(error) = self.firewall.drop_addresses(&state.dropped) {
+                tracing::error!("({name}) cannot set the firewall drop rule: {error}");
+            }
+        }
+        tracing::info!("({name}) setting the virtual addresses");
+        for message in &state.addresses {
+            if let Err(error) = addresses::add(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot add a virtual address: {error}");
+            }
+        }
+        for message in &state.routes {
+            if let Err(error) = routes::add_route(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot add a virtual route: {error}");
+            }
+        }
+        for message in &state.rules {
+            if let Err(error) = routes::add_rule(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot add a virtual rule: {error}");
+            }
+        }
+    }
+
+    /// A master leaves: its rules, routes and addresses go, then its drop
+    /// rule.
+    pub async fn remove_virtual_state(&mut self, name: &str, state: &VirtualState) {
+        tracing::info!("({name}) removing the virtual addresses");
+        for message in &state.rules {
+            if let Err(error) = routes::remove_rule(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot remove a virtual rule: {error}");
+            }
+        }
+        for message in &state.routes {
+            if let Err(error) = routes::remove_route(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot remove a virtual route: {error}");
+            }
+        }
+        for message in &state.addresses {
+            if let Err(error) = addresses::remove(&self.handle, message.clone()).await {
+                tracing::error!("({name}) cannot remove a virtual address: {error}");
+            }
+        }
+        if !state.dropped.is_empty() {
+            tracing::info!("({name}) removing firewall drop rule");
+            if let Err(error) = self.firewall.accept_addresses(&state.dropped) {
+                tracing::error!("({name}) cannot remove the firewall drop rule: {error}");
+            }
+        }
+    }
+
+    /// The instance `name` entered `state`: the sync daemon follows it if
+    /// it is the one `lvs_sync_daemon` names (master daemon while MASTER,
+    /// backup otherwise, leaving MASTER for FAULT included, none once
+    /// stopped).
+    pub fn follow_sync_daemon(&self, name: &str, state: State, virtual_router_id: u8) {
+        let Some((settings, follower)) = &self.sync_daemon else {
+            return;
+        };
+        if settings.instance != name {
+            return;
+        }
+        let state = match state {
+            State::Master => Some(ipvs::SyncState::Master),
+            State::Backup | State::Fault => Some(ipvs::SyncState::Backup),
+            State::Initialize => None,
+        };
+        follower.follow(settings, state, virtual_router_id);
+    }
+
+    /// VRRP stops: the firewall tables go, as keepalived's at exit, and the
+    /// sync daemon follows the instances' last state.
+    pub async fn stop(&mut self) {
+        if let Err(error) = self.firewall.remove_tables() {
+            tracing::error!("cannot remove the firewall tables: {error}");
+        }
+        if let Some((_, follower)) = &self.sync_daemon
+            && !follower.settled(SYNC_DAEMON_SETTLING).await
+        {
+            tracing::warn!("lvs_sync_daemon: not stopped within 10 s");
+        }
+    }
+}
+
+/// Starts announcing: `repeat` rounds of one message per address,
+/// `garp_interval` (IPv4) or `gna_interval` (IPv6) apart, as keepalived
+/// spaces them; the task is aborted when the instance leaves MASTER.
+pub fn announce(
+    addresses: Vec<(Arc<Announcer>, IpAddr)>,
+    repeat: u32,
+    garp_interval: Duration,
+    gna_interval: Duration,
+    name: String,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        tracing::info!(
+            "({name}) announcing {} {repeat} time(s) (gratuitous ARP, unsolicited neighbour \
+             advertisement)",
+            addresses
+                .iter()
+                .map(|(announcer, address)| format!("{address} on {}", announcer.interface_name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for _ in 0..repeat {
+            for (announcer, address) in &addresses {
+                if let Err(error) = announcer.announce(*address) {
+                    tracing::warn!(
+                        "({name}) cannot announce {address} on {}: {error}",
+                        announcer.interface_name()
+                    );
+                }
+                let interval = match address {
+                    IpAddr::V4(_) => garp_interval,
+                    IpAddr::V6(_) => gna_interval,
+                };
+                if !interval.is_zero() {
+                    tokio::time::sleep(interval).await;
+                }
+            }
+        }
+    })
+}
+
+/// Runs an instance's or a sync group's notify scripts for `state`: the
+/// state's own (`notify_master`...) as written, and `notify` with
+/// keepalived's four arguments: `INSTANCE` or `GROUP`, the name, the state
+/// and the priority (0 for a group, as keepalived's send_group_notifies).
+pub fn notify(
+    configuration: &config::Config,
+    scripts: &config::Notify,
+    kind: &str,
+    name: &str,
+    state: State,
+    priority: u8,
+) {
+    let (own, word) = match state {
+        State::Master => (&scripts.master, "MASTER"),
+        State::Backup => (&scripts.backup, "BACKUP"),
+        State::Fault => (&scripts.fault, "FAULT"),
+        State::Initialize => (&scripts.stop, "STOP"),
+    };
+    if let Some(script) = own {
+        run_script(configuration, script, &[]);
+    }
+    if let Some(script) = &scripts.any {
+        run_script(
+            configuration,
+            script,
+            &[kind, name, word, &priority.to_string()],
+        );
+    }
+}
+
+/// Starts a script and logs how it ended, never waiting for it here.
+pub fn run_script(configuration: &config::Config, script: &config::Script, arguments: &[&str]) {
+    match crate::scripts::command(script, &configuration.global) {
+        Ok(mut command) => {
+            command.args(arguments);
+            match command.spawn() {
+                Ok(mut child) => {
+                    let what = script.command.clone();
+                    tokio::spawn(async move {
+                        match child.wait().await {
+                            Ok(status) if status.success() => tracing::debug!("{what}: {status}"),
+                            Ok(status) => tracing::warn!("{what}: {status}"),
+                            Err(error) => tracing::warn!("{what}: {error}"),
+                        }
+                    });
+                }
+                Err(error) => tracing::error!("cannot run {}: {error}", script.command),
+            }
+        }
+        Err(why) => tracing::error!("cannot run {}: {why}", script.command),
+    }
+}

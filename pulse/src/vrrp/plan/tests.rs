@@ -1,0 +1,261 @@
+use std::sync::Arc;
+
+use fulcrum_config::lexer::Options;
+
+use super::*;
+
+fn plan(text: &str) -> Plan {
+    let options = Options {
+        config_id: None,
+        all_config: false,
+        random_seed: Some(1),
+    };
+    let loaded = fulcrum_config::load_str("test.conf", text, &options);
+    Plan::from_config(Arc::new(loaded.config)).unwrap()
+}
+
+fn tracked(name: &str, weight: i32) -> Tracked {
+    Tracked {
+        name: name.into(),
+        weight,
+        reverse: false,
+    }
+}
+
+/// Names and weights.
+type Weights = Vec<(String, i32)>;
+
+fn weights(objects: &TrackedObjects) -> (Weights, Weights, Weights) {
+    let pairs = |list: &[Tracked]| {
+        list.iter()
+            .map(|object| (object.name.clone(), object.weight))
+            .collect()
+    };
+    (
+        pairs(&objects.links),
+        pairs(&objects.scripts),
+        pairs(&objects.files),
+    )
+}
+
+fn named(pairs: &[(&str, i32)]) -> Weights {
+    pairs
+        .iter()
+        .map(|(name, weight)| ((*name).to_owned(), *weight))
+        .collect()
+}
+
+#[test]
+fn a_sync_group_member_s_weights_go_as_keepalived_s() {
+    let mut objects = TrackedObjects {
+        links: vec![tracked("eth1", 10), tracked("eth2", 0)],
+        scripts: vec![tracked("weighted", -20), tracked("fault", 0)],
+        files: vec![
+            tracked("default", 1),
+            tracked("weighted", 5),
+            tracked("zero", 0),
+        ],
+    };
+    let mut warnings = Vec::new();
+    ignore_weights("VI_1", &mut objects, &mut warnings);
+    assert_eq!(
+        weights(&objects),
+        (
+            named(&[("eth1", 0), ("eth2", 0)]),
+            named(&[("fault", 0)]),
+            named(&[("default", 0), ("zero", 0)]),
+        )
+    );
+    assert_eq!(
+        warnings,
+        [
+            "(VI_1) ignoring weight of tracked interface eth1 due to SYNC group",
+            "(VI_1) ignoring tracked script weighted with weights due to SYNC group",
+            "(VI_1) ignoring weight from tracked file default due to SYNC group - specify weight 0",
+            "(VI_1) ignoring tracked file weighted with weight 5 due to SYNC group",
+        ]
+    );
+}
+
+#[test]
+fn a_sync_group_s_tracking_applies_to_its_members_once() {
+    let group = || TrackedObjects {
+        links: vec![tracked("eth1", 10)],
+        scripts: vec![tracked("check", -20)],
+        files: vec![tracked("value", 2)],
+    };
+    let mut own = TrackedObjects {
+        links: vec![tracked("eth1", 0), tracked("eth2", 0)],
+        scripts: vec![tracked("check", 0)],
+        files: Vec::new(),
+    };
+    let mut warnings = Vec::new();
+    merge_group_tracking("VI_1", "G1", false, &mut own, group(), &mut warnings);
+    assert_eq!(
+        weights(&own),
+        (
+            named(&[("eth2", 0), ("eth1", 10)]),
+            named(&[("check", -20)]),
+            named(&[("value", 2)]),
+        )
+    );
+    assert_eq!(
+        warnings,
+        [
+            "(VI_1) track_interface eth1 is configured on VRRP instance and sync group. Remove \
+             vrrp instance or sync group config",
+            "(VI_1) track_script check is configured on VRRP instance and sync group. Remove \
+             vrrp instance config",
+        ]
+    );
+    // A member owning its addresses: the group's weights go.
+    let mut own = TrackedObjects::default();
+    let mut warnings = Vec::new();
+    merge_group_tracking("VI_1", "G1", true, &mut own, group(), &mut warnings);
+    assert_eq!(
+        weights(&own),
+        (
+            named(&[("eth1", 0)]),
+            named(&[("check", 0)]),
+            named(&[("value", 0)]),
+        )
+    );
+    assert_eq!(
+        warnings[2],
+        "(G1) Cannot have weighted track file 'value' with member having priority 255 - setting \
+         weight 0"
+    );
+}
+
+const TWO_INSTANCES: &str = "
+vrrp_script chk {
+    script /bin/true
+    weight -10
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    virtual_ipaddress {
+        192.0.2.100
+    }
+    track_script {
+        chk
+    }
+}
+vrrp_instance VI_2 {
+    interface eth0
+    virtual_router_id 52
+    priority 100
+    unicast_peer {
+        192.0.2.2
+    }
+    virtual_ipaddress {
+        192.0.2.101
+    }
+}
+";
+
+#[test]
+fn an_instance_resolves_its_tracking_destinations_and_drops() {
+    let plan = plan(&format!(
+        "global_defs {{\n vrrp_strict\n}}\n{TWO_INSTANCES}"
+    ));
+    let first = &plan.instances[0];
+    assert_eq!(first.interface, "eth0");
+    assert_eq!(first.tracked.scripts, [tracked("chk", -10)]);
+    assert_eq!(
+        first.destinations,
+        ["224.0.0.18".parse::<IpAddr>().unwrap()]
+    );
+    // Strict mode: no accept mode, so the master drops its addresses.
+    assert_eq!(first.dropped, ["192.0.2.100".parse::<IpAddr>().unwrap()]);
+    assert!(!first.configured_source());
+    assert_eq!(
+        plan.instances[1].destinations,
+        ["192.0.2.2".parse::<IpAddr>().unwrap()]
+    );
+    assert_eq!(plan.scripts.len(), 1);
+}
+
+#[test]
+fn a_reload_of_the_same_file_keeps_everything() {
+    let old = plan(TWO_INSTANCES);
+    let new = plan(TWO_INSTANCES);
+    assert_eq!(
+        reload(&old, &new),
+        Reload {
+            kept: vec![(0, 0), (1, 1)],
+            kept_groups: Vec::new(),
+        }
+    );
+}
+
+#[test]
+fn a_changed_instance_or_tracked_script_restarts_only_what_uses_it() {
+    let old = plan(TWO_INSTANCES);
+    // VI_2's priority changes, and it moves first: VI_1 is kept at its new
+    // place.
+    let changed = TWO_INSTANCES.replace(
+        "virtual_router_id 52\n    priority 100",
+        "virtual_router_id 52\n    priority 90",
+    );
+    let new = plan(&changed);
+    assert_eq!(reload(&old, &new).kept, [(0, 0)]);
+    // The script VI_1 tracks changes: VI_1 restarts, VI_2 is kept.
+    let new = plan(&TWO_INSTANCES.replace("weight -10", "weight -20"));
+    assert_eq!(reload(&old, &new).kept, [(1, 1)]);
+    // A global VRRP setting changes: everything restarts.
+    let new = plan(&format!(
+        "global_defs {{\n vrrp_garp_interval 1\n}}\n{TWO_INSTANCES}"
+    ));
+    assert_eq!(reload(&old, &new), Reload::default());
+}
+
+#[test]
+fn a_sync_group_is_kept_only_whole() {
+    let grouped = format!(
+        "{TWO_INSTANCES}
+vrrp_sync_group G1 {{
+    group {{
+        VI_1
+        VI_2
+    }}
+}}
+"
+    );
+    let old = plan(&grouped);
+    assert_eq!(old.groups[0].members, [0, 1]);
+    assert_eq!(old.instances[1].group, Some((0, 1)));
+    assert_eq!(
+        reload(&old, &plan(&grouped)),
+        Reload {
+            kept: vec![(0, 0), (1, 1)],
+            kept_groups: vec![(0, 0)],
+        }
+    );
+    // One member changes: the whole group restarts.
+    let changed = grouped.replace(
+        "virtual_router_id 52\n    priority 100",
+        "virtual_router_id 52\n    priority 90",
+    );
+    assert_eq!(reload(&old, &plan(&changed)), Reload::default());
+    // Out of the group: an instance that was in one is not kept.
+    assert_eq!(reload(&old, &plan(TWO_INSTANCES)), Reload::default());
+    // Into a group: neither.
+    assert_eq!(reload(&plan(TWO_INSTANCES), &old), Reload::default());
+}
+
+#[test]
+fn an_instance_without_interface_cannot_run() {
+    let options = Options::default();
+    let loaded = fulcrum_config::load_str(
+        "test.conf",
+        "vrrp_instance VI_1 {\n virtual_router_id 1\n}\n",
+        &options,
+    );
+    assert_eq!(
+        Plan::from_config(Arc::new(loaded.config)).unwrap_err(),
+        PlanError::NoInterface("VI_1".into())
+    );
+}

@@ -1,0 +1,298 @@
+//! Giving a planned instance ([`InstancePlan`]) what it runs with: its
+//! interface as the kernel has it, its send socket, the receive socket of
+//! its interface and family, the rtnetlink messages of its virtual
+//! addresses, routes and rules, the announcers of their interfaces, and its
+//! machine. What is already open (at a reload, what the kept instances
+//! use) is taken, not opened again ([`Resources`]).
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use fulcrum_config::model as config;
+use netlink_packet_route::address::AddressMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::rule::RuleMessage;
+use tokio::task::JoinHandle;
+
+use super::addresses::{self, AddressError};
+use super::effects::VirtualState;
+use super::io::{Announcer, Interface, ReceiveSocket, SendSocket};
+use super::machine::Machine;
+use super::packet::Family;
+use super::plan::{InstancePlan, PlanError};
+use super::routes;
+use super::sources::SourceAddresses;
+
+/// Why VRRP cannot start (or a reload cannot run).
+#[derive(Debug, thiserror::Error)]
+pub enum VrrpError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("({instance}) interface {interface}: {error}")]
+    Interface {
+        instance: String,
+        interface: String,
+        error: AddressError,
+    },
+    #[error("({0}) cannot open its sockets: {1}")]
+    Socket(String, std::io::Error),
+    #[error("cannot open rtnetlink: {0}")]
+    Netlink(std::io::Error),
+    /// keepalived's VRRP process needs IPVS for `lvs_sync_daemon`, and
+    /// ends where it has none (vrrp_daemon.c, `vrrp_ipvs_needed`).
+    #[error("IPVS: Can't initialize ipvs: {0}")]
+    Ipvs(String),
+    #[error("lvs_sync_daemon: cannot start its thread: {0}")]
+    SyncDaemon(std::io::Error),
+}
+
+/// One running instance: its machine and what it sends and holds with.
+pub struct Instance {
+    pub machine: Machine,
+    pub interface: Interface,
+    /// `None` without a source address: the instance stays in FAULT.
+    pub sender: Option<SendSocket>,
+    /// Whether it has an address to send from; cleared before the sender
+    /// goes, so that a master leaving for FAULT sends its priority 0
+    /// advert first.
+    pub has_source: bool,
+    /// The index of each tracked link (the plan's `tracked.links`, in
+    /// order).
+    pub tracked_links: Vec<u32>,
+    pub virtual_state: VirtualState,
+    /// The addresses announced, each with its interface's announcer.
+    pub announced: Vec<(Arc<Announcer>, IpAddr)>,
+    /// What the machine was last told: FAULT for the links, and the
+    /// priority after the tracking weights.
+    pub faulted: bool,
+    pub tracked_priority: u8,
+    /// Whether [`super::Event::Start`] was given: keepalived holds an
+    /// instance in its initial state until each tracked script of weight 0
+    /// has a first result.
+    pub started: bool,
+    /// Whether the next backup state is the first one (keepalived says
+    /// "(init)").
+    pub starting: bool,
+    pub announcing: Option<JoinHandle<()>>,
+}
+
+/// What instances share, read or opened once: interfaces by name, their
+/// source addresses and state by index, announcers by index, and the
+/// receive sockets (one per interface and family).
+#[derive(Default)]
+pub struct Resources {
+    pub interfaces: HashMap<String, Interface>,
+    pub sources: HashMap<u32, SourceAddresses>,
+    /// Up (with carrier) or not, by index, for the instances' interfaces
+    /// and the tracked links.
+    pub links: HashMap<u32, bool>,
+    pub announcers: HashMap<u32, Arc<Announcer>>,
+    /// The receive sockets open already, by interface index and family.
+    pub receiving: HashSet<(u32, Family)>,
+    /// The receive sockets opened here, for the task to read.
+    pub opened: Vec<(u32, ReceiveSocket)>,
+}
+
+/// Gives `plan` its interface, sockets, messages and machine, taking from
+/// and adding to `resources`.
+pub async fn open_instance(
+    handle: &rtnetlink::Handle,
+    plan: &InstancePlan,
+    resources: &mut Resources,
+) -> Result<Instance, VrrpError> {
+    let name = plan.name().to_owned();
+    let interface = match resources.interfaces.get(&plan.interface) {
+        Some(interface) => interface.clone(),
+        None => {
+            let (interface, sources) = addresses::interface_with_sources(handle, &plan.interface)
+                .await
+                .map_err(|error| VrrpError::Interface {
+                    instance: name.clone(),
+                    interface: plan.interface.clone(),
+                    error,
+                })?;
+            resources
+                .interfaces
+                .insert(plan.interface.clone(), interface.clone());
+            resources.sources.insert(interface.index, sources);
+            resources.links.insert(interface.index, interface.up);
+            interface
+        }
+    };
+    let mut tracked_links = Vec::new();
+    for tracked in &plan.tracked.links {
+        let link = addresses::link(handle, &tracked.name)
+            .await
+            .map_err(|error| VrrpError::Interface {
+                instance: name.clone(),
+                interface: tracked.name.clone(),
+                error,
+            })?;
+        resources
+            .links
+            .insert(link.header.index, addresses::is_up(&link));
+        tracked_links.push(link.header.index);
+    }
+    let family = plan.settings.family;
+    let source = plan.settings.local_address.or_else(|| {
+        resources
+            .sources
+            .get(&interface.index)
+            .and_then(|sources| sources.source(family))
+    });
+    let sender = match source {
+        Some(source) => Some(
+            SendSocket::open(&interface, source, plan.model.unicast_ttl)
+                .map_err(|error| VrrpError::Socket(name.clone(), error))?,
+        ),
+        None => {
+            // keepalived too: the instance is in FAULT until an address
+            // appears (address_changed), the others run.
+            tracing::error!(
+                "({name}) {} has no {} address to send adverts from: the instance stays in \
+                 FAULT until it has one",
+                plan.interface,
+                match family {
+                    Family::Ipv4 => "IPv4",
+                    Family::Ipv6 => "link-local IPv6",
+                }
+            );
+            None
+        }
+    };
+    if resources.receiving.insert((interface.index, family)) {
+        let socket = ReceiveSocket::open(&interface, family)
+            .map_err(|error| VrrpError::Socket(name.clone(), error))?;
+        resources.opened.push((interface.index, socket));
+    }
+    let (messages, announced) = virtual_addresses(
+        handle,
+        &plan.model,
+        &interface,
+        &name,
+        &mut resources.announcers,
+    )
+    .await?;
+    let (routes, rules) = routes_and_rules(&plan.model, &interface, &name);
+    let mut settings = plan.settings.clone();
+    // The machine compares its address with a master's of equal priority.
+    settings.local_address = source;
+    let priority = settings.priority;
+    let mut machine = Machine::new(settings);
+    if plan.group.is_some() {
+        machine.join_sync_group();
+    }
+    Ok(Instance {
+        machine,
+        interface,
+        has_source: sender.is_some(),
+        sender,
+        tracked_links,
+        virtual_state: VirtualState {
+            addresses: messages,
+            routes,
+            rules,
+            dropped: plan.dropped.clone(),
+        },
+        announced,
+        faulted: false,
+        tracked_priority: priority,
+        started: false,
+        starting: true,
+        announcing: None,
+    })
+}
+
+/// `virtual_ipaddress` and `virtual_ipaddress_excluded` as rtnetlink
+/// messages, and the addresses announced, each on its own interface (the
+/// instance's, or its `dev`), as keepalived does.
+pub async fn virtual_addresses(
+    handle: &rtnetlink::Handle,
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+    announcers: &mut HashMap<u32, Arc<Announcer>>,
+) -> Result<(Vec<AddressMessage>, Vec<(Arc<Announcer>, IpAddr)>), VrrpError> {
+    let mut messages = Vec::new();
+    let mut announced = Vec::new();
+    for address in model
+        .virtual_addresses
+        .iter()
+        .chain(&model.excluded_addresses)
+    {
+        let device = match &address.device {
+            None => interface.clone(),
+            Some(device) if *device == interface.name => interface.clone(),
+            Some(device) => addresses::interface(handle, device)
+                .await
+                .map_err(|error| VrrpError::Interface {
+                    instance: name.to_owned(),
+                    interface: device.clone(),
+                    error,
+                })?,
+        };
+        messages.push(addresses::message(address, device.index));
+        let announcer = match announcers.get(&device.index) {
+            Some(announcer) => announcer.clone(),
+            None => {
+                let announcer = Arc::new(
+                    Announcer::open(&device)
+                        .map_err(|error| VrrpError::Socket(name.to_owned(), error))?,
+                );
+                announcers.insert(device.index, announcer.clone());
+                announcer
+            }
+        };
+        announced.push((announcer, address.address.address));
+    }
+    Ok((messages, announced))
+}
+
+/// `virtual_routes` and `virtual_rules` as rtnetlink messages; a line
+/// pulse cannot express is logged and left out.
+pub fn routes_and_rules(
+    model: &config::VrrpInstance,
+    interface: &Interface,
+    name: &str,
+) -> (Vec<RouteMessage>, Vec<RuleMessage>) {
+    let mut route_messages = Vec::new();
+    for route in &model.virtual_routes {
+        match routes::route_message(route, interface.index) {
+            Ok(message) => {
+                if !route.tuning_not_applied.is_empty() {
+                    tracing::warn!(
+                        "({name}) virtual route {}: added without {}",
+                        route.destination,
+                        routes::quoted(&route.tuning_not_applied)
+                    );
+                }
+                route_messages.push(message);
+            }
+            Err(why) => tracing::warn!(
+                "({name}) virtual route {}: {why}; not added",
+                route.destination
+            ),
+        }
+    }
+    let mut rule_messages = Vec::new();
+    for rule in &model.virtual_rules {
+        match routes::rule_message(rule) {
+            Ok(message) => {
+                if !rule.tuning_not_applied.is_empty() {
+                    tracing::warn!(
+                        "({name}) virtual rule {}: added without {}",
+                        rule.options.join(" "),
+                        routes::quoted(&rule.tuning_not_applied)
+                    );
+                }
+                rule_messages.push(message);
+            }
+            Err(why) => tracing::warn!(
+                "({name}) virtual rule {}: {why}; not added",
+                rule.options.join(" ")
+            ),
+        }
+    }
+    (route_messages, rule_messages)
+}
