@@ -1,0 +1,153 @@
+//! A reload of the VRRP task: the new configuration planned, what it
+//! keeps decided ([`plan::reload`]), what it adds opened, then the running
+//! instances replaced.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use fulcrum_config::model as config;
+
+use super::{Vrrp, log_warnings};
+use crate::vrrp::packet::Family;
+use crate::vrrp::plan::{self, Plan};
+use crate::vrrp::setup::{self, Instance, Resources};
+use crate::vrrp::sync::SyncGroup;
+
+impl Vrrp {
+    /// A new configuration, as keepalived reloads ([`plan::reload`] says
+    /// what is kept): a kept instance goes on with its state, sockets and
+    /// timers (a master stays master, without a transition); the others
+    /// stop (a master sends priority 0 and removes its addresses) and the
+    /// new ones start. What the new instances need is opened first, and
+    /// only what is not open yet: a configuration that cannot run leaves
+    /// the running instances untouched, and one that changes nothing opens
+    /// nothing.
+    pub(super) async fn reload(&mut self, configuration: Arc<config::Config>) {
+        let next = match Plan::from_config(configuration) {
+            Ok(next) => Arc::new(next),
+            Err(error) => {
+                tracing::error!("VRRP cannot reload: {error}; the running instances stay");
+                return;
+            }
+        };
+        log_warnings(&next);
+        let decision = plan::reload(&self.plan, &next);
+        let mut resources = Resources {
+            receiving: self.receivers.receiving(),
+            links: self.links.clone(),
+            ..Resources::default()
+        };
+        for (old, _) in &decision.kept {
+            let instance = &self.instances[*old];
+            resources.interfaces.insert(
+                self.plan.instances[*old].interface.clone(),
+                instance.interface.clone(),
+            );
+            if let Some(sources) = self.sources.get(&instance.interface.index) {
+                resources
+                    .sources
+                    .insert(instance.interface.index, sources.clone());
+            }
+            for (announcer, _) in &instance.announced {
+                resources
+                    .announcers
+                    .entry(announcer.interface_index())
+                    .or_insert_with(|| announcer.clone());
+            }
+        }
+        let mut started = HashMap::new();
+        for (position, instance) in next.instances.iter().enumerate() {
+            if decision.kept_as(position).is_some() {
+                continue;
+            }
+            match setup::open_instance(&self.handle, instance, &mut resources).await {
+                Ok(opened) => {
+                    started.insert(position, opened);
+                }
+                Err(error) => {
+                    tracing::error!("VRRP cannot reload: {error}; the running instances stay");
+                    return;
+                }
+            }
+        }
+        let now = Instant::now();
+        for position in 0..self.instances.len() {
+            if !decision.keeps(position) {
+                tracing::info!(
+                    "({}) changed or removed by the reload: stopping",
+                    self.plan.instances[position].name()
+                );
+                self.stop_instance(position, now).await;
+            }
+        }
+        let mut running: Vec<Option<Instance>> = std::mem::take(&mut self.instances)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.instances = (0..next.instances.len())
+            .map(|position| match decision.kept_as(position) {
+                Some(old) => running[old].take().expect("each kept once"),
+                None => started.remove(&position).expect("opened above"),
+            })
+            .collect();
+        let mut groups: Vec<Option<SyncGroup>> = std::mem::take(&mut self.groups)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.groups = next
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(position, group)| {
+                decision
+                    .kept_groups
+                    .iter()
+                    .find(|(_, new)| *new == position)
+                    .and_then(|(old, _)| groups[*old].take())
+                    .unwrap_or_else(|| SyncGroup::new(&group.model.name, group.members.len()))
+            })
+            .collect();
+        // What the new instances found, and what the kept ones follow.
+        for (index, sources) in resources.sources {
+            self.sources.entry(index).or_insert(sources);
+        }
+        self.links = resources.links;
+        for (index, socket) in resources.opened.drain(..) {
+            self.receivers.add(index, socket);
+        }
+        // Only what an instance still uses is followed.
+        let used: HashSet<(u32, Family)> = self
+            .instances
+            .iter()
+            .map(|instance| (instance.interface.index, instance.machine.settings().family))
+            .collect();
+        self.receivers
+            .retain(|index, family| used.contains(&(index, family)));
+        let followed: HashSet<u32> = self
+            .instances
+            .iter()
+            .flat_map(|instance| {
+                std::iter::once(instance.interface.index)
+                    .chain(instance.tracked_links.iter().copied())
+            })
+            .collect();
+        self.links.retain(|index, _| followed.contains(index));
+        self.sources
+            .retain(|index, _| used.iter().any(|(used, _)| used == index));
+        self.trackers
+            .follow(&next, &mut self.scripts, &mut self.files);
+        self.effects
+            .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
+        self.plan = next;
+        tracing::info!(
+            "VRRP reloaded: {} of {} instance(s) kept with their state",
+            self.instances
+                .iter()
+                .filter(|instance| instance.started)
+                .count(),
+            self.instances.len()
+        );
+        self.start_instances().await;
+    }
+}

@@ -1,0 +1,137 @@
+//! The tracked `vrrp_script`s and `track_file`s of the VRRP task: one task
+//! each, reporting changes into a channel the loop reads.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fulcrum_config::model as config;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::vrrp::plan::{Plan, TrackedFile};
+use crate::vrrp::track;
+
+/// How often tracked files are read.
+const FILE_PERIOD: Duration = Duration::from_millis(200);
+
+/// The tracked scripts' and files' tasks, by name, each with the
+/// definition it runs, so that a reload leaves an unchanged one running.
+pub struct Trackers {
+    pub script_changes: mpsc::Receiver<track::ScriptChange>,
+    script_sender: mpsc::Sender<track::ScriptChange>,
+    pub file_changes: mpsc::Receiver<track::FileChange>,
+    file_sender: mpsc::Sender<track::FileChange>,
+    scripts: HashMap<String, (config::VrrpScript, JoinHandle<()>)>,
+    files: HashMap<String, (TrackedFile, JoinHandle<()>)>,
+}
+
+impl Trackers {
+    pub fn new() -> Trackers {
+        let (script_sender, script_changes) = mpsc::channel(64);
+        let (file_sender, file_changes) = mpsc::channel(64);
+        Trackers {
+            script_changes,
+            script_sender,
+            file_changes,
+            file_sender,
+            scripts: HashMap::new(),
+            files: HashMap::new(),
+        }
+    }
+
+    /// Runs what `plan` tracks: a script or file whose definition did not
+    /// change goes on with its state in `scripts` / `files`; the others
+    /// start from their initial state (a file initialised with
+    /// `init_file` first), and what is no longer tracked stops.
+    pub fn follow(
+        &mut self,
+        plan: &Plan,
+        scripts: &mut HashMap<String, Option<bool>>,
+        files: &mut HashMap<String, i64>,
+    ) {
+        let mut running = std::mem::take(&mut self.scripts);
+        let mut states = HashMap::new();
+        for script in &plan.scripts {
+            let task = match running.remove(&script.name) {
+                Some((definition, task)) if definition == *script => {
+                    states.insert(
+                        script.name.clone(),
+                        scripts.get(&script.name).copied().flatten(),
+                    );
+                    task
+                }
+                other => {
+                    if let Some((_, task)) = other {
+                        task.abort();
+                    }
+                    states.insert(script.name.clone(), script.init_fail.then_some(false));
+                    tokio::spawn(track::run_script(
+                        script.clone(),
+                        plan.configuration.global.clone(),
+                        self.script_sender.clone(),
+                    ))
+                }
+            };
+            self.scripts
+                .insert(script.name.clone(), (script.clone(), task));
+        }
+        for (_, task) in running.into_values() {
+            task.abort();
+        }
+        *scripts = states;
+        let mut running = std::mem::take(&mut self.files);
+        let mut values = HashMap::new();
+        for file in &plan.files {
+            let path = std::path::Path::new(&file.path);
+            let task = match running.remove(&file.name) {
+                Some((definition, task)) if definition == *file => {
+                    values.insert(
+                        file.name.clone(),
+                        files
+                            .get(&file.name)
+                            .copied()
+                            .unwrap_or_else(|| track::read_file_value(path)),
+                    );
+                    task
+                }
+                other => {
+                    if let Some((_, task)) = other {
+                        task.abort();
+                    }
+                    if let Some(init) = &file.init_file
+                        && let Err(error) = track::initialise_file(path, init)
+                    {
+                        tracing::warn!(
+                            "track_file {}: cannot write {}: {error}",
+                            file.name,
+                            path.display()
+                        );
+                    }
+                    let value = track::read_file_value(path);
+                    values.insert(file.name.clone(), value);
+                    tokio::spawn(track::watch_file(
+                        file.name.clone(),
+                        path.into(),
+                        value,
+                        FILE_PERIOD,
+                        self.file_sender.clone(),
+                    ))
+                }
+            };
+            self.files.insert(file.name.clone(), (file.clone(), task));
+        }
+        for (_, task) in running.into_values() {
+            task.abort();
+        }
+        *files = values;
+    }
+
+    pub fn stop(&mut self) {
+        for (_, task) in self.scripts.drain().map(|(_, running)| running) {
+            task.abort();
+        }
+        for (_, task) in self.files.drain().map(|(_, running)| running) {
+            task.abort();
+        }
+    }
+}
