@@ -151,13 +151,26 @@ impl Daemon {
         Daemon::start_with(kind, namespace, directory, name, &instance.configuration())
     }
 
-    /// With a whole configuration file.
+    /// With a whole configuration file, VRRP alone (`-P`).
     fn start_with(
         kind: Kind,
         namespace: &Namespace,
         directory: &Path,
         name: &str,
         text: &str,
+    ) -> Result<Daemon> {
+        Daemon::start_as(kind, namespace, directory, name, text, true)
+    }
+
+    /// With a whole configuration file; `-P` only if `vrrp_only`, else
+    /// the parts the file calls for, as keepalived chooses its children.
+    fn start_as(
+        kind: Kind,
+        namespace: &Namespace,
+        directory: &Path,
+        name: &str,
+        text: &str,
+        vrrp_only: bool,
     ) -> Result<Daemon> {
         let configuration = directory.join(format!("{name}.conf"));
         fs::write(&configuration, text)?;
@@ -169,7 +182,11 @@ impl Daemon {
             Kind::Pulse => PULSE,
             Kind::Keepalived => "keepalived",
         });
-        command.args(["-n", "-l", "-P", "-f"]).arg(&configuration);
+        command.args(["-n", "-l"]);
+        if vrrp_only {
+            command.arg("-P");
+        }
+        command.arg("-f").arg(&configuration);
         command.arg("-p").arg(&pid_file);
         // keepalived.stats (SIGUSR2) goes to $TMPDIR: the scenario's own.
         command.env("TMPDIR", directory);
@@ -177,6 +194,10 @@ impl Daemon {
             // Without --dont-respawn the parent would restart a VRRP child
             // killed with -9, which is the crash under test.
             command.arg("-r").arg(&vrrp_pid_file).arg("--dont-respawn");
+            // Its checker child too, where the file has virtual servers.
+            command
+                .arg("-c")
+                .arg(directory.join(format!("{name}-checkers.pid")));
         }
         let output = fs::OpenOptions::new()
             .create(true)
@@ -2202,6 +2223,97 @@ fn accept_mode(segment: &Segment, scenario: &str) -> Result<()> {
     Ok(())
 }
 
+/// Most keepalived configurations run VRRP alone, often on a kernel
+/// without IPVS (this machine's is one), and are started without `-P`:
+/// keepalived then starts its VRRP child only. pulse must do the same and
+/// take the address, with keepalived as its peer; and where a
+/// `virtual_server` is configured on a kernel without IPVS, both refuse to
+/// run, saying so with keepalived's line.
+fn vrrp_alone_without_flag(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let instance = |priority| Instance::v3(priority, format!("{address}/24"));
+    let mut pulse = Daemon::start_as(
+        Kind::Pulse,
+        &segment.a,
+        &segment.directory,
+        "pulse",
+        &instance(150).configuration(),
+        false,
+    )?;
+    let mut keepalived = Daemon::start_as(
+        Kind::Keepalived,
+        &segment.b,
+        &segment.directory,
+        "keepalived",
+        &instance(100).configuration(),
+        false,
+    )?;
+    with_logs(
+        wait_master(
+            "pulse becomes master",
+            Duration::from_secs(10),
+            Duration::from_secs(1),
+            &segment.a,
+            &segment.b,
+            address,
+        ),
+        &pulse,
+        &keepalived,
+    )?;
+    let log = pulse.log();
+    ensure!(
+        !log.contains("IPVS"),
+        "pulse spoke of IPVS for a configuration without virtual servers:\n{log}"
+    );
+    pulse.terminate()?;
+    keepalived.terminate()?;
+    println!("{scenario}: pulse master without -P, keepalived backup, no IPVS touched");
+    if Path::new("/proc/net/ip_vs").exists() {
+        println!("{scenario}: this kernel has IPVS: the refusal without it is not tested here");
+        return Ok(());
+    }
+    // A virtual server too, on this kernel without IPVS: keepalived's
+    // checker process fails and keepalived ends, VRRP included; pulse
+    // does not start.
+    let with_service = format!(
+        "{}virtual_server {address} 80 {{\n    protocol TCP\n    real_server {} 80 {{\n    }}\n}}\n",
+        instance(150).configuration(),
+        segment.ipv4(3)
+    );
+    let line = "IPVS: Can't initialize ipvs: No such file or directory";
+    for kind in [Kind::Pulse, Kind::Keepalived] {
+        let mut daemon = Daemon::start_as(
+            kind,
+            &segment.a,
+            &segment.directory,
+            &format!("{kind}-ipvs"),
+            &with_service,
+            false,
+        )?;
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = daemon.child.try_wait()? {
+                break status;
+            }
+            ensure!(
+                started.elapsed() < Duration::from_secs(10),
+                "{kind} kept running without IPVS:\n{}",
+                daemon.log()
+            );
+            thread::sleep(Duration::from_millis(50));
+        };
+        let log = daemon.log();
+        ensure!(!status.success(), "{kind} exited {status}:\n{log}");
+        ensure!(log.contains(line), "{kind} did not say '{line}':\n{log}");
+        ensure!(
+            !holds(&segment.a, address)?,
+            "{kind} left the virtual address behind"
+        );
+        println!("{scenario}: with a virtual server and no IPVS, {kind} exited ({status})");
+    }
+    Ok(())
+}
+
 fn scenarios() -> Vec<(&'static str, Scenario)> {
     fn multicast(segment: &Segment, version: u8, interval: f64, priority: u8) -> Instance {
         Instance {
@@ -2340,6 +2452,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("address events lost to a full buffer", lost_events),
         ("interface deleted and created again", interface_recreated),
         ("accept mode", accept_mode),
+        ("VRRP alone without -P", vrrp_alone_without_flag),
         (
             "address options as keepalived applies them",
             address_options,

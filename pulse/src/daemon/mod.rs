@@ -19,12 +19,18 @@
 //!   removed), then pulse's services are withdrawn as keepalived withdraws
 //!   its own, unless `--dont-release-ipvs`, which leaves the table for the
 //!   next pulse to adopt.
-//! - The `vrrp_instance` blocks run in the [VRRP task](crate::vrrp::task)
-//!   unless `-C`; `-P` runs VRRP alone, without IPVS. A reload keeps the
-//!   state of instances that did not change and restarts the others.
+//! - Its two parts run as keepalived's children do: the checkers and IPVS
+//!   where the configuration has a `virtual_server` (and not `-P`), the
+//!   `vrrp_instance` blocks in the [VRRP task](crate::vrrp::task) where it
+//!   has one (and not `-C`). A configuration without virtual servers never
+//!   touches IPVS, so VRRP alone runs on a kernel without it; one with
+//!   virtual servers where the kernel has no IPVS does not start. A reload
+//!   starts a part the new configuration calls for, keeps the state of
+//!   VRRP instances that did not change and restarts the others.
 //!
-//! One `select!` loop owns the signals and the plumbing between nanny, the
-//! reconciler and the script runner; each of those runs as its own task.
+//! One `select!` loop owns the signals and the reloads; the LVS part
+//! ([`Lvs`]: nanny, the reconciler, the script runner) and VRRP run as
+//! tasks of their own.
 
 pub mod logging;
 pub mod process;
@@ -46,8 +52,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::cli::Arguments;
 use crate::exit;
 use crate::reconciler::{self, Channels, PassOutcome, Reconciler, Reload, StopMode};
-use crate::vrrp::Vrrp;
 use crate::vrrp::netlink_events::AddressMonitor;
+use crate::vrrp::{Vrrp, VrrpError};
 use process::{Detached, PidFile};
 
 /// What the daemon needs from the command line.
@@ -59,9 +65,11 @@ pub struct Settings {
     pub stop_mode: StopMode,
     /// The logs reach standard error already.
     pub logs_on_stderr: bool,
-    /// The checkers and IPVS run (not `-P` alone).
+    /// The checkers and IPVS may run (not `-P` alone), where the
+    /// configuration has virtual servers.
     pub checkers: bool,
-    /// VRRP runs (not `-C` alone).
+    /// VRRP may run (not `-C` alone), where the configuration has
+    /// instances.
     pub vrrp: bool,
 }
 
@@ -114,19 +122,17 @@ pub fn run(arguments: &Arguments) -> i32 {
         // Logs the mode in effect (connect when raw sockets are refused).
         nanny::driver::tcp::set_check_mode(nanny::driver::tcp::CheckMode::HalfOpen);
     }
-    let client = if settings.checkers {
-        match Client::connect() {
+    let parts = Parts::of(&settings, &configuration);
+    // Only a configuration with virtual servers reaches for IPVS: asking
+    // the kernel for its IPVS family loads ip_vs (Linux 5.16 and later),
+    // and most keepalived configurations run VRRP alone.
+    let client = if parts.lvs {
+        match connect_ipvs() {
             Ok(client) => Some(client),
-            Err(ipvs::Error::Unavailable) => {
-                tracing::error!(
-                    "IPVS is not available: this kernel has no ip_vs module loaded and did not \
-                     load it (is the ip_vs module installed? `modprobe ip_vs` says why not; \
-                     -P runs VRRP alone)"
-                );
-                return exit::FATAL;
-            }
-            Err(error) => {
-                tracing::error!("cannot reach the kernel's IPVS: {error}");
+            Err(why) => {
+                // keepalived's checker process fails there, and keepalived
+                // ends with it, VRRP included (status 1; pulse's is 3).
+                tracing::error!("{why}");
                 return exit::FATAL;
             }
         }
@@ -163,25 +169,50 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
-    let status = runtime.block_on(async {
-        let vrrp = if settings.vrrp {
-            match start_vrrp(&configuration).await {
-                Ok(vrrp) => vrrp,
-                Err(status) => return status,
-            }
-        } else {
-            None
-        };
-        match client {
-            Some(client) => serve(settings, configuration, client, vrrp, &mut detached).await,
-            None => serve_vrrp_only(&settings, vrrp, &mut detached).await,
-        }
-    });
+    let status = runtime.block_on(serve(settings, configuration, client, &mut detached));
     detached.started(status as u8);
     // Scripts still running are the system's now, as keepalived leaves
     // its notify scripts.
     runtime.shutdown_background();
     status
+}
+
+/// Which parts of pulse a configuration runs, as keepalived decides which
+/// children to start (main.c `running_checker`, `running_vrrp`): the LVS
+/// part (checkers and IPVS) where the command line allows it (`-C`, or not
+/// `-P`) and the configuration has a `virtual_server`; VRRP where the
+/// command line allows it (`-P`, or not `-C`) and it has a
+/// `vrrp_instance`. A part that a reload calls for starts then, as
+/// keepalived starts a child at SIGHUP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Parts {
+    lvs: bool,
+    vrrp: bool,
+}
+
+impl Parts {
+    fn of(settings: &Settings, configuration: &config::Config) -> Parts {
+        Parts {
+            lvs: settings.checkers && !configuration.virtual_servers.is_empty(),
+            vrrp: settings.vrrp && !configuration.vrrp_instances.is_empty(),
+        }
+    }
+}
+
+/// A connection to the kernel's IPVS, or keepalived's line saying why
+/// there is none (ipvswrapper.c `ipvs_start`), with what to do about it.
+fn connect_ipvs() -> Result<Client, String> {
+    match Client::connect() {
+        Ok(client) => Ok(client),
+        // The kernel knows no IPVS family (ENOENT), as keepalived words it.
+        Err(ipvs::Error::Unavailable) => Err(
+            "IPVS: Can't initialize ipvs: No such file or directory (this kernel has no ip_vs \
+             module loaded and did not load it: is the ip_vs module installed? `modprobe ip_vs` \
+             says why not; -P runs VRRP alone)"
+                .to_owned(),
+        ),
+        Err(error) => Err(format!("IPVS: Can't initialize ipvs: {error}")),
+    }
 }
 
 /// Loads and checks the configuration; logs every problem. `None` if it
@@ -249,6 +280,19 @@ struct RunningVrrp {
 }
 
 impl RunningVrrp {
+    /// Starts VRRP for the configuration's `vrrp_instance` blocks.
+    async fn start(configuration: &Arc<config::Config>) -> Result<RunningVrrp, VrrpError> {
+        let vrrp = Vrrp::prepare(configuration.clone()).await?;
+        tracing::info!("VRRP: {} instance(s)", vrrp.len());
+        let (stop, stopped) = oneshot::channel();
+        let (reloads, reloaded) = mpsc::channel(4);
+        Ok(RunningVrrp {
+            task: tokio::spawn(vrrp.run(stopped, reloaded)),
+            stop,
+            reloads,
+        })
+    }
+
     /// Stops every instance (priority 0 adverts, addresses removed, the
     /// sync daemon following) and waits until done.
     async fn stop(self) {
@@ -259,27 +303,200 @@ impl RunningVrrp {
     }
 }
 
-/// Starts VRRP for the configuration's `vrrp_instance` blocks, if any; the
-/// exit status if it cannot.
-async fn start_vrrp(configuration: &Arc<config::Config>) -> Result<Option<RunningVrrp>, i32> {
-    if configuration.vrrp_instances.is_empty() {
-        return Ok(None);
+/// The LVS part running: nanny's checkers, the reconciler keeping the IPVS
+/// table, the runner of their scripts, and, for `ha_suspend`, this host's
+/// addresses followed. Each runs as its own task; [`Lvs::next`] carries
+/// the checkers' verdicts to the reconciler.
+struct Lvs {
+    /// What the scripts runner reads `script_user` from.
+    current: Arc<Mutex<Arc<config::Config>>>,
+    checkers: Handle,
+    /// Derived once per configuration, not at every turn of the loop.
+    watch_addresses: bool,
+    /// Opens once a configuration asks for it (`ha_suspend`).
+    address_monitor: Option<AddressMonitor>,
+    /// Opens it: at once, then a second after a failure.
+    open_retry: tokio::time::Interval,
+    states: mpsc::Sender<nanny::scheduler::StateChange>,
+    reloads: mpsc::Sender<Reload>,
+    stop: oneshot::Sender<StopMode>,
+    reconciler: tokio::task::JoinHandle<Reconciler>,
+    scripts: tokio::task::JoinHandle<()>,
+    /// Told once the start pass is applied.
+    started: Option<oneshot::Receiver<PassOutcome>>,
+}
+
+/// What the LVS part tells the daemon's loop.
+enum LvsEvent {
+    /// The start pass is applied.
+    Started(PassOutcome),
+    /// The checkers or the reconciler ended: pulse stops.
+    Ended,
+}
+
+impl Lvs {
+    fn start(configuration: Arc<config::Config>, client: Client) -> Lvs {
+        let current = Arc::new(Mutex::new(configuration.clone()));
+        // Told this host's addresses whenever a configuration has
+        // `ha_suspend`: until then, such checks wait.
+        let checkers =
+            Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
+        let (states, states_receiver) = mpsc::channel(1024);
+        let (reloads, reloads_receiver) = mpsc::channel(4);
+        let (started_sender, started) = oneshot::channel();
+        let (stop, stop_receiver) = oneshot::channel();
+        let (notifications, notifications_receiver) = mpsc::channel(1024);
+        let watch_addresses = wants_addresses(&configuration);
+        let reconciler = tokio::spawn(reconciler::run(
+            Reconciler::new(client, configuration),
+            Channels {
+                states: states_receiver,
+                reloads: reloads_receiver,
+                started: Some(started_sender),
+                stop: stop_receiver,
+                notifications,
+            },
+        ));
+        let scripts_configuration = current.clone();
+        let scripts = tokio::spawn(crate::scripts::run(notifications_receiver, move || {
+            scripts_configuration
+                .lock()
+                .expect("never poisoned")
+                .clone()
+        }));
+        let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
+        open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Lvs {
+            current,
+            checkers,
+            watch_addresses,
+            address_monitor: None,
+            open_retry,
+            states,
+            reloads,
+            stop,
+            reconciler,
+            scripts,
+            started: Some(started),
+        }
     }
-    match Vrrp::prepare(configuration.clone()).await {
-        Ok(vrrp) => {
-            tracing::info!("VRRP: {} instance(s)", vrrp.len());
-            let (stop, stopped) = oneshot::channel();
-            let (reloads, reloaded) = mpsc::channel(4);
-            Ok(Some(RunningVrrp {
-                task: tokio::spawn(vrrp.run(stopped, reloaded)),
-                stop,
-                reloads,
-            }))
+
+    /// Hands a reloaded configuration to the checkers and the reconciler;
+    /// what tells when its pass is applied, if the reconciler still runs.
+    async fn reload(
+        &mut self,
+        configuration: Arc<config::Config>,
+    ) -> Option<oneshot::Receiver<PassOutcome>> {
+        *self.current.lock().expect("never poisoned") = configuration.clone();
+        self.watch_addresses = wants_addresses(&configuration);
+        if !self.watch_addresses && self.address_monitor.take().is_some() {
+            // Not followed from here on: a later configuration with
+            // `ha_suspend` waits for a new reading.
+            self.checkers.local_addresses(None).await;
         }
-        Err(error) => {
-            tracing::error!("VRRP cannot start: {error}");
-            Err(exit::FATAL)
+        self.checkers
+            .reload(Plan::from_config(&configuration))
+            .await;
+        let (applied_sender, applied) = oneshot::channel();
+        self.reloads
+            .send(Reload {
+                configuration,
+                applied: Some(applied_sender),
+            })
+            .await
+            .ok()
+            .map(|()| applied)
+    }
+
+    /// Carries the checkers' verdicts to the reconciler and this host's
+    /// addresses to the checkers, until something the daemon must act on.
+    /// Cancel-safe.
+    async fn next(&mut self) -> LvsEvent {
+        let Lvs {
+            checkers,
+            watch_addresses,
+            address_monitor,
+            open_retry,
+            states,
+            started,
+            ..
+        } = self;
+        loop {
+            tokio::select! {
+                outcome = async { started.as_mut().expect("guarded").await }, if started.is_some() => {
+                    *started = None;
+                    return LvsEvent::Started(
+                        outcome.unwrap_or_else(|_| Err("the reconciler stopped".into())),
+                    );
+                }
+                change = checkers.events.recv() => match change {
+                    Some(change) => {
+                        // nanny logged the checker's verdict already.
+                        tracing::debug!(
+                            "{} {} {}: {}",
+                            change.real_server,
+                            if change.initial { "is" } else { "went" },
+                            if change.up { "up" } else { "down" },
+                            change.reason
+                        );
+                        if states.send(change).await.is_err() {
+                            return LvsEvent::Ended;
+                        }
+                    }
+                    None => return LvsEvent::Ended,
+                },
+                changed = async { address_monitor.as_mut().expect("guarded").changed().await },
+                    if *watch_addresses && address_monitor.is_some() =>
+                {
+                    match changed {
+                        Some(addresses) => checkers.local_addresses(Some(addresses)).await,
+                        None => {
+                            tracing::warn!(
+                                "rtnetlink's address events stopped or overflowed: reading the \
+                                 addresses again"
+                            );
+                            *address_monitor = None;
+                            // What is known may be stale: the checks with
+                            // `ha_suspend` wait for the new reading.
+                            checkers.local_addresses(None).await;
+                        }
+                    }
+                }
+                _ = open_retry.tick(), if *watch_addresses && address_monitor.is_none() => {
+                    match AddressMonitor::open().await {
+                        Ok(monitor) => {
+                            checkers.local_addresses(Some(monitor.addresses())).await;
+                            *address_monitor = Some(monitor);
+                        }
+                        Err(error) => {
+                            tracing::warn!("cannot follow this host's addresses: {error}")
+                        }
+                    }
+                }
+            }
         }
+    }
+
+    /// The checks first, so that no health change reaches a table being
+    /// withdrawn; then the reconciler leaves the table as `stop_mode`
+    /// says; then the scripts it asked for are started. Whether all ended
+    /// well.
+    async fn stop(self, stop_mode: StopMode) -> bool {
+        self.checkers.shutdown().await;
+        if stop_mode == StopMode::Keep {
+            tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");
+        }
+        let _ = self.stop.send(stop_mode);
+        drop(self.states);
+        drop(self.reloads);
+        if let Err(error) = self.reconciler.await {
+            tracing::error!("the reconciler failed: {error}");
+            return false;
+        }
+        // The reconciler's end closed the notifications: the runner has
+        // started every script it was given.
+        let _ = self.scripts.await;
+        true
     }
 }
 
@@ -318,56 +535,6 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
     }
 }
 
-/// `-P`: VRRP alone, until SIGTERM or SIGINT. SIGHUP reloads: a
-/// configuration with errors is refused and the running one stays.
-async fn serve_vrrp_only(
-    settings: &Settings,
-    vrrp: Option<RunningVrrp>,
-    detached: &mut Detached,
-) -> i32 {
-    let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
-        return exit::FATAL;
-    };
-    tell_systemd(&[NotifyState::Ready, NotifyState::Status("VRRP running")]);
-    detached.started(exit::CLEAN as u8);
-    loop {
-        tokio::select! {
-            _ = hangup.recv() => {
-                let status = match (reload(settings).await, &vrrp) {
-                    (Some(configuration), Some(vrrp)) => {
-                        let _ = vrrp.reloads.send(configuration).await;
-                        "reloaded"
-                    }
-                    (Some(configuration), None) if !configuration.vrrp_instances.is_empty() => {
-                        tracing::warn!(
-                            "the reload adds VRRP instances to a pulse started without any: \
-                             restart pulse to run them"
-                        );
-                        "reloaded; new VRRP instances need a restart"
-                    }
-                    (Some(_), None) => "reloaded",
-                    _ => "reload refused: the configuration has errors (see the log)",
-                };
-                tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
-            }
-            _ = terminate.recv() => {
-                tracing::info!("SIGTERM: stopping");
-                break;
-            }
-            _ = interrupt.recv() => {
-                tracing::info!("SIGINT: stopping");
-                break;
-            }
-        }
-    }
-    tell_systemd(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
-    if let Some(vrrp) = vrrp {
-        vrrp.stop().await;
-    }
-    tracing::info!("stopped");
-    exit::CLEAN
-}
-
 /// Sends systemd a notification if it asked for them (`NOTIFY_SOCKET`).
 fn tell_systemd(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some()
@@ -386,87 +553,63 @@ fn pass_status(what: &str, outcome: &PassOutcome) -> String {
     }
 }
 
+/// Runs the parts the configuration calls for ([`Parts`]) until SIGTERM or
+/// SIGINT; SIGHUP reloads, starting a part the new configuration calls
+/// for. With the LVS part, READY waits for its start pass.
 async fn serve(
     settings: Settings,
     configuration: Arc<config::Config>,
-    client: Client,
-    vrrp: Option<RunningVrrp>,
+    client: Option<Client>,
     detached: &mut Detached,
 ) -> i32 {
     let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
         return exit::FATAL;
     };
-    let current = Arc::new(Mutex::new(configuration.clone()));
-    // Derived once per configuration, not at every turn of the loop.
-    let mut watch_addresses = wants_addresses(&configuration);
-    // Told this host's addresses (below) whenever a configuration has
-    // `ha_suspend`: until then, such checks wait.
-    let mut checkers =
-        Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
-    let (states_sender, states) = mpsc::channel(1024);
-    let (reloads_sender, reloads) = mpsc::channel(4);
-    let (started_sender, mut started) = oneshot::channel();
-    let (stop_sender, stop) = oneshot::channel();
-    let (notifications_sender, notifications) = mpsc::channel(1024);
-    let reconciler_task = tokio::spawn(reconciler::run(
-        Reconciler::new(client, configuration),
-        Channels {
-            states,
-            reloads,
-            started: Some(started_sender),
-            stop,
-            notifications: notifications_sender,
-        },
-    ));
-    let scripts_configuration = current.clone();
-    let scripts_task = tokio::spawn(crate::scripts::run(notifications, move || {
-        scripts_configuration
-            .lock()
-            .expect("never poisoned")
-            .clone()
-    }));
-    // ha_suspend: the checks learn which addresses are here, now (before
-    // their first attempt, after the warmup) and at each change the
-    // kernel reports. The monitor opens once a configuration asks for it.
-    let mut address_monitor: Option<AddressMonitor> = None;
-    // Opens it: at once, then a second after a failure.
-    let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
-    open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut started_open = true;
+    let parts = Parts::of(&settings, &configuration);
+    let mut vrrp = None;
+    if parts.vrrp {
+        match RunningVrrp::start(&configuration).await {
+            Ok(running) => vrrp = Some(running),
+            Err(error) => {
+                tracing::error!("VRRP cannot start: {error}");
+                return exit::FATAL;
+            }
+        }
+    }
+    let mut lvs = client.map(|client| Lvs::start(configuration.clone(), client));
+    if lvs.is_none() {
+        if vrrp.is_none() {
+            // keepalived's line; it waits for a reload too.
+            tracing::warn!("Warning - keepalived has no configuration to run");
+        }
+        let status = if vrrp.is_some() {
+            "VRRP running"
+        } else {
+            "nothing to run: no virtual_server, no vrrp_instance"
+        };
+        tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
+        detached.started(exit::CLEAN as u8);
+    }
     // The reload whose pass is awaited, if any; further SIGHUPs wait.
     let mut reload_applied: Option<oneshot::Receiver<PassOutcome>> = None;
     let mut reload_pending = false;
     let stop_mode = loop {
         if reload_pending && reload_applied.is_none() {
             reload_pending = false;
-            match reload(&settings).await {
+            match self::reload(&settings).await {
                 Some(configuration) => {
-                    if let Some(vrrp) = &vrrp {
-                        let _ = vrrp.reloads.send(configuration.clone()).await;
-                    } else if settings.vrrp && !configuration.vrrp_instances.is_empty() {
-                        tracing::warn!(
-                            "the reload adds VRRP instances to a pulse started without any: \
-                             restart pulse to run them"
-                        );
-                    }
-                    *current.lock().expect("never poisoned") = configuration.clone();
-                    watch_addresses = wants_addresses(&configuration);
-                    if !watch_addresses && address_monitor.take().is_some() {
-                        // Not followed from here on: a later configuration
-                        // with `ha_suspend` waits for a new reading.
-                        checkers.local_addresses(None).await;
-                    }
-                    checkers.reload(Plan::from_config(&configuration)).await;
-                    let (applied_sender, applied) = oneshot::channel();
-                    if reloads_sender
-                        .send(Reload {
-                            configuration,
-                            applied: Some(applied_sender),
-                        })
-                        .await
-                        .is_ok()
-                    {
-                        reload_applied = Some(applied);
+                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs).await {
+                        Ok(Some(applied)) => reload_applied = Some(applied),
+                        Ok(None) => {
+                            tell_systemd(&[NotifyState::Ready, NotifyState::Status("reloaded")])
+                        }
+                        Err(why) => {
+                            tracing::error!("{why}; keeping the running configuration");
+                            tell_systemd(&[
+                                NotifyState::Ready,
+                                NotifyState::Status(&format!("reload refused: {why}")),
+                            ]);
+                        }
                     }
                 }
                 None => tell_systemd(&[
@@ -478,13 +621,16 @@ async fn serve(
             }
         }
         tokio::select! {
-            outcome = &mut started, if started_open => {
-                started_open = false;
-                let outcome = outcome.unwrap_or_else(|_| Err("the reconciler stopped".into()));
-                let status = pass_status("started", &outcome);
-                tracing::info!("{status}");
-                tell_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
-                detached.started(exit::CLEAN as u8);
+            event = async { lvs.as_mut().expect("guarded").next().await }, if lvs.is_some() => {
+                match event {
+                    LvsEvent::Started(outcome) => {
+                        let status = pass_status("started", &outcome);
+                        tracing::info!("{status}");
+                        tell_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
+                        detached.started(exit::CLEAN as u8);
+                    }
+                    LvsEvent::Ended => break settings.stop_mode,
+                }
             }
             outcome = async { reload_applied.as_mut().expect("guarded").await },
                 if reload_applied.is_some() =>
@@ -494,49 +640,6 @@ async fn serve(
                 let status = pass_status("reloaded", &outcome);
                 tracing::info!("{status}");
                 tell_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
-            }
-            change = checkers.events.recv() => match change {
-                Some(change) => {
-                    // nanny logged the checker's verdict already.
-                    tracing::debug!(
-                        "{} {} {}: {}",
-                        change.real_server,
-                        if change.initial { "is" } else { "went" },
-                        if change.up { "up" } else { "down" },
-                        change.reason
-                    );
-                    if states_sender.send(change).await.is_err() {
-                        break settings.stop_mode;
-                    }
-                }
-                None => break settings.stop_mode,
-            },
-            changed = async { address_monitor.as_mut().expect("guarded").changed().await },
-                if watch_addresses && address_monitor.is_some() =>
-            {
-                match changed {
-                    Some(addresses) => checkers.local_addresses(Some(addresses)).await,
-                    None => {
-                        tracing::warn!(
-                            "rtnetlink's address events stopped or overflowed: reading the addresses again"
-                        );
-                        address_monitor = None;
-                        // What is known may be stale: the checks with
-                        // `ha_suspend` wait for the new reading.
-                        checkers.local_addresses(None).await;
-                    }
-                }
-            }
-            _ = open_retry.tick(), if watch_addresses && address_monitor.is_none() => {
-                match AddressMonitor::open().await {
-                    Ok(monitor) => {
-                        checkers.local_addresses(Some(monitor.addresses())).await;
-                        address_monitor = Some(monitor);
-                    }
-                    Err(error) => {
-                        tracing::warn!("cannot follow this host's addresses: {error}")
-                    }
-                }
             }
             _ = hangup.recv() => reload_pending = true,
             _ = terminate.recv() => {
@@ -556,22 +659,54 @@ async fn serve(
     if let Some(vrrp) = vrrp {
         vrrp.stop().await;
     }
-    // Then the checks, so that no health change reaches a table being
-    // withdrawn.
-    checkers.shutdown().await;
-    if stop_mode == StopMode::Keep {
-        tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");
-    }
-    let _ = stop_sender.send(stop_mode);
-    drop(states_sender);
-    drop(reloads_sender);
-    if let Err(error) = reconciler_task.await {
-        tracing::error!("the reconciler failed: {error}");
+    if let Some(lvs) = lvs
+        && !lvs.stop(stop_mode).await
+    {
         return exit::FATAL;
     }
-    // The reconciler's end closed the notifications: the runner has
-    // started every script it was given.
-    let _ = scripts_task.await;
     tracing::info!("stopped");
     exit::CLEAN
+}
+
+/// Hands a reloaded configuration to the running parts, starting those it
+/// now calls for; what tells when the LVS part's pass is applied. A part
+/// that cannot start refuses the whole reload, before anything changes
+/// (a new `virtual_server` on a kernel without IPVS: keepalived's checker
+/// process would fail, and keepalived with it).
+async fn apply_reload(
+    settings: &Settings,
+    configuration: Arc<config::Config>,
+    vrrp: &mut Option<RunningVrrp>,
+    lvs: &mut Option<Lvs>,
+) -> Result<Option<oneshot::Receiver<PassOutcome>>, String> {
+    let parts = Parts::of(settings, &configuration);
+    let client = match (parts.lvs, &lvs) {
+        (true, None) => Some(connect_ipvs()?),
+        _ => None,
+    };
+    match vrrp {
+        Some(running) => {
+            let _ = running.reloads.send(configuration.clone()).await;
+        }
+        None if parts.vrrp => {
+            tracing::info!("the reload brings VRRP instances: starting VRRP");
+            *vrrp = Some(
+                RunningVrrp::start(&configuration)
+                    .await
+                    .map_err(|error| format!("VRRP cannot start: {error}"))?,
+            );
+        }
+        None => {}
+    }
+    Ok(match (lvs.as_mut(), client) {
+        (Some(running), _) => running.reload(configuration).await,
+        (None, Some(client)) => {
+            tracing::info!("the reload brings virtual servers: starting the checkers and IPVS");
+            let started = Lvs::start(configuration, client);
+            *lvs = Some(started);
+            // Its start pass, awaited like a reload's.
+            lvs.as_mut().and_then(|running| running.started.take())
+        }
+        (None, None) => None,
+    })
 }

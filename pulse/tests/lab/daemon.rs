@@ -446,3 +446,103 @@ fn ha_suspend_runs_checks_only_while_the_virtual_address_is_here() {
     assert!(daemon.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// Whether the ip_vs module is loaded.
+fn ip_vs_loaded() -> bool {
+    std::fs::read_to_string("/proc/modules")
+        .unwrap()
+        .lines()
+        .any(|line| line.starts_with("ip_vs "))
+}
+
+/// A VRRP-only keepalived.conf, started as keepalived users start it (no
+/// `-P`), runs VRRP and never loads ip_vs on a kernel that has it; where
+/// the kernel cannot load it, a configuration with a virtual server is
+/// refused with keepalived's line, and VRRP does not take the address
+/// meanwhile. Runs first, one at a time (`cargo xtask test`): other tests
+/// load ip_vs.
+#[test]
+#[ignore = "runs in the lab"]
+fn first_vrrp_alone_never_loads_ip_vs() {
+    labkit::require_lab();
+    if ip_vs_loaded() {
+        // An earlier first_ test of another binary connected to IPVS; no
+        // service uses it yet.
+        let status = Command::new("modprobe")
+            .args(["-r", "ip_vs"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cannot unload ip_vs: {status}");
+    }
+    assert!(!ip_vs_loaded());
+    let namespace = Namespace::create("pulse-vrrp-alone").unwrap();
+    namespace
+        .ip("link add eth0 type veth peer name eth1\nlink set eth0 up\nlink set eth1 up\naddr add 10.9.0.1/24 dev eth0\n")
+        .unwrap();
+    let directory = directory("pulse-vrrp-alone");
+    let configuration = directory.join("keepalived.conf");
+    let pid_file = directory.join("pulse.pid");
+    let vrrp = "vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    version 3
+    advert_int 0.1
+    priority 150
+    virtual_ipaddress {
+        10.9.0.100/24
+    }
+}
+";
+    std::fs::write(&configuration, vrrp).unwrap();
+    let holds = || {
+        let output = namespace
+            .command("ip")
+            .args(["-o", "addr", "show", "dev", "eth0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).contains("10.9.0.100/24")
+    };
+    let log = directory.join("pulse.log");
+    let mut child = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::options().append(true).open(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("pulse becomes master without -P", holds);
+    signal(&child, libc::SIGTERM);
+    assert!(child.wait().unwrap().success());
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !ip_vs_loaded(),
+        "a VRRP-only configuration loaded ip_vs:\n{said}"
+    );
+    assert!(!said.contains("IPVS"), "{said}");
+
+    // A virtual server too, and a kernel that cannot load ip_vs (its
+    // request for the module fails, as where the module is not installed).
+    std::fs::write(
+        &configuration,
+        format!("{vrrp}virtual_server 10.9.0.100 80 {{\n protocol TCP\n real_server 10.9.0.2 80 {{ }}\n}}\n"),
+    )
+    .unwrap();
+    let saved = std::fs::read_to_string("/proc/sys/kernel/modprobe").unwrap();
+    std::fs::write("/proc/sys/kernel/modprobe", "/bin/false").unwrap();
+    let output = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .output()
+        .unwrap();
+    std::fs::write("/proc/sys/kernel/modprobe", saved).unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("IPVS: Can't initialize ipvs: No such file or directory"),
+        "{said}"
+    );
+    assert!(
+        !holds(),
+        "VRRP took the address of a pulse that did not start"
+    );
+    assert!(!ip_vs_loaded());
+    std::fs::remove_dir_all(&directory).unwrap();
+}
