@@ -189,10 +189,7 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     if !arguments.file.exists() {
         bail!("{}: no such file", arguments.file.display());
     }
-    let loaded = fulcrum_config::load(&arguments.file, &Default::default());
-    if loaded.diagnostics.has_errors() {
-        report_text!("{}", loaded.diagnostics.render(&loaded.sources));
-    }
+    let loaded = load(&arguments.file);
     let plan = Plan::from_config(&loaded.config);
     let slots = plan.slots.len();
     if slots == 0 {
@@ -238,10 +235,7 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
             _ = terminate.recv() => break,
             // keepalived's reload signal: unchanged checks keep their state.
             _ = hangup.recv(), if !arguments.once => {
-                let loaded = fulcrum_config::load(&arguments.file, &Default::default());
-                if loaded.diagnostics.has_errors() {
-                    report_text!("{}", loaded.diagnostics.render(&loaded.sources));
-                }
+                let loaded = load(&arguments.file);
                 handle.reload(Plan::from_config(&loaded.config)).await;
             }
         }
@@ -252,6 +246,30 @@ async fn run(arguments: &Arguments) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Loads the configuration (its errors on stderr) with the checkers'
+/// scripts reviewed as keepalived's checker process reviews them
+/// (`enable_script_security`, the script user): a MISC_CHECK keepalived
+/// would not run is taken out, and the review's lines go to stderr.
+fn load(file: &std::path::Path) -> fulcrum_config::Loaded {
+    let mut loaded = fulcrum_config::load(file, &Default::default());
+    if loaded.diagnostics.has_errors() {
+        report_text!("{}", loaded.diagnostics.render(&loaded.sources));
+    }
+    let context = fulcrum_scripts::security::Context::of_this_process(
+        loaded.config.global.enable_script_security,
+    );
+    let review = fulcrum_scripts::review::review(
+        &mut loaded.config,
+        &[fulcrum_scripts::review::Part::Checkers],
+        &context,
+        &fulcrum_scripts::account::System,
+    );
+    for line in &review.lines {
+        report!("nanny: {}", line.text);
+    }
+    loaded
 }
 
 /// A write to stdout whose failure because the reader went away is no

@@ -1063,8 +1063,16 @@ mod tests {
     use std::net::SocketAddr;
     use tokio::net::TcpListener;
 
+    /// The checks of `text`, its scripts reviewed (MISC_CHECK runs only
+    /// reviewed scripts).
     fn plan(text: &str) -> Plan {
-        let loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
+        let mut loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
+        fulcrum_scripts::review::review(
+            &mut loaded.config,
+            &[fulcrum_scripts::review::Part::Checkers],
+            &fulcrum_scripts::security::Context::of_this_process(false),
+            &fulcrum_scripts::account::System,
+        );
         Plan::from_config(&loaded.config)
     }
 

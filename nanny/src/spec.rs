@@ -121,11 +121,9 @@ pub struct HttpSpec {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MiscSpec {
-    /// The command line as written (keepalived splits it on spaces, with
-    /// quotes).
-    pub command: String,
-    pub user: Option<String>,
-    pub group: Option<String>,
+    /// `misc_path`, reviewed (`fulcrum-scripts`): whom it runs as, its
+    /// program found; an unreviewed one does not run.
+    pub script: config::Script,
     pub timeout: Duration,
     pub dynamic: bool,
 }
@@ -273,7 +271,7 @@ pub struct CheckSpec {
 impl fmt::Display for CheckSpec {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            CheckKind::Misc(misc) => write!(formatter, "MISC_CHECK {}", misc.command),
+            CheckKind::Misc(misc) => write!(formatter, "MISC_CHECK {}", misc.script.command),
             CheckKind::File(file) => write!(formatter, "FILE_CHECK {}", file.path),
             CheckKind::Ping => write!(formatter, "PING_CHECK {}", self.endpoint.address.ip()),
             CheckKind::Bfd(bfd) => write!(formatter, "BFD_CHECK {}", bfd.name),
@@ -376,7 +374,6 @@ impl CheckSpec {
         checker: &config::Checker,
         configuration: &config::Config,
     ) -> CheckSpec {
-        let script_user = configuration.global.script_user.as_ref();
         let common = &checker.common;
         let ha_suspend = match virtual_server.address {
             config::VirtualServerAddress::Address { address, .. } if virtual_server.ha_suspend => {
@@ -453,15 +450,7 @@ impl CheckSpec {
             config::CheckerKind::Ssl(check) => checked_regexes(http(check, true)),
             config::CheckerKind::Misc(misc) => match &misc.path {
                 Some(script) => CheckKind::Misc(MiscSpec {
-                    command: script.command.clone(),
-                    user: script
-                        .user
-                        .clone()
-                        .or_else(|| script_user.map(|(user, _)| user.clone())),
-                    group: script
-                        .group
-                        .clone()
-                        .or_else(|| script_user.and_then(|(_, group)| group.clone())),
+                    script: (**script).clone(),
                     // keepalived: misc_timeout defaults to the delay_loop.
                     timeout: misc.timeout.unwrap_or(common.delay_loop),
                     dynamic: misc.dynamic,

@@ -17,6 +17,7 @@ use std::io::Write;
 
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_config::lexer::Options;
+use fulcrum_scripts::review::Part;
 
 /// Exit statuses, keepalived's where they apply (see docs/pulse.md).
 pub mod exit {
@@ -33,6 +34,10 @@ pub mod exit {
     /// Warnings but no error: pulse would run it
     /// (keepalived's `KEEPALIVED_EXIT_CONFIG_TEST`).
     pub const WARNINGS: i32 = 5;
+    /// No error, but scripts would run without `enable_script_security`
+    /// (keepalived's `KEEPALIVED_EXIT_CONFIG_TEST_SECURITY`, "SECURITY
+    /// VIOLATION").
+    pub const SECURITY: i32 = 6;
 }
 
 /// Runs pulse with `arguments` (without the program name); returns the
@@ -88,7 +93,24 @@ fn check(
         all_config: arguments.all_config,
         random_seed: None,
     };
-    let loaded = fulcrum_config::load(&arguments.config_file, &options);
+    let mut loaded = fulcrum_config::load(&arguments.config_file, &options);
+    // The model as read, before the review below resolves and takes out
+    // scripts.
+    let json = if arguments.dump_config {
+        Some(serde_json::to_string_pretty(&loaded.config).map_err(std::io::Error::other)?)
+    } else {
+        None
+    };
+    // keepalived -t reviews every part's scripts in its one process.
+    let review = scripts::review(
+        &mut loaded.config,
+        &[Part::StartStop, Part::Checkers, Part::Vrrp],
+    );
+    for line in &review.lines {
+        if let Some(diagnostic) = scripts::diagnostic(line) {
+            loaded.diagnostics.push(diagnostic);
+        }
+    }
     let errors = loaded.diagnostics.count(Severity::Error);
     let warnings = loaded.diagnostics.count(Severity::Warning);
     let report = format!(
@@ -105,8 +127,7 @@ fn check(
         }
         _ => write!(stderr, "{report}")?,
     }
-    if arguments.dump_config {
-        let json = serde_json::to_string_pretty(&loaded.config).map_err(std::io::Error::other)?;
+    if let Some(json) = json {
         writeln!(stdout, "{json}")?;
     }
     // The process ends now: freeing a large configuration's model and
@@ -114,6 +135,8 @@ fn check(
     std::mem::forget(loaded);
     Ok(if errors > 0 {
         exit::ERRORS
+    } else if review.security_violation() {
+        exit::SECURITY
     } else if warnings > 0 {
         exit::WARNINGS
     } else {

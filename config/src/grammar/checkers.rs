@@ -231,9 +231,9 @@ pub fn read(node: &Node, inherited: &Inherited, context: &mut Context) -> Option
                     common::ignored_duplicate(context, child);
                 } else {
                     // The user comes from MISC_CHECK's `user` keyword.
-                    misc.path = common::command_words(child)
-                        .first()
-                        .map(|command| Box::new(crate::model::Script::new(command, None, None)));
+                    misc.path = common::command_words(child).first().map(|command| {
+                        Box::new(crate::model::Script::new(command, None, None).at(child.span()))
+                    });
                 }
             }
             (CheckerKind::Misc(misc), "misc_timeout") => {

@@ -22,11 +22,7 @@ pub fn script_checked(node: &Node, context: Option<&mut Context>) -> Option<Scri
             ),
         );
     }
-    Some(Script::new(
-        words.first()?,
-        words.get(1).cloned(),
-        words.get(2).cloned(),
-    ))
+    Some(Script::new(words.first()?, words.get(1).cloned(), words.get(2).cloned()).at(node.span()))
 }
 
 /// The words after the keyword, split as keepalived splits script lines

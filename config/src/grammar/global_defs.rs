@@ -26,7 +26,7 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
     Keyword::leaf("smtp_alert_vrrp", 0, Some(1)).not_acted_on(),
     Keyword::leaf("smtp_alert_checker", 0, Some(1)).not_acted_on(),
-    Keyword::leaf("enable_script_security", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("enable_script_security", 0, Some(0)),
     Keyword::leaf("script_user", 1, Some(2)),
     Keyword::leaf("default_interface", 1, Some(1)).not_acted_on(),
     Keyword::leaf("dynamic_interfaces", 0, Some(1)).not_acted_on(),
@@ -211,7 +211,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 global.script_user = Some((
                     common::first(child),
                     child.argument(1).map(|word| word.text.to_string()),
-                ))
+                ));
+                global.script_user_span = Some(child.span());
             }
             "default_interface" => global.default_interface = Some(common::first(child)),
             "dynamic_interfaces" => global.dynamic_interfaces = true,

@@ -1032,7 +1032,6 @@ SSL {
     noted.sort();
     let expected: Vec<(u32, u32, &str)> = vec![
         (2, 3, "router_id"),
-        (3, 3, "enable_script_security"),
         (4, 3, "default_interface"),
         (5, 3, "dynamic_interfaces"),
         (6, 3, "startup_script"),

@@ -204,7 +204,7 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
             "script" => {
                 vrrp_script.script = common::command_words(child)
                     .first()
-                    .map(|command| crate::model::Script::new(command, None, None))
+                    .map(|command| crate::model::Script::new(command, None, None).at(child.span()))
             }
             "interval" => {
                 if let Some(value) = argument.and_then(|word| {

@@ -28,6 +28,9 @@ pub struct GlobalDefs {
     pub enable_script_security: bool,
     /// `script_user USER [GROUP]`; default `keepalived_script`, else root.
     pub script_user: Option<(String, Option<String>)>,
+    /// Where `script_user` is written, for the reports about it.
+    #[serde(skip)]
+    pub script_user_span: Option<crate::syntax::Span>,
     pub default_interface: Option<String>,
     pub dynamic_interfaces: bool,
     pub lvs_flush: bool,

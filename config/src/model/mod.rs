@@ -66,7 +66,7 @@ impl std::fmt::Display for Prefix {
 /// the command line (the first word after the keyword, quoted when it has
 /// arguments) and the user and group to run it as (default: the global
 /// `script_user`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Script {
     pub command: String,
     /// The command line split into the program and its arguments, as
@@ -74,6 +74,45 @@ pub struct Script {
     pub argv: Vec<String>,
     pub user: Option<String>,
     pub group: Option<String>,
+    /// Where it is written, for the reports about it.
+    #[serde(skip)]
+    pub span: Option<crate::syntax::Span>,
+    /// Whom it runs as, once reviewed as keepalived reviews its scripts
+    /// (the `fulcrum-scripts` crate: the user resolved, the program found,
+    /// its permissions checked); `None` before.
+    #[serde(skip)]
+    pub runs_as: Option<Account>,
+}
+
+/// Two scripts are the same when they run the same way, wherever they are
+/// written: a reload that moves a block does not change it.
+impl PartialEq for Script {
+    fn eq(&self, other: &Self) -> bool {
+        self.command == other.command
+            && self.argv == other.argv
+            && self.user == other.user
+            && self.group == other.group
+            && self.runs_as == other.runs_as
+    }
+}
+
+impl Eq for Script {}
+
+impl std::hash::Hash for Script {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.command.hash(state);
+        self.argv.hash(state);
+        self.user.hash(state);
+        self.group.hash(state);
+        self.runs_as.hash(state);
+    }
+}
+
+/// The user and group ids a script runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Account {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 impl Script {
@@ -90,7 +129,15 @@ impl Script {
             argv,
             user,
             group,
+            span: None,
+            runs_as: None,
         }
+    }
+
+    /// The script, written at `span`.
+    pub fn at(mut self, span: crate::syntax::Span) -> Script {
+        self.span = Some(span);
+        self
     }
 }
 

@@ -1,18 +1,15 @@
 //! MISC_CHECK: runs a script; its exit status is the verdict.
 //!
-//! As keepalived (check_misc.c): the command line is split into words
-//! (quotes group words) and executed without a shell, in a process group of
-//! its own; exit 0 is up; with `misc_dynamic`, exit 2 to 255 is up too,
+//! As keepalived (check_misc.c): the reviewed command line
+//! (`fulcrum-scripts`: whom it runs as, its program found) is executed
+//! without a shell, in a process group of its own; exit 0 is up; with `misc_dynamic`, exit 2 to 255 is up too,
 //! with weight `status - 2` (so 0 to 253), and 1 is down; anything else is
 //! down. On timeout keepalived signals the whole group (SIGTERM, then
 //! SIGKILL); nanny does the same in the background, so the check reports
 //! its timeout at once and the kill never delays another check. An attempt
 //! that is cancelled (shutdown) kills the group too.
 
-use std::process::Stdio;
 use std::time::Duration;
-
-use tokio::process::Command;
 
 use crate::outcome::{Failure, Outcome, Success};
 use crate::spec::MiscSpec;
@@ -21,17 +18,9 @@ use crate::spec::MiscSpec;
 const TERMINATION_GRACE: Duration = Duration::from_secs(2);
 
 pub async fn check(misc: &MiscSpec) -> Outcome {
-    let words = split_command(&misc.command)
-        .map_err(|why| Failure::Other(format!("misc_path {:?}: {why}", misc.command)))?;
-    let Some((program, arguments)) = words.split_first() else {
-        return Err(Failure::Other("empty misc_path".to_owned()));
-    };
-    let mut command = script_command(
-        program,
-        arguments,
-        misc.user.as_deref(),
-        misc.group.as_deref(),
-    )?;
+    let program = misc.script.argv.first().cloned().unwrap_or_default();
+    let mut command = fulcrum_scripts::run::command(&misc.script, &[])
+        .map_err(|why| Failure::Other(why.to_string()))?;
     command.kill_on_drop(true);
     let mut child = command
         .spawn()
@@ -86,38 +75,6 @@ pub fn verdict(status: std::process::ExitStatus, dynamic: bool) -> Outcome {
     }
 }
 
-/// A script's process as keepalived starts one (notify.c, check_misc.c):
-/// no shell, no standard streams, a process group of its own (a signal
-/// aimed at the daemon's group does not reach it; a timeout can kill all it
-/// started), as `user` (with its group, or `group`) when given.
-pub fn script_command(
-    program: &str,
-    arguments: &[String],
-    user: Option<&str>,
-    group: Option<&str>,
-) -> Result<Command, Failure> {
-    let mut command = Command::new(program);
-    command
-        .args(arguments)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
-    if let Some(user) = user {
-        let (uid, gid) = lookup_user(user, group)?;
-        // SAFETY: geteuid has no preconditions.
-        let effective = unsafe { libc::geteuid() };
-        if effective == 0 {
-            command.uid(uid).gid(gid);
-        } else if effective != uid {
-            return Err(Failure::Other(format!(
-                "cannot run {program} as {user}: this process is not root"
-            )));
-        }
-    }
-    Ok(command)
-}
-
 /// Kills the script's process group when an attempt is dropped unfinished.
 struct GroupGuard {
     group: libc::pid_t,
@@ -140,100 +97,21 @@ fn signal_group(group: libc::pid_t, signal: libc::c_int) {
     }
 }
 
-/// The user and group ids a script runs as: the user's primary group
-/// unless `group` names another.
-pub fn lookup_user(user: &str, group: Option<&str>) -> Result<(u32, u32), Failure> {
-    let unknown = |what: &str, name: &str| Failure::Other(format!("unknown {what} {name:?}"));
-    let user_name = std::ffi::CString::new(user).map_err(|_| unknown("user", user))?;
-    // SAFETY: getpwnam returns a pointer to static storage or null; it is
-    // read at once, before any other call that could overwrite it. The
-    // scripts are started from one task at a time per attempt, and nanny
-    // makes no other getpw* calls.
-    let (uid, default_gid) = unsafe {
-        let entry = libc::getpwnam(user_name.as_ptr());
-        if entry.is_null() {
-            return Err(unknown("user", user));
-        }
-        ((*entry).pw_uid, (*entry).pw_gid)
-    };
-    let gid = match group {
-        None => default_gid,
-        Some(group) => {
-            let group_name = std::ffi::CString::new(group).map_err(|_| unknown("group", group))?;
-            // SAFETY: as above, for getgrnam.
-            unsafe {
-                let entry = libc::getgrnam(group_name.as_ptr());
-                if entry.is_null() {
-                    return Err(unknown("group", group));
-                }
-                (*entry).gr_gid
-            }
-        }
-    };
-    Ok((uid, gid))
-}
-
-/// Splits a command line into words: blanks separate, single and double
-/// quotes group (keepalived's script parameter splitting).
-pub fn split_command(line: &str) -> Result<Vec<String>, &'static str> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
-    for character in line.chars() {
-        match quote {
-            Some(open) if character == open => quote = None,
-            Some(_) => word.push(character),
-            None if character == '"' || character == '\'' => {
-                quote = Some(character);
-                in_word = true;
-            }
-            None if character.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            None => {
-                word.push(character);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("unclosed quote");
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn script(command: &str, dynamic: bool, timeout: Duration) -> MiscSpec {
+        let mut script = fulcrum_config::model::Script::new(command, None, None);
+        script.runs_as = Some(fulcrum_scripts::account::ours());
         MiscSpec {
-            command: command.to_owned(),
-            user: None,
-            group: None,
+            script,
             timeout,
             dynamic,
         }
     }
 
     const LONG: Duration = Duration::from_secs(20);
-
-    #[test]
-    fn command_lines_split_like_keepalived() {
-        assert_eq!(
-            split_command("/bin/sh -c 'exit 3'  \"a b\"c").unwrap(),
-            ["/bin/sh", "-c", "exit 3", "a bc"]
-        );
-        assert_eq!(split_command("''").unwrap(), [""]);
-        assert!(split_command("'open").is_err());
-    }
 
     #[tokio::test]
     async fn exit_zero_is_up_and_one_is_down() {

@@ -37,11 +37,12 @@ pub mod process;
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_config::lexer::Options;
 use fulcrum_config::model as config;
+use fulcrum_scripts::review::Part;
 use ipvs::Client;
 use nanny::scheduler::{Handle, Start};
 use nanny::spec::Plan;
@@ -260,7 +261,16 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
         }
         return None;
     }
-    Some(Arc::new(loaded.config))
+    let mut configuration = loaded.config;
+    // The scripts of the parts that will run, reviewed as keepalived's
+    // processes review theirs: what may not run is taken out.
+    let parts = Parts::of(settings, &configuration);
+    let reviewed: Vec<Part> = [(parts.lvs, Part::Checkers), (parts.vrrp, Part::Vrrp)]
+        .into_iter()
+        .filter_map(|(runs, part)| runs.then_some(part))
+        .collect();
+    crate::scripts::log(&crate::scripts::review(&mut configuration, &reviewed));
+    Some(Arc::new(configuration))
 }
 
 /// Whether a virtual server of `configuration` has `ha_suspend`, so that
@@ -308,8 +318,6 @@ impl RunningVrrp {
 /// addresses followed. Each runs as its own task; [`Lvs::next`] carries
 /// the checkers' verdicts to the reconciler.
 struct Lvs {
-    /// What the scripts runner reads `script_user` from.
-    current: Arc<Mutex<Arc<config::Config>>>,
     checkers: Handle,
     /// Derived once per configuration, not at every turn of the loop.
     watch_addresses: bool,
@@ -336,7 +344,6 @@ enum LvsEvent {
 
 impl Lvs {
     fn start(configuration: Arc<config::Config>, client: Client) -> Lvs {
-        let current = Arc::new(Mutex::new(configuration.clone()));
         // Told this host's addresses whenever a configuration has
         // `ha_suspend`: until then, such checks wait.
         let checkers =
@@ -357,17 +364,10 @@ impl Lvs {
                 notifications,
             },
         ));
-        let scripts_configuration = current.clone();
-        let scripts = tokio::spawn(crate::scripts::run(notifications_receiver, move || {
-            scripts_configuration
-                .lock()
-                .expect("never poisoned")
-                .clone()
-        }));
+        let scripts = tokio::spawn(crate::scripts::run(notifications_receiver));
         let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
         open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Lvs {
-            current,
             checkers,
             watch_addresses,
             address_monitor: None,
@@ -387,7 +387,6 @@ impl Lvs {
         &mut self,
         configuration: Arc<config::Config>,
     ) -> Option<oneshot::Receiver<PassOutcome>> {
-        *self.current.lock().expect("never poisoned") = configuration.clone();
         self.watch_addresses = wants_addresses(&configuration);
         if !self.watch_addresses && self.address_monitor.take().is_some() {
             // Not followed from here on: a later configuration with

@@ -224,14 +224,7 @@ pub fn announce(
 /// state's own (`notify_master`...) as written, and `notify` with
 /// keepalived's four arguments: `INSTANCE` or `GROUP`, the name, the state
 /// and the priority (0 for a group, as keepalived's send_group_notifies).
-pub fn notify(
-    configuration: &config::Config,
-    scripts: &config::Notify,
-    kind: &str,
-    name: &str,
-    state: State,
-    priority: u8,
-) {
+pub fn notify(scripts: &config::Notify, kind: &str, name: &str, state: State, priority: u8) {
     let (own, word) = match state {
         State::Master => (&scripts.master, "MASTER"),
         State::Backup => (&scripts.backup, "BACKUP"),
@@ -239,36 +232,9 @@ pub fn notify(
         State::Initialize => (&scripts.stop, "STOP"),
     };
     if let Some(script) = own {
-        run_script(configuration, script, &[]);
+        fulcrum_scripts::run::spawn(script, &[]);
     }
     if let Some(script) = &scripts.any {
-        run_script(
-            configuration,
-            script,
-            &[kind, name, word, &priority.to_string()],
-        );
-    }
-}
-
-/// Starts a script and logs how it ended, never waiting for it here.
-pub fn run_script(configuration: &config::Config, script: &config::Script, arguments: &[&str]) {
-    match crate::scripts::command(script, &configuration.global) {
-        Ok(mut command) => {
-            command.args(arguments);
-            match command.spawn() {
-                Ok(mut child) => {
-                    let what = script.command.clone();
-                    tokio::spawn(async move {
-                        match child.wait().await {
-                            Ok(status) if status.success() => tracing::debug!("{what}: {status}"),
-                            Ok(status) => tracing::warn!("{what}: {status}"),
-                            Err(error) => tracing::warn!("{what}: {error}"),
-                        }
-                    });
-                }
-                Err(error) => tracing::error!("cannot run {}: {error}", script.command),
-            }
-        }
-        Err(why) => tracing::error!("cannot run {}: {why}", script.command),
+        fulcrum_scripts::run::spawn(script, &[kind, name, word, &priority.to_string()]);
     }
 }

@@ -434,7 +434,6 @@ impl Vrrp {
         }
         for (group, state) in followups.group_transitions {
             effects::notify(
-                &self.plan.configuration,
                 &self.plan.groups[group].model.notify,
                 "GROUP",
                 self.groups[group].name(),
@@ -582,7 +581,6 @@ impl Vrrp {
                     instance.machine.settings().virtual_router_id,
                 );
                 effects::notify(
-                    &plan.configuration,
                     &instance_plan.model.notify,
                     "INSTANCE",
                     name,
@@ -616,7 +614,7 @@ impl Vrrp {
                     "({name}) Master received an advert with a lower priority from {source}"
                 );
                 if let Some(script) = &instance_plan.model.notify.master_rx_lower_priority {
-                    effects::run_script(&plan.configuration, script, &[]);
+                    fulcrum_scripts::run::spawn(script, &[]);
                 }
             }
         }

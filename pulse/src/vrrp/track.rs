@@ -186,11 +186,7 @@ pub struct ScriptChange {
 /// Runs `script` every `interval` until `changes` closes, sending each
 /// change of its state. A run that outlasts `timeout` (default: the
 /// interval) is killed and counts as a failure, as in keepalived.
-pub async fn run_script(
-    script: config::VrrpScript,
-    global: config::GlobalDefs,
-    changes: mpsc::Sender<ScriptChange>,
-) {
+pub async fn run_script(script: config::VrrpScript, changes: mpsc::Sender<ScriptChange>) {
     let Some(command_line) = script.script.clone() else {
         return;
     };
@@ -203,7 +199,7 @@ pub async fn run_script(
         if changes.is_closed() {
             return;
         }
-        let success = match crate::scripts::command(&command_line, &global) {
+        let success = match fulcrum_scripts::run::command(&command_line, &[]) {
             Ok(mut command) => {
                 command.kill_on_drop(true);
                 match command.spawn() {

@@ -67,7 +67,6 @@ impl Trackers {
                     states.insert(script.name.clone(), script.init_fail.then_some(false));
                     tokio::spawn(track::run_script(
                         script.clone(),
-                        plan.configuration.global.clone(),
                         self.script_sender.clone(),
                     ))
                 }

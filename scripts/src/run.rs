@@ -1,0 +1,161 @@
+//! Starting a reviewed script as keepalived starts one (notify.c
+//! `system_call_script`): no shell, the command line as reviewed (its
+//! program found and resolved), standard streams on /dev/null, a process
+//! group of its own (a signal to the daemon's group does not reach it; a
+//! timeout can kill all it started), as its user with `[gid]` as its only
+//! group. A `</path` file test runs through `/bin/sh -c`, as keepalived's
+//! `system()`.
+
+use std::process::Stdio;
+
+use fulcrum_config::model::{Account, Script};
+use tokio::process::Command;
+
+/// Why a script cannot be started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}: empty command line")]
+    Empty(String),
+    /// Every script goes through [`crate::review`] before it runs: one
+    /// that did not is a bug, and is not run as root by default.
+    #[error("{0}: not reviewed (whom it runs as is unknown)")]
+    NotReviewed(String),
+    #[error("cannot run {command} as {uid}:{gid}: this process is not root")]
+    NotRoot { command: String, uid: u32, gid: u32 },
+}
+
+/// The process to start for `script`, with `arguments` after its own (a
+/// notify script's `INSTANCE NAME STATE PRIORITY`).
+pub fn command(script: &Script, arguments: &[&str]) -> Result<Command, RunError> {
+    let Some(account) = script.runs_as else {
+        return Err(RunError::NotReviewed(script.command.clone()));
+    };
+    let Some((program, own_arguments)) = script.argv.split_first() else {
+        return Err(RunError::Empty(script.command.clone()));
+    };
+    let mut command = if program.starts_with('<') {
+        let mut shell = Command::new("/bin/sh");
+        let mut words = script.argv.clone();
+        words.extend(arguments.iter().map(|argument| argument.to_string()));
+        shell.arg("-c").arg(crate::security::quoted_command(&words));
+        shell
+    } else {
+        let mut direct = Command::new(program);
+        direct.args(own_arguments).args(arguments);
+        direct
+    };
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let ours = crate::account::ours();
+    if account != ours {
+        if ours.uid != 0 {
+            return Err(RunError::NotRoot {
+                command: script.command.clone(),
+                uid: account.uid,
+                gid: account.gid,
+            });
+        }
+        // As root, std drops the supplementary groups before setuid;
+        // keepalived leaves `[gid]`, the same access.
+        command.uid(account.uid).gid(account.gid);
+    }
+    Ok(command)
+}
+
+/// Starts `script` and logs how it ended, never waiting for it here
+/// (keepalived does not wait for notify scripts either).
+pub fn spawn(script: &Script, arguments: &[&str]) {
+    let mut command = match command(script, arguments) {
+        Ok(command) => command,
+        Err(why) => {
+            tracing::error!("{why}");
+            return;
+        }
+    };
+    match command.spawn() {
+        Ok(mut child) => {
+            let what = script.command.clone();
+            tokio::spawn(async move {
+                match child.wait().await {
+                    Ok(status) if status.success() => tracing::debug!("{what}: {status}"),
+                    Ok(status) => tracing::warn!("{what}: {status}"),
+                    Err(error) => tracing::warn!("{what}: {error}"),
+                }
+            });
+        }
+        // keepalived's line (its child's execve failed).
+        Err(error) => tracing::error!(
+            "Error exec-ing command '{}', error {}: {}",
+            script.argv.first().map(String::as_str).unwrap_or(""),
+            error.raw_os_error().unwrap_or(0),
+            crate::security::strerror(&error)
+        ),
+    }
+}
+
+/// A script run as `account` with `argv`, as a review would leave it: for
+/// tests and for callers that build scripts themselves.
+pub fn reviewed(argv: &[&str], account: Account) -> Script {
+    let command = argv.join(" ");
+    let mut script = Script::new(&command, None, None);
+    script.argv = argv.iter().map(|word| word.to_string()).collect();
+    script.runs_as = Some(account);
+    script
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_script_runs_without_a_shell_as_its_user() {
+        let directory = std::env::temp_dir().join(format!("scripts-run-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let marker = directory.join("semi;colon");
+        let script = reviewed(
+            &["/usr/bin/touch", marker.to_str().unwrap()],
+            crate::account::ours(),
+        );
+        let status = command(&script, &[]).unwrap().status().await.unwrap();
+        assert!(status.success());
+        // touch received the word whole: no shell read the `;`.
+        assert!(marker.exists());
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unreviewed_script_never_runs() {
+        let script = Script::new("/bin/true", None, None);
+        assert_eq!(
+            command(&script, &[]).unwrap_err(),
+            RunError::NotReviewed("/bin/true".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_test_runs_through_the_shell() {
+        let script = reviewed(&["</etc/hostname"], crate::account::ours());
+        let status = tokio::time::timeout(
+            Duration::from_secs(10),
+            command(&script, &[]).unwrap().status(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(status.success());
+        let missing = reviewed(&["</nonexistent/file"], crate::account::ours());
+        assert!(
+            !command(&missing, &[])
+                .unwrap()
+                .status()
+                .await
+                .unwrap()
+                .success()
+        );
+    }
+}
