@@ -342,6 +342,110 @@ fn notify_scripts_run_when_a_real_server_goes_down() {
     let _ = std::fs::remove_dir_all(&directory);
 }
 
+/// With `enable_script_security`, the checker part's scripts keepalived
+/// would refuse never run: a MISC_CHECK in a world-writable directory is
+/// taken out (its real server, with no checker left, stays in the table,
+/// as keepalived's does), an insecure `notify_up` does not run, while a
+/// secure MISC_CHECK does (and, failing, takes its server out).
+#[test]
+#[ignore = "runs in the lab"]
+fn insecure_checker_scripts_never_run_with_script_security() {
+    use std::os::unix::fs::PermissionsExt;
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-insecure").unwrap();
+    let directory = directory("pulse-insecure");
+    let open = directory.join("open");
+    std::fs::create_dir(&open).unwrap();
+    let mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    mode(&directory, 0o755);
+    mode(&open, 0o777);
+    let ran = directory.join("ran");
+    let script = |path: &Path, name: &str, status: u8| {
+        std::fs::write(
+            path,
+            format!(
+                "#!/bin/sh\necho {name} >> {}\nexit {status}\n",
+                ran.display()
+            ),
+        )
+        .unwrap();
+        mode(path, 0o755);
+    };
+    script(&open.join("check.sh"), "insecure-check", 0);
+    script(&open.join("up.sh"), "insecure-up", 0);
+    script(&directory.join("check.sh"), "secure-check", 1);
+    let configuration = directory.join("keepalived.conf");
+    let pid_file = directory.join("pulse.pid");
+    std::fs::write(
+        &configuration,
+        format!(
+            "global_defs {{
+    enable_script_security
+    script_user root
+}}
+virtual_server 192.0.2.1 80 {{
+    protocol TCP
+    delay_loop 1
+    real_server 10.0.9.1 80 {{
+        notify_up {open}/up.sh
+        MISC_CHECK {{
+            misc_path {open}/check.sh
+        }}
+    }}
+    real_server 10.0.9.2 80 {{
+        MISC_CHECK {{
+            misc_path {secure}
+        }}
+    }}
+}}
+",
+            open = open.display(),
+            secure = directory.join("check.sh").display()
+        ),
+    )
+    .unwrap();
+    let log = directory.join("pulse.log");
+    let mut daemon = pulse(&namespace, &configuration, &pid_file)
+        .arg("-n")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    wait_until("the secure check to fail", || {
+        table(&mut client) == ["TCP 192.0.2.1:80: 10.0.9.1:80 w1".to_owned()]
+    });
+    // A few more check rounds, for an insecure script that would run.
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    let ran = std::fs::read_to_string(&ran).unwrap_or_default();
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        ran.lines().all(|line| line == "secure-check"),
+        "{ran}\n{said}"
+    );
+    assert!(ran.contains("secure-check"), "{said}");
+    for line in [
+        format!(
+            "Unsafe permissions found for script '{}/check.sh' - disabling.",
+            open.display()
+        ),
+        format!(
+            "Disabling misc script '{}/check.sh' due to insecure",
+            open.display()
+        ),
+        format!(
+            "Unsafe permissions found for script '{}/up.sh' - disabling.",
+            open.display()
+        ),
+    ] {
+        assert!(said.contains(&line), "no {line:?} in:\n{said}");
+    }
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
 /// The kernel refuses destinations in a namespace whose `lo` is down
 /// (EINVAL): pulse logs each refusal once, not at every retry, and the
 /// retries succeed as soon as the cause is gone.
