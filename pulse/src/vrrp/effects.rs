@@ -15,10 +15,10 @@ use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::rule::RuleMessage;
 use tokio::task::JoinHandle;
 
-use super::State;
 use super::addresses;
 use super::firewall::Firewall;
 use super::io::{Announcer, SendSocket};
+use super::machine::State;
 use super::packet::Repr;
 use super::routes;
 use crate::sync_daemon::Follower;

@@ -17,7 +17,7 @@
 //!   other member wants to as well (or is master already): keepalived
 //!   prefers BACKUP to thrashing ([`SyncGroup::may_become_master`]).
 
-use super::{Event, State};
+use super::machine::{Event, State};
 
 /// What the group decided.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

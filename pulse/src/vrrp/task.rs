@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::effects::{self, Effects};
 use super::io::{self, Datagram, ReceiveSocket};
+use super::machine::{Action, Event, Received, State};
 use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
 use super::plan::Plan;
@@ -32,7 +33,6 @@ use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
 use super::sync::{Decision, SyncGroup};
 use super::track;
-use super::{Action, Event, Received, State};
 use crate::sync_daemon::Follower;
 use receivers::Receivers;
 use trackers::Trackers;

@@ -13,10 +13,11 @@ use rtnetlink::packet_route::RouteNetlinkMessage;
 
 use super::Vrrp;
 use crate::vrrp::io::{self, ReceiveSocket};
+use crate::vrrp::machine::{Event, State};
 use crate::vrrp::packet::Family;
 use crate::vrrp::setup::{self, Instance};
 use crate::vrrp::sources::SourceChange;
-use crate::vrrp::{Event, State, addresses, netlink_events, resync};
+use crate::vrrp::{addresses, netlink_events, resync};
 
 impl Vrrp {
     pub(super) async fn route_event(&mut self, message: RouteNetlinkMessage) {
