@@ -71,52 +71,57 @@ fn buffer_length() -> usize {
 
 /// `Some(None)`: no such user; `None`: the lookup itself failed.
 fn passwd(name: &str) -> Option<Option<(u32, u32)>> {
-    let name = CString::new(name).ok()?;
-    let mut buffer = vec![0 as libc::c_char; buffer_length()];
-    loop {
-        // SAFETY: every pointer is valid for the call; `entry` points into
-        // `record` and `buffer`, which outlive its use below.
-        let mut record: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut entry: *mut libc::passwd = std::ptr::null_mut();
-        let status = unsafe {
-            libc::getpwnam_r(
-                name.as_ptr(),
-                &mut record,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                &mut entry,
-            )
-        };
-        match status {
-            0 if entry.is_null() => return Some(None),
-            0 => return Some(Some((record.pw_uid, record.pw_gid))),
-            // keepalived's buffer is sysconf's size; a longer entry is
-            // read with a larger one rather than failed.
-            libc::ERANGE => buffer.resize(buffer.len() * 2, 0),
-            _ => return None,
-        }
-    }
+    // SAFETY: getpwnam_r with the pointers `reentrant` hands it.
+    reentrant(
+        name,
+        |name, record: &mut libc::passwd, buffer, length, entry| unsafe {
+            libc::getpwnam_r(name, record, buffer, length, entry)
+        },
+    )
+    .map(|found| found.map(|record| (record.pw_uid, record.pw_gid)))
 }
 
 fn group_id(name: &str) -> Option<Option<u32>> {
+    // SAFETY: getgrnam_r with the pointers `reentrant` hands it.
+    reentrant(
+        name,
+        |name, record: &mut libc::group, buffer, length, entry| unsafe {
+            libc::getgrnam_r(name, record, buffer, length, entry)
+        },
+    )
+    .map(|found| found.map(|record| record.gr_gid))
+}
+
+/// One of the C library's `get*nam_r`: `Some(None)` when `name` has no
+/// entry, `None` when the lookup failed. The record's strings point into
+/// the buffer, so only its numbers are to be read from what is returned.
+fn reentrant<Record: Copy>(
+    name: &str,
+    lookup: impl Fn(
+        *const libc::c_char,
+        &mut Record,
+        *mut libc::c_char,
+        usize,
+        *mut *mut Record,
+    ) -> libc::c_int,
+) -> Option<Option<Record>> {
     let name = CString::new(name).ok()?;
     let mut buffer = vec![0 as libc::c_char; buffer_length()];
     loop {
-        // SAFETY: as in `passwd`.
-        let mut record: libc::group = unsafe { std::mem::zeroed() };
-        let mut entry: *mut libc::group = std::ptr::null_mut();
-        let status = unsafe {
-            libc::getgrnam_r(
-                name.as_ptr(),
-                &mut record,
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                &mut entry,
-            )
-        };
-        match status {
+        // SAFETY: a C record of integers and pointers, all-zero is valid.
+        let mut record: Record = unsafe { std::mem::zeroed() };
+        let mut entry: *mut Record = std::ptr::null_mut();
+        match lookup(
+            name.as_ptr(),
+            &mut record,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut entry,
+        ) {
             0 if entry.is_null() => return Some(None),
-            0 => return Some(Some(record.gr_gid)),
+            0 => return Some(Some(record)),
+            // keepalived's buffer is sysconf's size; a longer entry is
+            // read with a larger one rather than failed.
             libc::ERANGE => buffer.resize(buffer.len() * 2, 0),
             _ => return None,
         }

@@ -571,12 +571,7 @@ pub fn review(
 }
 
 fn merged(mut findings: Findings, other: Findings) -> Findings {
-    findings.insecure |= other.insecure;
-    findings.is_script |= other.is_script;
-    findings.inhibit |= other.inhibit;
-    findings.not_found |= other.not_found;
-    findings.executable |= other.executable;
-    findings.system |= other.system;
+    findings.merge(other);
     findings
 }
 

@@ -59,7 +59,8 @@ pub struct Findings {
 }
 
 impl Findings {
-    fn merge(&mut self, other: Findings) {
+    /// What either found.
+    pub fn merge(&mut self, other: Findings) {
         self.insecure |= other.insecure;
         self.is_script |= other.is_script;
         self.inhibit |= other.inhibit;

@@ -473,49 +473,59 @@ fn tracked_objects(
             reverse: tracked.reverse,
         })
         .collect();
-    let mut scripts = Vec::new();
-    for tracked in &tracking.scripts {
-        let Some(script) = configuration
+    let scripts = resolved(&tracking.scripts, warnings, |tracked| {
+        configuration
             .vrrp_scripts
             .iter()
             .find(|script| script.name == tracked.name)
-        else {
-            warnings.push(format!(
-                "({name}) track_script {}: no vrrp_script of that name; ignored",
-                tracked.name
-            ));
-            continue;
-        };
-        scripts.push(Tracked {
-            name: script.name.clone(),
-            weight: tracked.weight.unwrap_or(script.weight),
-            reverse: tracked.reverse || script.weight_reverse,
-        });
-    }
-    let mut files = Vec::new();
-    for tracked in &tracking.files {
-        let Some(file) = configuration
+            .map(|script| (script.weight, script.weight_reverse))
+            .ok_or_else(|| {
+                format!(
+                    "({name}) track_script {}: no vrrp_script of that name; ignored",
+                    tracked.name
+                )
+            })
+    });
+    let files = resolved(&tracking.files, warnings, |tracked| {
+        configuration
             .track_files
             .iter()
             .find(|file| file.name == tracked.name && file.file.is_some())
-        else {
-            warnings.push(format!(
-                "({name}) track_file {}: no track_file with a file of that name; ignored",
-                tracked.name
-            ));
-            continue;
-        };
-        files.push(Tracked {
-            name: file.name.clone(),
-            weight: tracked.weight.unwrap_or(file.weight),
-            reverse: tracked.reverse || file.weight_reverse,
-        });
-    }
+            .map(|file| (file.weight, file.weight_reverse))
+            .ok_or_else(|| {
+                format!(
+                    "({name}) track_file {}: no track_file with a file of that name; ignored",
+                    tracked.name
+                )
+            })
+    });
     TrackedObjects {
         links,
         scripts,
         files,
     }
+}
+
+/// Tracked scripts or files with the weight and reverse their entry
+/// gives, else their block's (`definition`: the block's, or the warning
+/// for an entry naming none, which is left out).
+fn resolved(
+    entries: &[config::Tracked],
+    warnings: &mut Vec<String>,
+    definition: impl Fn(&config::Tracked) -> Result<(i32, bool), String>,
+) -> Vec<Tracked> {
+    let mut resolved = Vec::new();
+    for tracked in entries {
+        match definition(tracked) {
+            Ok((weight, reverse)) => resolved.push(Tracked {
+                name: tracked.name.clone(),
+                weight: tracked.weight.unwrap_or(weight),
+                reverse: tracked.reverse || reverse,
+            }),
+            Err(warning) => warnings.push(warning),
+        }
+    }
+    resolved
 }
 
 /// Adds a sync group's tracking to a member's `own`, as keepalived's

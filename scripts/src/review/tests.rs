@@ -129,14 +129,7 @@ fn with_security_an_insecure_tracked_script_is_no_longer_tracked() {
         &files,
         " enable_script_security\n script_user root",
     ));
-    let found = review(
-        &mut configuration,
-        &[Part::Vrrp],
-        &context(true),
-        &Table {
-            keepalived_script: false,
-        },
-    );
+    let found = reviewed(&mut configuration, Part::Vrrp, true, false);
     assert_eq!(
         texts(&found),
         [
@@ -169,14 +162,7 @@ fn without_security_every_script_runs_and_the_violation_is_said() {
         return;
     };
     let mut configuration = load(&instance(&files, ""));
-    let found = review(
-        &mut configuration,
-        &[Part::Vrrp],
-        &context(false),
-        &Table {
-            keepalived_script: false,
-        },
-    );
+    let found = reviewed(&mut configuration, Part::Vrrp, false, false);
     let unsafe_line = format!("Unsafe permissions found for script '{}'.", files.insecure);
     assert_eq!(
         texts(&found),
@@ -207,14 +193,7 @@ fn with_security_and_no_user_to_run_as_nothing_runs() {
         return;
     };
     let mut configuration = load(&instance(&files, " enable_script_security"));
-    let found = review(
-        &mut configuration,
-        &[Part::Vrrp],
-        &context(true),
-        &Table {
-            keepalived_script: false,
-        },
-    );
+    let found = reviewed(&mut configuration, Part::Vrrp, true, false);
     assert_eq!(
         texts(&found),
         [
@@ -238,14 +217,7 @@ fn with_security_and_no_user_to_run_as_nothing_runs() {
     // With a keepalived_script user, scripts run as it (and, not root,
     // their paths are not checked).
     let mut configuration = load(&instance_text(&files));
-    let found = review(
-        &mut configuration,
-        &[Part::Vrrp],
-        &context(true),
-        &Table {
-            keepalived_script: true,
-        },
-    );
+    let found = reviewed(&mut configuration, Part::Vrrp, true, true);
     assert!(found.lines.is_empty(), "{found:?}");
     assert_eq!(
         configuration.vrrp_instances[0]
@@ -285,14 +257,7 @@ fn only_the_parts_that_run_are_reviewed() {
         insecure = files.insecure
     );
     let mut configuration = load(&text);
-    let found = review(
-        &mut configuration,
-        &[Part::Vrrp],
-        &context(true),
-        &Table {
-            keepalived_script: false,
-        },
-    );
+    let found = reviewed(&mut configuration, Part::Vrrp, true, false);
     assert!(found.lines.is_empty());
     // Not reviewed: it cannot run (crate::run refuses it).
     assert!(
@@ -303,7 +268,7 @@ fn only_the_parts_that_run_are_reviewed() {
             .runs_as
             .is_none()
     );
-    let found = review_checkers(&mut configuration);
+    let found = reviewed(&mut configuration, Part::Checkers, false, false);
     assert_eq!(
         texts(&found),
         [
@@ -325,13 +290,18 @@ fn only_the_parts_that_run_are_reviewed() {
     assert_eq!(real_server.checkers.len(), 1);
 }
 
-fn review_checkers(configuration: &mut Config) -> Review {
+/// Reviews `part` of `configuration` without `enable_script_security`
+/// unless `security`, with a `keepalived_script` user if asked.
+fn reviewed(
+    configuration: &mut Config,
+    part: Part,
+    security: bool,
+    keepalived_script: bool,
+) -> Review {
     review(
         configuration,
-        &[Part::Checkers],
-        &context(false),
-        &Table {
-            keepalived_script: false,
-        },
+        &[part],
+        &context(security),
+        &Table { keepalived_script },
     )
 }

@@ -5,13 +5,7 @@ use fulcrum_config::lexer::Options;
 use super::*;
 
 fn plan(text: &str) -> Plan {
-    let options = Options {
-        config_id: None,
-        all_config: false,
-        random_seed: Some(1),
-    };
-    let loaded = fulcrum_config::load_str("test.conf", text, &options);
-    Plan::from_config(Arc::new(loaded.config)).unwrap()
+    Plan::from_config(Arc::new(crate::vrrp::tests::configuration(text))).unwrap()
 }
 
 fn tracked(name: &str, weight: i32) -> Tracked {
