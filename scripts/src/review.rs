@@ -26,6 +26,8 @@
 //!   when inhibited, not found or not executable. A `vrrp_script` taken
 //!   out is no longer tracked by any instance or group: an instance it
 //!   would have held in FAULT runs as if it were absent.
+//! - The notify FIFOs' scripts are reviewed with both parts (the global
+//!   one by each), though pulse does not run them yet.
 //! - Without `enable_script_security`, a part where any script was found
 //!   says "SECURITY VIOLATION", which makes `keepalived -t` exit 6.
 
@@ -349,6 +351,14 @@ impl Reviewer<'_> {
                 }
             }
         }
+        let fifo = &mut configuration.global.fifo_scripts;
+        for (slot, kind) in [
+            (&mut fifo.any, "notify_fifo"),
+            (&mut fifo.lvs, "lvs_notify_fifo"),
+        ] {
+            span = span.or(slot.as_ref().and_then(|script| script.span));
+            findings = merged(findings, self.notify_script(slot, kind));
+        }
         self.violation(findings, "check ", span);
     }
 
@@ -497,6 +507,14 @@ impl Reviewer<'_> {
                 findings = merged(findings, self.notify_script(slot, "notify"));
             }
             untrack(&mut group.tracking, &removed);
+        }
+        let fifo = &mut configuration.global.fifo_scripts;
+        for (slot, kind) in [
+            (&mut fifo.any, "notify_fifo"),
+            (&mut fifo.vrrp, "vrrp_notify_fifo"),
+        ] {
+            span = span.or(slot.as_ref().and_then(|script| script.span));
+            findings = merged(findings, self.notify_script(slot, kind));
         }
         self.violation(findings, "", span);
     }

@@ -37,6 +37,10 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("lvs_sync_daemon", 2, None),
     Keyword::leaf("startup_script", 1, None).not_acted_on(),
     Keyword::leaf("shutdown_script", 1, None).not_acted_on(),
+    // Typed for the scripts' review (`pulse -t`), not run yet.
+    Keyword::leaf("notify_fifo_script", 1, None).not_acted_on(),
+    Keyword::leaf("vrrp_notify_fifo_script", 1, None).not_acted_on(),
+    Keyword::leaf("lvs_notify_fifo_script", 1, None).not_acted_on(),
     Keyword::leaf("vrrp_mcast_group4", 1, Some(1)),
     Keyword::leaf("vrrp_mcast_group6", 1, Some(1)),
     Keyword::leaf("vrrp_garp_master_delay", 1, Some(1)),
@@ -96,7 +100,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("lvs_netlink_monitor_rcv_bufs", 1),
     raw("lvs_netlink_monitor_rcv_bufs_force", 0),
     raw("lvs_notify_fifo", 1),
-    raw("lvs_notify_fifo_script", 1),
     raw("lvs_process_name", 1),
     raw("max_auto_priority", 0),
     raw("min_auto_priority_delay", 1),
@@ -110,7 +113,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("no_checker_emails", 0),
     raw("no_email_faults", 0),
     raw("notify_fifo", 1),
-    raw("notify_fifo_script", 1),
     raw("process_monitor_rcv_bufs", 1),
     raw("process_monitor_rcv_bufs_force", 0),
     raw("process_name", 1),
@@ -135,7 +137,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("vrrp_netlink_monitor_rcv_bufs", 1),
     raw("vrrp_netlink_monitor_rcv_bufs_force", 0),
     raw("vrrp_notify_fifo", 1),
-    raw("vrrp_notify_fifo_script", 1),
     raw("vrrp_process_name", 1),
     raw("vrrp_rlimit_rtime", 1),
     raw("vrrp_rlimit_rttime", 1),
@@ -242,6 +243,15 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "shutdown_script" => {
                 global.shutdown_script = common::script_checked(child, Some(context))
+            }
+            "notify_fifo_script" => {
+                global.fifo_scripts.any = common::script_checked(child, Some(context))
+            }
+            "vrrp_notify_fifo_script" => {
+                global.fifo_scripts.vrrp = common::script_checked(child, Some(context))
+            }
+            "lvs_notify_fifo_script" => {
+                global.fifo_scripts.lvs = common::script_checked(child, Some(context))
             }
             "vrrp_mcast_group4" => {
                 vrrp.mcast_group4 = argument.and_then(|word| {

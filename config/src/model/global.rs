@@ -43,9 +43,20 @@ pub struct GlobalDefs {
     pub vrrp: VrrpDefaults,
     pub startup_script: Option<Script>,
     pub shutdown_script: Option<Script>,
+    /// The notify FIFOs' scripts.
+    pub fifo_scripts: FifoScripts,
     /// Every other keyword, stored as written and reported as "accepted,
     /// not yet acted on".
     pub other: Vec<RawSetting>,
+}
+
+/// `notify_fifo_script`, `vrrp_notify_fifo_script`,
+/// `lvs_notify_fifo_script`: the scripts reading the notify FIFOs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FifoScripts {
+    pub any: Option<Script>,
+    pub vrrp: Option<Script>,
+    pub lvs: Option<Script>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
