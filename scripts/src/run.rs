@@ -96,6 +96,71 @@ pub fn spawn(script: &Script, arguments: &[&str]) {
     }
 }
 
+/// Runs `startup_script` or `shutdown_script` (`kind`: "startup" or
+/// "shutdown") and waits for it, at most `timeout`, as keepalived's parent
+/// does before it starts its children and after they stopped (main.c
+/// `run_startup_script`, `startup_shutdown_script_completed`,
+/// `handle_child_timeout`): a script still running then is sent SIGTERM,
+/// its process group SIGKILL two seconds later. `detail` (`-D`) logs the
+/// start and a success too, as keepalived does.
+pub async fn run_and_wait(script: &Script, kind: &str, timeout: std::time::Duration, detail: bool) {
+    let program = script.argv.first().map(String::as_str).unwrap_or("");
+    if detail {
+        tracing::info!("Running {kind} script {program}");
+    }
+    let spawned = command(script, &[])
+        .map_err(|why| why.to_string())
+        .and_then(|mut command| command.spawn().map_err(|error| error.to_string()));
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(why) => {
+            tracing::info!("Call of {kind} script {program} failed: {why}");
+            return;
+        }
+    };
+    let group = child.id().map(|id| id as libc::pid_t);
+    // keepalived's words, "startup script script failed" included.
+    let kind = format!("{kind} script");
+    let status = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            tracing::info!("{kind} timed out");
+            let mut status = None;
+            for signal in [libc::SIGTERM, libc::SIGKILL, libc::SIGKILL] {
+                if let Some(group) = group {
+                    // SAFETY: kill on the script's own process group (it
+                    // leads one: process_group(0)), not yet reaped.
+                    unsafe { libc::kill(-group, signal) };
+                }
+                if let Ok(waited) =
+                    tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await
+                {
+                    status = Some(waited);
+                    break;
+                }
+                if signal == libc::SIGKILL {
+                    tracing::info!(
+                        "{kind} (PID {}) failed to terminate after kill",
+                        group.unwrap_or(0)
+                    );
+                }
+            }
+            match status {
+                Some(status) => status,
+                None => return,
+            }
+        }
+    };
+    match status {
+        Ok(status) => match status.code() {
+            Some(0) if detail => tracing::info!("{kind} script succeeded"),
+            Some(0) | None => {}
+            Some(code) => tracing::info!("{kind} script failed, status {code}"),
+        },
+        Err(error) => tracing::info!("{kind}: {error}"),
+    }
+}
+
 /// A script run as `account` with `argv`, as a review would leave it: for
 /// tests and for callers that build scripts themselves.
 pub fn reviewed(argv: &[&str], account: Account) -> Script {

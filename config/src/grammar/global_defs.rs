@@ -35,8 +35,10 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("lvs_flush_onstop", 0, Some(1)),
     Keyword::leaf("lvs_timeouts", 2, Some(6)),
     Keyword::leaf("lvs_sync_daemon", 2, None),
-    Keyword::leaf("startup_script", 1, None).not_acted_on(),
-    Keyword::leaf("shutdown_script", 1, None).not_acted_on(),
+    Keyword::leaf("startup_script", 1, None),
+    Keyword::leaf("shutdown_script", 1, None),
+    Keyword::leaf("startup_script_timeout", 1, Some(1)),
+    Keyword::leaf("shutdown_script_timeout", 1, Some(1)),
     // Typed for the scripts' review (`pulse -t`), not run yet.
     Keyword::leaf("notify_fifo_script", 1, None).not_acted_on(),
     Keyword::leaf("vrrp_notify_fifo_script", 1, None).not_acted_on(),
@@ -124,8 +126,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("reload_time_file", 1),
     raw("rs_init_notifies", 0),
     raw("snmp_socket", 1),
-    raw("startup_script_timeout", 1),
-    raw("shutdown_script_timeout", 1),
     raw("tmp_config_directory", 1),
     raw("umask", 1),
     raw("vmac_addr_prefix", 1),
@@ -243,6 +243,16 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "shutdown_script" => {
                 global.shutdown_script = common::script_checked(child, Some(context))
+            }
+            "startup_script_timeout" => {
+                global.startup_script_timeout = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 1, 1000, "startup_script_timeout")
+                })
+            }
+            "shutdown_script_timeout" => {
+                global.shutdown_script_timeout = argument.and_then(|word| {
+                    values::whole_seconds(context, word, 1, 1000, "shutdown_script_timeout")
+                })
             }
             "notify_fifo_script" => {
                 global.fifo_scripts.any = common::script_checked(child, Some(context))
@@ -505,7 +515,6 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
         | "checker_rlimit_rttime"
         | "bfd_rlimit_rtime"
         | "bfd_rlimit_rttime" => (1, u32::MAX.into()),
-        "startup_script_timeout" | "shutdown_script_timeout" => (1, 1000),
         "min_auto_priority_delay" | "reload_repeat" | "vrrp_rx_bufs_multiplier" => {
             (1, u32::MAX.into())
         }

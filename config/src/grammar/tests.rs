@@ -1034,8 +1034,6 @@ SSL {
         (2, 3, "router_id"),
         (4, 3, "default_interface"),
         (5, 3, "dynamic_interfaces"),
-        (6, 3, "startup_script"),
-        (7, 3, "shutdown_script"),
         (8, 3, "vrrp_min_garp"),
         (9, 3, "vrrp_priority"),
         (10, 3, "vrrp_no_swap"),

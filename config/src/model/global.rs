@@ -43,6 +43,12 @@ pub struct GlobalDefs {
     pub vrrp: VrrpDefaults,
     pub startup_script: Option<Script>,
     pub shutdown_script: Option<Script>,
+    /// How long the start waits for `startup_script`; default 10 s.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
+    pub startup_script_timeout: Option<Duration>,
+    /// How long the stop waits for `shutdown_script`; default 10 s.
+    #[serde(serialize_with = "super::seconds::serialize_option")]
+    pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
     /// Every other keyword, stored as written and reported as "accepted,

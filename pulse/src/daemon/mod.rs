@@ -66,6 +66,8 @@ pub struct Settings {
     pub stop_mode: StopMode,
     /// The logs reach standard error already.
     pub logs_on_stderr: bool,
+    /// `-D`: keepalived's detailed log messages.
+    pub detail: bool,
     /// The checkers and IPVS may run (not `-P` alone), where the
     /// configuration has virtual servers.
     pub checkers: bool,
@@ -101,6 +103,7 @@ pub fn run(arguments: &Arguments) -> i32 {
             StopMode::Clear
         },
         logs_on_stderr,
+        detail: arguments.log_detail,
         // As keepalived: `-P` and `-C` each select their part, both
         // together or neither run everything.
         checkers: arguments.check_only || !arguments.vrrp_only,
@@ -262,13 +265,21 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
         return None;
     }
     let mut configuration = loaded.config;
+    if !at_start {
+        // Run once, at start: keepalived does not check it again either.
+        configuration.global.startup_script = None;
+    }
     // The scripts of the parts that will run, reviewed as keepalived's
     // processes review theirs: what may not run is taken out.
     let parts = Parts::of(settings, &configuration);
-    let reviewed: Vec<Part> = [(parts.lvs, Part::Checkers), (parts.vrrp, Part::Vrrp)]
-        .into_iter()
-        .filter_map(|(runs, part)| runs.then_some(part))
-        .collect();
+    let reviewed: Vec<Part> = [
+        (true, Part::StartStop),
+        (parts.lvs, Part::Checkers),
+        (parts.vrrp, Part::Vrrp),
+    ]
+    .into_iter()
+    .filter_map(|(runs, part)| runs.then_some(part))
+    .collect();
     crate::scripts::log(&crate::scripts::review(&mut configuration, &reviewed));
     Some(Arc::new(configuration))
 }
@@ -564,6 +575,20 @@ async fn serve(
     let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
         return exit::FATAL;
     };
+    // Before anything starts, as keepalived's parent runs it before its
+    // children.
+    if let Some(script) = &configuration.global.startup_script {
+        fulcrum_scripts::run::run_and_wait(
+            script,
+            "startup",
+            configuration
+                .global
+                .startup_script_timeout
+                .unwrap_or(START_STOP_SCRIPT_TIMEOUT),
+            settings.detail,
+        )
+        .await;
+    }
     let parts = Parts::of(&settings, &configuration);
     let mut vrrp = None;
     if parts.vrrp {
@@ -592,15 +617,22 @@ async fn serve(
     // The reload whose pass is awaited, if any; further SIGHUPs wait.
     let mut reload_applied: Option<oneshot::Receiver<PassOutcome>> = None;
     let mut reload_pending = false;
+    // The shutdown script of the configuration running at the stop.
+    let mut shutdown_script = shutdown_script_of(&configuration);
     let stop_mode = loop {
         if reload_pending && reload_applied.is_none() {
             reload_pending = false;
             match self::reload(&settings).await {
                 Some(configuration) => {
+                    let next_shutdown = shutdown_script_of(&configuration);
                     match apply_reload(&settings, configuration, &mut vrrp, &mut lvs).await {
-                        Ok(Some(applied)) => reload_applied = Some(applied),
+                        Ok(Some(applied)) => {
+                            shutdown_script = next_shutdown;
+                            reload_applied = Some(applied);
+                        }
                         Ok(None) => {
-                            tell_systemd(&[NotifyState::Ready, NotifyState::Status("reloaded")])
+                            shutdown_script = next_shutdown;
+                            tell_systemd(&[NotifyState::Ready, NotifyState::Status("reloaded")]);
                         }
                         Err(why) => {
                             tracing::error!("{why}; keeping the running configuration");
@@ -658,13 +690,38 @@ async fn serve(
     if let Some(vrrp) = vrrp {
         vrrp.stop().await;
     }
-    if let Some(lvs) = lvs
-        && !lvs.stop(stop_mode).await
-    {
+    let stopped = match lvs {
+        Some(lvs) => lvs.stop(stop_mode).await,
+        None => true,
+    };
+    // After everything, as keepalived's parent runs it once its children
+    // are gone.
+    if let Some((script, timeout)) = shutdown_script {
+        fulcrum_scripts::run::run_and_wait(&script, "shutdown", timeout, settings.detail).await;
+    }
+    if !stopped {
         return exit::FATAL;
     }
     tracing::info!("stopped");
     exit::CLEAN
+}
+
+/// keepalived's default wait for `startup_script` and `shutdown_script`.
+const START_STOP_SCRIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A configuration's `shutdown_script` (reviewed), with how long to wait
+/// for it.
+fn shutdown_script_of(
+    configuration: &config::Config,
+) -> Option<(config::Script, std::time::Duration)> {
+    let global = &configuration.global;
+    let timeout = global
+        .shutdown_script_timeout
+        .unwrap_or(START_STOP_SCRIPT_TIMEOUT);
+    global
+        .shutdown_script
+        .clone()
+        .map(|script| (script, timeout))
 }
 
 /// Hands a reloaded configuration to the running parts, starting those it
