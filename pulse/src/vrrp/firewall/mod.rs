@@ -18,6 +18,18 @@
 //! the `in_link_local`/`out_link_local` chains per interface; pulse creates
 //! the chains empty and leaves those addresses alone.
 
+// The messages typed on netlink-packet-core, one module per kernel object;
+// the batch below does not use them yet.
+mod attribute;
+pub mod chain;
+pub mod data;
+pub mod expression;
+pub mod message;
+pub mod rule;
+pub mod set;
+pub mod set_element;
+pub mod table;
+
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
