@@ -98,7 +98,7 @@ impl Effects {
     pub async fn add_virtual_state(&mut self, name: &str, state: &VirtualState) {
         if !state.dropped.is_empty() {
             tracing::info!("({name}) setting firewall drop rule");
-            if let Err(error) = self.firewall.drop_addresses(&state.dropped) {
+            if let Err(error) = self.firewall.drop_addresses(&state.dropped).await {
                 tracing::error!("({name}) cannot set the firewall drop rule: {error}");
             }
         }
@@ -141,7 +141,7 @@ impl Effects {
         }
         if !state.dropped.is_empty() {
             tracing::info!("({name}) removing firewall drop rule");
-            if let Err(error) = self.firewall.accept_addresses(&state.dropped) {
+            if let Err(error) = self.firewall.accept_addresses(&state.dropped).await {
                 tracing::error!("({name}) cannot remove the firewall drop rule: {error}");
             }
         }
@@ -169,7 +169,7 @@ impl Effects {
     /// VRRP stops: the firewall tables go, as keepalived's at exit, and the
     /// sync daemon follows the instances' last state.
     pub async fn stop(&mut self) {
-        if let Err(error) = self.firewall.remove_tables() {
+        if let Err(error) = self.firewall.remove_tables().await {
             tracing::error!("cannot remove the firewall tables: {error}");
         }
         if let Some((_, follower)) = &self.sync_daemon

@@ -1,0 +1,677 @@
+//! What is sent, without I/O: [`DropState`] knows which addresses are
+//! dropped and which tables exist, and fills a [`Batch`] with the
+//! messages keepalived 2.2.7 sends for the same change, in its order and
+//! with its attributes (`vrrp_nftables.c`; the captures in
+//! pulse/tests/captured/nftables hold its bytes).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload,
+};
+
+use super::chain::{ChainAttribute, ChainMessage, HookAttribute};
+use super::data::{DataAttribute, VerdictAttribute};
+use super::expression::{
+    BitwiseAttribute, CmpAttribute, Expression, ImmediateAttribute, LookupAttribute,
+    PayloadAttribute,
+};
+use super::message::{NFPROTO_IPV4, NFPROTO_IPV6, NftablesMessage};
+use super::rule::{RuleAttribute, RuleMessage};
+use super::set::{SetAttribute, SetMessage};
+use super::set_element::{SetElement, SetElementListAttribute, SetElementMessage};
+use super::table::{TableAttribute, TableMessage};
+
+/// keepalived's names (DEFAULT_NFTABLES_TABLE and its chains and sets).
+pub const TABLE: &str = "keepalived";
+pub const SET: &str = "vips";
+pub const NEIGHBOR_DISCOVERY_SET: &str = "neighbor-discovery";
+pub const INPUT_CHAIN: &str = "in";
+pub const OUTPUT_CHAIN: &str = "out";
+pub const INPUT_LINK_LOCAL_CHAIN: &str = "in_link_local";
+pub const OUTPUT_LINK_LOCAL_CHAIN: &str = "out_link_local";
+
+const NF_INET_LOCAL_IN: u32 = 1;
+const NF_INET_LOCAL_OUT: u32 = 3;
+const NF_DROP: i32 = 0;
+const NF_ACCEPT: i32 = 1;
+const NFT_GOTO: i32 = -4;
+const NFT_REG_VERDICT: u32 = 0;
+const NFT_REG_1: u32 = 1;
+const NFT_PAYLOAD_NETWORK_HEADER: u32 = 1;
+const NFT_PAYLOAD_TRANSPORT_HEADER: u32 = 2;
+const NFT_CMP_EQ: u32 = 0;
+const NFT_SET_CONSTANT: u32 = 0x2;
+/// nft's data types, which `nft list` shows the sets' keys as.
+const TYPE_IPADDR: u32 = 7;
+const TYPE_IP6ADDR: u32 = 8;
+const TYPE_ICMPV6_TYPE: u32 = 29;
+/// Priority filter - 1 (keepalived's default `nftables_priority`):
+/// before an operator's filter chains.
+const PRIORITY: i32 = -1;
+
+/// libnftnl's set user data (NFTNL_UDATA_SET_KEYBYTEORDER, a u32 in host
+/// order): the byte order nft shows the keys in. keepalived gives
+/// addresses big endian and the ICMPv6 types host order.
+const NFTNL_UDATA_SET_KEYBYTEORDER: u8 = 0;
+const BYTEORDER_HOST_ENDIAN: u32 = 1;
+const BYTEORDER_BIG_ENDIAN: u32 = 2;
+
+const ICMPV6: u8 = 58;
+const NEIGHBOR_SOLICITATION: u8 = 135;
+const NEIGHBOR_ADVERTISEMENT: u8 = 136;
+
+/// A set keepalived creates (setup_set): no flags attribute at all
+/// unless it has flags.
+struct SetShape {
+    name: &'static str,
+    flags: Option<u32>,
+    key_type: u32,
+    key_length: u32,
+    byte_order: u32,
+}
+
+const VIPS_IPV4: SetShape = SetShape {
+    name: SET,
+    flags: None,
+    key_type: TYPE_IPADDR,
+    key_length: 4,
+    byte_order: BYTEORDER_BIG_ENDIAN,
+};
+
+const VIPS_IPV6: SetShape = SetShape {
+    name: SET,
+    flags: None,
+    key_type: TYPE_IP6ADDR,
+    key_length: 16,
+    byte_order: BYTEORDER_BIG_ENDIAN,
+};
+
+/// The ICMPv6 types let through, a constant set.
+const NEIGHBOR_DISCOVERY: SetShape = SetShape {
+    name: NEIGHBOR_DISCOVERY_SET,
+    flags: Some(NFT_SET_CONSTANT),
+    key_type: TYPE_ICMPV6_TYPE,
+    key_length: 1,
+    byte_order: BYTEORDER_HOST_ENDIAN,
+};
+
+/// `ip` or `ip6`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableFamily {
+    Ipv4,
+    Ipv6,
+}
+
+impl TableFamily {
+    pub fn of(address: &IpAddr) -> TableFamily {
+        match address {
+            IpAddr::V4(_) => TableFamily::Ipv4,
+            IpAddr::V6(_) => TableFamily::Ipv6,
+        }
+    }
+
+    /// The nfgenmsg family (NFPROTO_*).
+    pub fn protocol(self) -> u8 {
+        match self {
+            TableFamily::Ipv4 => NFPROTO_IPV4,
+            TableFamily::Ipv6 => NFPROTO_IPV6,
+        }
+    }
+
+    /// As nft and keepalived's log lines name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFamily::Ipv4 => "ip",
+            TableFamily::Ipv6 => "ip6",
+        }
+    }
+
+    /// Where the source and destination addresses are in the network
+    /// header, and their length.
+    fn address_fields(self) -> (u32, u32, u32) {
+        match self {
+            TableFamily::Ipv4 => (12, 16, 4),
+            TableFamily::Ipv6 => (8, 24, 16),
+        }
+    }
+}
+
+/// `GETTABLE family keepalived`: whether a previous run left the table
+/// (the kernel answers the table, or ENOENT).
+pub fn get_table(family: TableFamily) -> NftablesMessage {
+    NftablesMessage::GetTable(table_message(family))
+}
+
+fn table_message(family: TableFamily) -> TableMessage {
+    TableMessage::new(
+        family.protocol(),
+        vec![TableAttribute::Name(TABLE.to_owned())],
+    )
+}
+
+/// One nfnetlink transaction: messages the kernel applies all or nothing
+/// once they are put between a batch begin and end. Each asks for an
+/// acknowledgement (keepalived's do too), so that the kernel says which
+/// of them failed, and when it is done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// Each with its NLM_F_* flags beyond NLM_F_REQUEST | NLM_F_ACK.
+    messages: Vec<(NftablesMessage, u16)>,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The messages in order, without the batch delimiters.
+    pub fn messages(&self) -> impl Iterator<Item = &NftablesMessage> {
+        self.messages.iter().map(|(message, _)| message)
+    }
+
+    /// The netlink messages to send, batch begin and end around them,
+    /// numbered from `first_sequence`.
+    pub fn into_netlink(self, first_sequence: u32) -> Vec<NetlinkMessage<NftablesMessage>> {
+        let messages = std::iter::once((NftablesMessage::batch_begin(), NLM_F_REQUEST))
+            .chain(
+                self.messages
+                    .into_iter()
+                    .map(|(message, flags)| (message, NLM_F_REQUEST | NLM_F_ACK | flags)),
+            )
+            .chain(std::iter::once((
+                NftablesMessage::batch_end(),
+                NLM_F_REQUEST,
+            )));
+        messages
+            .zip(0u32..)
+            .map(|((message, flags), index)| {
+                netlink_message(message, flags, first_sequence.wrapping_add(index))
+            })
+            .collect()
+    }
+
+    fn push(&mut self, message: NftablesMessage, flags: u16) {
+        self.messages.push((message, flags));
+    }
+
+    fn delete_table(&mut self, family: TableFamily) {
+        self.push(NftablesMessage::DeleteTable(table_message(family)), 0);
+    }
+
+    /// `nft add table FAMILY keepalived` and `add chain FAMILY keepalived
+    /// out { type filter hook output priority -1; policy accept; }`
+    /// (nft_setup_ipv4/nft_setup_ipv6).
+    fn table(&mut self, family: TableFamily) {
+        self.push(
+            NftablesMessage::NewTable(table_message(family)),
+            NLM_F_CREATE,
+        );
+        self.base_chain(family, OUTPUT_CHAIN, NF_INET_LOCAL_OUT);
+    }
+
+    /// The rest of keepalived's `vips` setup (nft_setup_ipv4_vips,
+    /// nft_setup_ipv6_vips), its sets numbered from `set_ids`.
+    fn vips(&mut self, family: TableFamily, set_ids: &mut u32) {
+        let mut next_set_id = || {
+            *set_ids += 1;
+            *set_ids
+        };
+        self.base_chain(family, INPUT_CHAIN, NF_INET_LOCAL_IN);
+        let (source, destination, length) = family.address_fields();
+        let network = |offset| payload(NFT_PAYLOAD_NETWORK_HEADER, offset, length);
+        match family {
+            TableFamily::Ipv4 => {
+                self.set(family, &VIPS_IPV4, next_set_id());
+            }
+            TableFamily::Ipv6 => {
+                self.chain(family, INPUT_LINK_LOCAL_CHAIN);
+                self.chain(family, OUTPUT_LINK_LOCAL_CHAIN);
+                self.set(family, &VIPS_IPV6, next_set_id());
+                // Neighbour discovery for the addresses goes on: without
+                // it the master could not defend them.
+                let neighbor_discovery = next_set_id();
+                self.set(family, &NEIGHBOR_DISCOVERY, neighbor_discovery);
+                self.push(
+                    NftablesMessage::NewSetElement(SetElementMessage::new(
+                        family.protocol(),
+                        vec![
+                            SetElementListAttribute::Set(NEIGHBOR_DISCOVERY_SET.to_owned()),
+                            SetElementListAttribute::SetId(neighbor_discovery),
+                            SetElementListAttribute::Table(TABLE.to_owned()),
+                            SetElementListAttribute::Elements(vec![
+                                SetElement::key(vec![NEIGHBOR_SOLICITATION]),
+                                SetElement::key(vec![NEIGHBOR_ADVERTISEMENT]),
+                            ]),
+                        ],
+                    )),
+                    NLM_F_CREATE,
+                );
+                let mut link_local_mask = [0; 16];
+                link_local_mask[..2].copy_from_slice(&[0xff, 0xc0]);
+                let mut link_local = [0; 16];
+                link_local[..2].copy_from_slice(&[0xfe, 0x80]);
+                for (chain, offset, link_local_chain) in [
+                    (INPUT_CHAIN, destination, INPUT_LINK_LOCAL_CHAIN),
+                    (OUTPUT_CHAIN, source, OUTPUT_LINK_LOCAL_CHAIN),
+                ] {
+                    // icmpv6 type @neighbor-discovery accept (the next
+                    // header, then the ICMPv6 type).
+                    self.rule(
+                        family,
+                        chain,
+                        vec![
+                            payload(NFT_PAYLOAD_NETWORK_HEADER, 6, 1),
+                            equal(vec![ICMPV6]),
+                            payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1),
+                            lookup(NEIGHBOR_DISCOVERY_SET),
+                            verdict(NF_ACCEPT, None),
+                        ],
+                    );
+                    // ip6 daddr fe80::/10 goto in_link_local (saddr for
+                    // out).
+                    self.rule(
+                        family,
+                        chain,
+                        vec![
+                            network(offset),
+                            Expression::Bitwise(vec![
+                                BitwiseAttribute::SourceRegister(NFT_REG_1),
+                                BitwiseAttribute::DestinationRegister(NFT_REG_1),
+                                BitwiseAttribute::Length(16),
+                                BitwiseAttribute::Mask(vec![DataAttribute::Value(
+                                    link_local_mask.to_vec(),
+                                )]),
+                                BitwiseAttribute::Xor(vec![DataAttribute::Value(vec![0; 16])]),
+                            ]),
+                            equal(link_local.to_vec()),
+                            verdict(NFT_GOTO, Some(link_local_chain)),
+                        ],
+                    );
+                }
+            }
+        }
+        // ip daddr @vips drop, ip saddr @vips drop.
+        for (chain, offset) in [(INPUT_CHAIN, destination), (OUTPUT_CHAIN, source)] {
+            self.rule(
+                family,
+                chain,
+                vec![network(offset), lookup(SET), verdict(NF_DROP, None)],
+            );
+        }
+    }
+
+    fn base_chain(&mut self, family: TableFamily, name: &str, hook: u32) {
+        self.push(
+            NftablesMessage::NewChain(ChainMessage::new(
+                family.protocol(),
+                vec![
+                    ChainAttribute::Table(TABLE.to_owned()),
+                    ChainAttribute::Name(name.to_owned()),
+                    ChainAttribute::Hook(vec![
+                        HookAttribute::Number(hook),
+                        HookAttribute::Priority(PRIORITY),
+                    ]),
+                    ChainAttribute::Policy(NF_ACCEPT as u32),
+                    ChainAttribute::Type("filter".to_owned()),
+                ],
+            )),
+            NLM_F_CREATE,
+        );
+    }
+
+    fn chain(&mut self, family: TableFamily, name: &str) {
+        self.push(
+            NftablesMessage::NewChain(ChainMessage::new(
+                family.protocol(),
+                vec![
+                    ChainAttribute::Table(TABLE.to_owned()),
+                    ChainAttribute::Name(name.to_owned()),
+                ],
+            )),
+            NLM_F_CREATE,
+        );
+    }
+
+    fn set(&mut self, family: TableFamily, shape: &SetShape, id: u32) {
+        let mut attributes = vec![
+            SetAttribute::Table(TABLE.to_owned()),
+            SetAttribute::Name(shape.name.to_owned()),
+        ];
+        attributes.extend(shape.flags.map(SetAttribute::Flags));
+        let mut user_data = vec![NFTNL_UDATA_SET_KEYBYTEORDER, 4];
+        user_data.extend_from_slice(&shape.byte_order.to_ne_bytes());
+        attributes.extend([
+            SetAttribute::KeyType(shape.key_type),
+            SetAttribute::KeyLength(shape.key_length),
+            SetAttribute::Id(id),
+            SetAttribute::UserData(user_data),
+        ]);
+        self.push(
+            NftablesMessage::NewSet(SetMessage::new(family.protocol(), attributes)),
+            NLM_F_CREATE,
+        );
+    }
+
+    fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>) {
+        self.push(
+            NftablesMessage::NewRule(RuleMessage::new(
+                family.protocol(),
+                vec![
+                    RuleAttribute::Table(TABLE.to_owned()),
+                    RuleAttribute::Chain(chain.to_owned()),
+                    RuleAttribute::Expressions(expressions),
+                ],
+            )),
+            NLM_F_CREATE | NLM_F_APPEND,
+        );
+    }
+
+    /// The addresses of `family` in `addresses` into (`drop`) or out of
+    /// the `vips` set, in one message (keepalived's order of attributes:
+    /// the set, then the table).
+    fn elements(&mut self, family: TableFamily, addresses: &[IpAddr], drop: bool) {
+        let elements: Vec<SetElement> = addresses
+            .iter()
+            .filter(|address| TableFamily::of(address) == family)
+            .map(|address| {
+                SetElement::key(match address {
+                    IpAddr::V4(address) => address.octets().to_vec(),
+                    IpAddr::V6(address) => address.octets().to_vec(),
+                })
+            })
+            .collect();
+        if elements.is_empty() {
+            return;
+        }
+        let message = SetElementMessage::new(
+            family.protocol(),
+            vec![
+                SetElementListAttribute::Set(SET.to_owned()),
+                SetElementListAttribute::Table(TABLE.to_owned()),
+                SetElementListAttribute::Elements(elements),
+            ],
+        );
+        if drop {
+            // EXCL as keepalived: an address already there means the
+            // count of its masters is wrong, which had better show.
+            self.push(
+                NftablesMessage::NewSetElement(message),
+                NLM_F_CREATE | NLM_F_EXCL,
+            );
+        } else {
+            self.push(NftablesMessage::DeleteSetElement(message), 0);
+        }
+    }
+}
+
+/// A message with its header filled in.
+pub fn netlink_message(
+    message: NftablesMessage,
+    flags: u16,
+    sequence: u32,
+) -> NetlinkMessage<NftablesMessage> {
+    let mut header = NetlinkHeader::default();
+    header.flags = flags;
+    header.sequence_number = sequence;
+    let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(message));
+    message.finalize();
+    message
+}
+
+/// Loads `length` bytes at `offset` of a header into register 1.
+fn payload(base: u32, offset: u32, length: u32) -> Expression {
+    Expression::Payload(vec![
+        PayloadAttribute::DestinationRegister(NFT_REG_1),
+        PayloadAttribute::Base(base),
+        PayloadAttribute::Offset(offset),
+        PayloadAttribute::Length(length),
+    ])
+}
+
+/// Register 1 equals `value`.
+fn equal(value: Vec<u8>) -> Expression {
+    Expression::Cmp(vec![
+        CmpAttribute::SourceRegister(NFT_REG_1),
+        CmpAttribute::Operation(NFT_CMP_EQ),
+        CmpAttribute::Data(vec![DataAttribute::Value(value)]),
+    ])
+}
+
+/// Register 1 is in `set`, named rather than by id, as keepalived does: a
+/// set created earlier in the same batch is found by name too.
+fn lookup(set: &str) -> Expression {
+    Expression::Lookup(vec![
+        LookupAttribute::SourceRegister(NFT_REG_1),
+        LookupAttribute::Set(set.to_owned()),
+    ])
+}
+
+fn verdict(code: i32, chain: Option<&str>) -> Expression {
+    let mut verdict = vec![VerdictAttribute::Code(code)];
+    verdict.extend(chain.map(|chain| VerdictAttribute::Chain(chain.to_owned())));
+    Expression::Immediate(vec![
+        ImmediateAttribute::DestinationRegister(NFT_REG_VERDICT),
+        ImmediateAttribute::Data(vec![DataAttribute::Verdict(verdict)]),
+    ])
+}
+
+/// What is dropped, without I/O: how many masters drop each address (two
+/// instances may share one), and which tables exist. Tells what a change
+/// needs sent. Cloned before a change and kept only once the kernel took
+/// the batch: a batch is all or nothing, so a refused one changed nothing.
+#[derive(Debug, Clone, Default)]
+pub struct DropState {
+    users: HashMap<IpAddr, usize>,
+    /// In the order they were created.
+    tables: Vec<TableFamily>,
+    /// keepalived numbers its sets over its whole run (a counter in
+    /// setup_set): the last id given.
+    set_ids: u32,
+}
+
+impl DropState {
+    /// Whether dropping `addresses` creates the first table: keepalived
+    /// asks the kernel then for both families' tables (GETTABLE), so as
+    /// to delete what a previous run left, and so must the caller before
+    /// [`DropState::drop_addresses`].
+    pub fn creates_first_table(&self, addresses: &[IpAddr]) -> bool {
+        self.tables.is_empty()
+            && addresses
+                .iter()
+                .any(|address| !self.users.contains_key(address))
+    }
+
+    /// Drops `addresses` for one more master: the tables of the families
+    /// that have none yet (after deleting the `leftovers` a previous run
+    /// left, when these are the first), then the addresses no master
+    /// dropped yet. keepalived's order: the tables in the order of the
+    /// addresses' families, then the elements, IPv4 first.
+    pub fn drop_addresses(
+        &mut self,
+        addresses: &[IpAddr],
+        leftovers: &[TableFamily],
+        batch: &mut Batch,
+    ) {
+        let mut new = Vec::new();
+        for address in addresses {
+            let users = self.users.entry(*address).or_default();
+            *users += 1;
+            if *users == 1 {
+                new.push(*address);
+            }
+        }
+        for address in &new {
+            let family = TableFamily::of(address);
+            if self.tables.contains(&family) {
+                continue;
+            }
+            if self.tables.is_empty() {
+                for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
+                    if leftovers.contains(&leftover) {
+                        batch.delete_table(leftover);
+                    }
+                }
+            }
+            batch.table(family);
+            batch.vips(family, &mut self.set_ids);
+            self.tables.push(family);
+        }
+        for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
+            batch.elements(family, &new, true);
+        }
+    }
+
+    /// Takes `addresses` out of the sets for one master fewer (the tables
+    /// stay, as keepalived's do until it stops).
+    pub fn accept_addresses(&mut self, addresses: &[IpAddr], batch: &mut Batch) {
+        let mut gone = Vec::new();
+        for address in addresses {
+            if let Some(users) = self.users.get_mut(address) {
+                *users -= 1;
+                if *users == 0 {
+                    self.users.remove(address);
+                    gone.push(*address);
+                }
+            }
+        }
+        for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
+            if self.tables.contains(&family) {
+                batch.elements(family, &gone, false);
+            }
+        }
+    }
+
+    /// Deletes the tables (pulse stopping), `ip` first as keepalived.
+    pub fn remove_tables(&mut self, batch: &mut Batch) {
+        self.users.clear();
+        for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
+            if self.tables.contains(&family) {
+                batch.delete_table(family);
+            }
+        }
+        self.tables.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    use super::*;
+
+    /// The messages of a batch as `KIND family table object`.
+    fn names(batch: &Batch) -> Vec<String> {
+        batch.messages().map(ToString::to_string).collect()
+    }
+
+    const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 100));
+    const V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x100));
+
+    #[test]
+    fn the_first_master_creates_the_table_and_later_ones_only_add_addresses() {
+        let mut state = DropState::default();
+        assert!(state.creates_first_table(&[V4]));
+        let mut batch = Batch::new();
+        state.drop_addresses(&[V4], &[], &mut batch);
+        assert_eq!(
+            names(&batch),
+            [
+                "NEWTABLE ip keepalived",
+                "NEWCHAIN ip keepalived out",
+                "NEWCHAIN ip keepalived in",
+                "NEWSET ip keepalived vips",
+                "NEWRULE ip keepalived in",
+                "NEWRULE ip keepalived out",
+                "NEWSETELEM ip keepalived vips",
+            ]
+        );
+        // A second master with the same address: nothing to send.
+        assert!(!state.creates_first_table(&[V4]));
+        let mut batch = Batch::new();
+        state.drop_addresses(&[V4], &[], &mut batch);
+        assert!(batch.is_empty());
+        // One leaves: the address stays for the other.
+        let mut batch = Batch::new();
+        state.accept_addresses(&[V4], &mut batch);
+        assert!(batch.is_empty());
+        state.accept_addresses(&[V4], &mut batch);
+        assert_eq!(names(&batch), ["DELSETELEM ip keepalived vips"]);
+        // The IPv4 table exists: no question to the kernel for IPv6.
+        assert!(!state.creates_first_table(&[V6]));
+        let mut batch = Batch::new();
+        state.drop_addresses(&[V6], &[TableFamily::Ipv4], &mut batch);
+        let ipv6 = names(&batch);
+        assert_eq!(ipv6[0], "NEWTABLE ip6 keepalived");
+        assert_eq!(
+            ipv6.iter()
+                .filter(|name| name.starts_with("NEWRULE"))
+                .count(),
+            6
+        );
+        let mut batch = Batch::new();
+        state.remove_tables(&mut batch);
+        assert_eq!(
+            names(&batch),
+            ["DELTABLE ip keepalived", "DELTABLE ip6 keepalived"]
+        );
+        assert!(state.creates_first_table(&[V4]));
+    }
+
+    #[test]
+    fn leftover_tables_go_before_the_first_table_and_both_families_share_a_batch() {
+        let mut state = DropState::default();
+        let mut batch = Batch::new();
+        state.drop_addresses(
+            &[V6, V4],
+            &[TableFamily::Ipv4, TableFamily::Ipv6],
+            &mut batch,
+        );
+        let names = names(&batch);
+        assert_eq!(
+            names[..3],
+            [
+                "DELTABLE ip keepalived",
+                "DELTABLE ip6 keepalived",
+                "NEWTABLE ip6 keepalived"
+            ]
+        );
+        // The elements after both tables, IPv4 first.
+        assert_eq!(
+            names[names.len() - 2..],
+            [
+                "NEWSETELEM ip keepalived vips",
+                "NEWSETELEM ip6 keepalived vips"
+            ]
+        );
+        let tables = names
+            .iter()
+            .filter(|name| name.starts_with("NEWTABLE"))
+            .count();
+        assert_eq!(tables, 2);
+    }
+
+    #[test]
+    fn a_batch_is_numbered_from_its_begin_and_asks_for_acknowledgements() {
+        let mut state = DropState::default();
+        let mut batch = Batch::new();
+        state.drop_addresses(&[V4], &[], &mut batch);
+        let messages = batch.into_netlink(u32::MAX - 1);
+        let sequences: Vec<u32> = messages
+            .iter()
+            .map(|message| message.header.sequence_number)
+            .collect();
+        assert_eq!(sequences[..3], [u32::MAX - 1, u32::MAX, 0]);
+        for message in &messages[1..messages.len() - 1] {
+            assert_eq!(message.header.flags & NLM_F_ACK, NLM_F_ACK);
+        }
+        assert_eq!(messages[0].header.flags, NLM_F_REQUEST);
+        assert_eq!(messages[messages.len() - 1].header.flags, NLM_F_REQUEST);
+    }
+}

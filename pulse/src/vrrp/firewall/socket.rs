@@ -1,0 +1,309 @@
+//! The netfilter netlink socket: a batch (or a single question) out,
+//! the kernel's answers in, without blocking a runtime thread and within
+//! a bounded time. What the answers mean is worked out without I/O by
+//! [`Acknowledgements`].
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use netlink_packet_core::{NLM_F_ACK, NetlinkMessage, NetlinkPayload};
+use netlink_sys::{AsyncSocket, AsyncSocketExt, SocketAddr, TokioSocket, protocols};
+
+use super::FirewallError;
+use super::message::NftablesMessage;
+
+/// How long the kernel has to answer. nfnetlink handles a datagram within
+/// the sender's sendmsg, batches included, so its answers are queued by
+/// the time `send` returns: waiting at all means something is wrong.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A NETLINK_NETFILTER socket and the next sequence number.
+pub(super) struct Connection {
+    socket: TokioSocket,
+    sequence: u32,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Connection")
+            .field("sequence", &self.sequence)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Within a tokio runtime (the socket registers with its reactor).
+    pub(super) fn open() -> io::Result<Connection> {
+        let mut socket = TokioSocket::new(protocols::NETLINK_NETFILTER)?;
+        socket.socket_mut().bind_auto()?;
+        Ok(Connection {
+            socket,
+            sequence: 1,
+        })
+    }
+
+    /// The next `count` sequence numbers, the first returned.
+    pub(super) fn take_sequences(&mut self, count: usize) -> u32 {
+        let first = self.sequence;
+        self.sequence = self.sequence.wrapping_add(count as u32);
+        first
+    }
+
+    /// Sends `messages` in one datagram and waits for every acknowledgement
+    /// they ask for; the kernel's other answers (a GETTABLE's table).
+    pub(super) async fn exchange(
+        &mut self,
+        messages: &[NetlinkMessage<NftablesMessage>],
+    ) -> Result<Vec<NftablesMessage>, FirewallError> {
+        let mut datagram = Vec::new();
+        for message in messages {
+            let start = datagram.len();
+            datagram.resize(start + message.buffer_len(), 0);
+            message.serialize(&mut datagram[start..]);
+        }
+        let mut acknowledgements = Acknowledgements::new(messages);
+        let kernel = SocketAddr::new(0, 0);
+        let socket = &self.socket;
+        let exchange = async {
+            let sent = socket
+                .send_to(&datagram, &kernel)
+                .await
+                .map_err(FirewallError::Send)?;
+            if sent != datagram.len() {
+                return Err(FirewallError::Send(io::Error::other(format!(
+                    "sent {sent} of {} bytes",
+                    datagram.len()
+                ))));
+            }
+            while !acknowledgements.is_complete() {
+                let (answer, _) = socket
+                    .recv_from_full()
+                    .await
+                    .map_err(FirewallError::Receive)?;
+                for message in split(&answer)? {
+                    acknowledgements.receive(message);
+                }
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(ANSWER_TIMEOUT, exchange).await {
+            Ok(exchanged) => exchanged?,
+            Err(_) => {
+                return Err(FirewallError::Timeout {
+                    timeout: ANSWER_TIMEOUT,
+                    waiting_for: acknowledgements.pending_description(),
+                });
+            }
+        }
+        acknowledgements.finish()
+    }
+}
+
+/// The netlink messages of a datagram from the kernel.
+fn split(mut datagram: &[u8]) -> Result<Vec<NetlinkMessage<NftablesMessage>>, FirewallError> {
+    let mut messages = Vec::new();
+    while !datagram.is_empty() {
+        let message = NetlinkMessage::<NftablesMessage>::deserialize(datagram)
+            .map_err(FirewallError::Parse)?;
+        let length = (message.header.length as usize).next_multiple_of(4);
+        messages.push(message);
+        datagram = &datagram[length.min(datagram.len())..];
+    }
+    Ok(messages)
+}
+
+/// A message the kernel refused, and why.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The message, as [`NftablesMessage`]'s Display names it
+    /// (`NEWSETELEM ip keepalived vips`).
+    pub message: String,
+    pub error: io::Error,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.message, self.error)
+    }
+}
+
+/// What the kernel owes for messages sent, and what it has said. Without
+/// I/O: fed the kernel's messages as they come.
+///
+/// Kernel behaviour it relies on (nfnetlink_rcv_batch): every message of
+/// a batch is processed even after one fails, so that each error is
+/// reported, and the answers (an acknowledgement for each message with
+/// NLM_F_ACK, an error for each that failed) are delivered together once
+/// the batch is committed or aborted; an aborted batch still acknowledges
+/// the messages that were fine. Only when the batch itself is refused
+/// (no memory for the answers, an unknown subsystem) the kernel answers
+/// the batch begin, once, and nothing else.
+#[derive(Debug)]
+pub struct Acknowledgements {
+    /// Sequence numbers still to be acknowledged, with their message.
+    pending: Vec<(u32, String)>,
+    /// The batch begin's sequence number and message, if there is one.
+    begin: Option<(u32, String)>,
+    refusals: Vec<Refusal>,
+    answers: Vec<NftablesMessage>,
+}
+
+impl Acknowledgements {
+    pub fn new(messages: &[NetlinkMessage<NftablesMessage>]) -> Acknowledgements {
+        let mut pending = Vec::new();
+        let mut begin = None;
+        for message in messages {
+            let NetlinkPayload::InnerMessage(inner) = &message.payload else {
+                continue;
+            };
+            let entry = (message.header.sequence_number, inner.to_string());
+            if matches!(inner, NftablesMessage::BatchBegin(_)) {
+                begin = Some(entry);
+            } else if message.header.flags & NLM_F_ACK != 0 {
+                pending.push(entry);
+            }
+        }
+        Acknowledgements {
+            pending,
+            begin,
+            refusals: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// One message from the kernel. Answers to sequence numbers not
+    /// waited for are left alone: a batch that timed out may be answered
+    /// late, into the next exchange.
+    pub fn receive(&mut self, message: NetlinkMessage<NftablesMessage>) {
+        let sequence = message.header.sequence_number;
+        match message.payload {
+            NetlinkPayload::Error(error) => {
+                if let Some(position) = self
+                    .pending
+                    .iter()
+                    .position(|(pending, _)| *pending == sequence)
+                {
+                    let (_, described) = self.pending.remove(position);
+                    if error.code.is_some() {
+                        self.refusals.push(Refusal {
+                            message: described,
+                            error: error.to_io(),
+                        });
+                    }
+                } else if let Some((_, described)) = self
+                    .begin
+                    .take_if(|(begin, _)| *begin == sequence && error.code.is_some())
+                {
+                    // The batch as a whole: nothing else will come.
+                    self.pending.clear();
+                    self.refusals.push(Refusal {
+                        message: described,
+                        error: error.to_io(),
+                    });
+                }
+            }
+            NetlinkPayload::InnerMessage(answer)
+                if self.pending.iter().any(|(pending, _)| *pending == sequence) =>
+            {
+                self.answers.push(answer);
+            }
+            _ => {}
+        }
+    }
+
+    /// The messages still waited for, for a timeout's error.
+    pub fn pending_description(&self) -> String {
+        match self.pending.as_slice() {
+            [] => "nothing".to_owned(),
+            [(_, only)] => only.clone(),
+            [(_, first), rest @ ..] => format!("{first} and {} more", rest.len()),
+        }
+    }
+
+    /// The kernel's answers other than acknowledgements, or what it
+    /// refused.
+    pub fn finish(self) -> Result<Vec<NftablesMessage>, FirewallError> {
+        if self.refusals.is_empty() {
+            Ok(self.answers)
+        } else {
+            Err(FirewallError::Refused(self.refusals))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::num::NonZeroI32;
+
+    use netlink_packet_core::{ErrorMessage, NetlinkHeader};
+
+    use super::*;
+    use crate::vrrp::firewall::{Batch, DropState};
+
+    const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 100));
+
+    /// A batch dropping V4 for the first time, numbered from 100.
+    fn batch() -> Vec<NetlinkMessage<NftablesMessage>> {
+        let mut batch = Batch::new();
+        DropState::default().drop_addresses(&[V4], &[], &mut batch);
+        batch.into_netlink(100)
+    }
+
+    fn answer(sequence: u32, code: i32) -> NetlinkMessage<NftablesMessage> {
+        let mut header = NetlinkHeader::default();
+        header.sequence_number = sequence;
+        let mut error = ErrorMessage::default();
+        error.code = NonZeroI32::new(code);
+        let mut message = NetlinkMessage::new(header, NetlinkPayload::Error(error));
+        message.finalize();
+        message
+    }
+
+    #[test]
+    fn every_message_but_the_delimiters_is_waited_for_and_refusals_are_named() {
+        let messages = batch();
+        let mut acknowledgements = Acknowledgements::new(&messages);
+        // NEWTABLE... NEWSETELEM: 101 to 107.
+        assert_eq!(
+            acknowledgements.pending_description(),
+            "NEWTABLE ip keepalived and 6 more"
+        );
+        // An earlier batch's late answer is not this one's.
+        acknowledgements.receive(answer(99, -libc::EEXIST));
+        for sequence in 101..107 {
+            acknowledgements.receive(answer(sequence, 0));
+        }
+        assert!(!acknowledgements.is_complete());
+        assert_eq!(
+            acknowledgements.pending_description(),
+            "NEWSETELEM ip keepalived vips"
+        );
+        acknowledgements.receive(answer(107, -libc::EEXIST));
+        assert!(acknowledgements.is_complete());
+        let error = acknowledgements.finish().expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "NEWSETELEM ip keepalived vips: File exists (os error 17)"
+        );
+    }
+
+    #[test]
+    fn an_error_for_the_batch_begin_ends_the_wait() {
+        let messages = batch();
+        let mut acknowledgements = Acknowledgements::new(&messages);
+        acknowledgements.receive(answer(100, -libc::ENOMEM));
+        assert!(acknowledgements.is_complete());
+        let error = acknowledgements.finish().expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "BATCH_BEGIN: Cannot allocate memory (os error 12)"
+        );
+    }
+}
