@@ -9,7 +9,7 @@ use netlink_packet_core::{
 use super::attribute::{
     emit_nested, emit_string, nested_length, parse_nested, parse_string, string_length,
 };
-use super::message::ObjectMessage;
+use super::header::ObjectMessage;
 
 pub type ChainMessage = ObjectMessage<ChainAttribute>;
 

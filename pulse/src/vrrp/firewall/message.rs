@@ -6,11 +6,12 @@ use std::fmt;
 
 use netlink_packet_core::{
     DecodeError, Emitable, ErrorContext, NetlinkDeserializable, NetlinkHeader, NetlinkSerializable,
-    Nla, NlaBuffer, Parseable,
 };
 
-use super::attribute::parse_nested;
 use super::chain::{ChainAttribute, ChainMessage};
+pub use super::header::{
+    NFGENMSG_LENGTH, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_UNSPEC, NfGenHeader, ObjectMessage,
+};
 use super::rule::{RuleAttribute, RuleMessage};
 use super::set::{SetAttribute, SetMessage};
 use super::set_element::{SetElementListAttribute, SetElementMessage};
@@ -23,7 +24,6 @@ const NFNL_SUBSYS_NFTABLES: u16 = 10;
 /// up), not a subsystem's.
 const NFNL_MSG_BATCH_BEGIN: u16 = 0x10;
 const NFNL_MSG_BATCH_END: u16 = 0x11;
-const NFNETLINK_V0: u8 = 0;
 
 const NFT_MSG_NEWTABLE: u8 = 0;
 const NFT_MSG_GETTABLE: u8 = 1;
@@ -40,97 +40,6 @@ const NFT_MSG_DELSET: u8 = 11;
 const NFT_MSG_NEWSETELEM: u8 = 12;
 const NFT_MSG_GETSETELEM: u8 = 13;
 const NFT_MSG_DELSETELEM: u8 = 14;
-
-/// `NFPROTO_*`, the nfgenmsg family of the tables pulse uses.
-pub const NFPROTO_UNSPEC: u8 = 0;
-pub const NFPROTO_IPV4: u8 = 2;
-pub const NFPROTO_IPV6: u8 = 10;
-
-/// `struct nfgenmsg`, after the netlink header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NfGenHeader {
-    /// NFPROTO_*: the family of the table the message is about.
-    pub family: u8,
-    /// NFNETLINK_V0.
-    pub version: u8,
-    /// Big endian on the wire. The batch delimiters name the subsystem
-    /// here; the kernel's answers put the ruleset's generation in it.
-    pub resource_id: u16,
-}
-
-const NFGENMSG_LENGTH: usize = 4;
-
-impl NfGenHeader {
-    pub fn new(family: u8) -> NfGenHeader {
-        NfGenHeader {
-            family,
-            version: NFNETLINK_V0,
-            resource_id: 0,
-        }
-    }
-
-    fn parse(payload: &[u8]) -> Result<NfGenHeader, DecodeError> {
-        let [family, version, high, low, ..] = *payload else {
-            return Err(DecodeError::from(format!(
-                "{} bytes, shorter than nfgenmsg",
-                payload.len()
-            )));
-        };
-        Ok(NfGenHeader {
-            family,
-            version,
-            resource_id: u16::from_be_bytes([high, low]),
-        })
-    }
-
-    fn emit(&self, buffer: &mut [u8]) {
-        buffer[0] = self.family;
-        buffer[1] = self.version;
-        buffer[2..4].copy_from_slice(&self.resource_id.to_be_bytes());
-    }
-}
-
-/// An object's message: the header and its attributes
-/// ([`TableMessage`], [`ChainMessage`]...).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectMessage<A> {
-    pub header: NfGenHeader,
-    pub attributes: Vec<A>,
-}
-
-impl<A> ObjectMessage<A> {
-    pub fn new(family: u8, attributes: Vec<A>) -> ObjectMessage<A> {
-        ObjectMessage {
-            header: NfGenHeader::new(family),
-            attributes,
-        }
-    }
-}
-
-impl<A: Nla> Emitable for ObjectMessage<A> {
-    fn buffer_len(&self) -> usize {
-        NFGENMSG_LENGTH + self.attributes.as_slice().buffer_len()
-    }
-
-    fn emit(&self, buffer: &mut [u8]) {
-        self.header.emit(&mut buffer[..NFGENMSG_LENGTH]);
-        self.attributes
-            .as_slice()
-            .emit(&mut buffer[NFGENMSG_LENGTH..]);
-    }
-}
-
-impl<A> ObjectMessage<A>
-where
-    A: for<'a> Parseable<NlaBuffer<&'a [u8]>>,
-{
-    fn parse(payload: &[u8]) -> Result<ObjectMessage<A>, DecodeError> {
-        Ok(ObjectMessage {
-            header: NfGenHeader::parse(payload)?,
-            attributes: parse_nested(&payload[NFGENMSG_LENGTH..])?,
-        })
-    }
-}
 
 /// A message of the nftables subsystem, or a batch delimiter.
 #[derive(Debug, Clone, PartialEq, Eq)]

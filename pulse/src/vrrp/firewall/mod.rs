@@ -30,6 +30,7 @@ pub mod batch;
 pub mod chain;
 pub mod data;
 pub mod expression;
+pub mod header;
 pub mod message;
 pub mod rule;
 pub mod set;

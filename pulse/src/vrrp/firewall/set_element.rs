@@ -11,7 +11,7 @@ use super::attribute::{
     emit_nested, emit_string, nested_length, parse_nested, parse_string, string_length,
 };
 use super::data::DataAttribute;
-use super::message::ObjectMessage;
+use super::header::ObjectMessage;
 
 pub type SetElementMessage = ObjectMessage<SetElementListAttribute>;
 

@@ -6,7 +6,7 @@ use netlink_packet_core::{
 };
 
 use super::attribute::{emit_string, parse_string, string_length};
-use super::message::ObjectMessage;
+use super::header::ObjectMessage;
 
 pub type TableMessage = ObjectMessage<TableAttribute>;
 
