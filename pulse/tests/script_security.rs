@@ -816,34 +816,6 @@ fn missing_from(left: &[String], right: &[String]) -> Vec<String> {
     missing
 }
 
-/// Whether one of `namespace`'s interfaces holds `address` (as vrrp.rs's
-/// `holds`: getifaddrs in the namespace).
-fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
-    namespace.run(|| -> Result<bool> {
-        let mut addresses: *mut libc::ifaddrs = std::ptr::null_mut();
-        if unsafe { libc::getifaddrs(&mut addresses) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("getifaddrs");
-        }
-        let mut found = false;
-        let mut current = addresses;
-        while !current.is_null() {
-            // SAFETY: a list getifaddrs built, freed below.
-            let entry = unsafe { &*current };
-            if !entry.ifa_addr.is_null()
-                && i32::from(unsafe { (*entry.ifa_addr).sa_family }) == libc::AF_INET
-            {
-                // SAFETY: an AF_INET address is a sockaddr_in.
-                let socket = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in>() };
-                let held = IpAddr::from(u32::from_be(socket.sin_addr.s_addr).to_be_bytes());
-                found |= held == address;
-            }
-            current = entry.ifa_next;
-        }
-        unsafe { libc::freeifaddrs(addresses) };
-        Ok(found)
-    })?
-}
-
 fn signal(pid: i32, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
@@ -938,7 +910,7 @@ impl Lab<'_> {
             }
             thread::sleep(Duration::from_millis(50));
         };
-        let master = holds(&self.namespace, IpAddr::from(VIRTUAL_ADDRESS))?;
+        let master = self.namespace.holds(IpAddr::from(VIRTUAL_ADDRESS))?;
         let status = match early_exit {
             Some(status) => status,
             None => stop(&mut child, &vrrp_pid_file)?,

@@ -394,47 +394,6 @@ impl Segment {
     }
 }
 
-/// Whether one of `namespace`'s interfaces holds `address`: getifaddrs in the
-/// namespace, not `ip`, whose processes would load the shared machine
-/// while every scenario polls.
-fn holds(namespace: &Namespace, address: IpAddr) -> Result<bool> {
-    namespace.run(|| -> Result<bool> {
-        let mut addresses: *mut libc::ifaddrs = std::ptr::null_mut();
-        if unsafe { libc::getifaddrs(&mut addresses) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("getifaddrs");
-        }
-        let mut found = false;
-        let mut current = addresses;
-        while !current.is_null() {
-            // SAFETY: a list getifaddrs built, freed below.
-            let entry = unsafe { &*current };
-            // SAFETY: getifaddrs gives every entry a name.
-            let name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
-            if !entry.ifa_addr.is_null() && name.to_bytes() != b"lo" {
-                let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
-                let held = match family {
-                    libc::AF_INET => {
-                        let socket = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in>() };
-                        IpAddr::from(u32::from_be(socket.sin_addr.s_addr).to_be_bytes())
-                    }
-                    libc::AF_INET6 => {
-                        let socket = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in6>() };
-                        IpAddr::from(socket.sin6_addr.s6_addr)
-                    }
-                    _ => {
-                        current = entry.ifa_next;
-                        continue;
-                    }
-                };
-                found |= held == address;
-            }
-            current = entry.ifa_next;
-        }
-        unsafe { libc::freeifaddrs(addresses) };
-        Ok(found)
-    })?
-}
-
 fn hardware_address(namespace: &Namespace) -> Result<String> {
     let output = Command::new("ip")
         .args(["-n", namespace.name(), "-o", "link", "show", "dev", "eth0"])
@@ -516,7 +475,7 @@ fn wait_masters(
         let now = Instant::now();
         let mut settled = true;
         for address in addresses {
-            settled &= holds(master, *address)? && !holds(backup, *address)?;
+            settled &= master.holds(*address)? && !backup.holds(*address)?;
         }
         if settled {
             let since = *since.get_or_insert(now);
@@ -624,7 +583,7 @@ fn failover(
         wait_for(
             "kill -9: the backup takes over",
             bound(lower.master_down_interval()),
-            || holds(lower_host, address),
+            || lower_host.holds(address),
         )?;
         report(
             scenario,
@@ -672,7 +631,7 @@ fn failover(
         wait_for(
             "graceful stop: the backup takes over",
             bound(Duration::from_secs_f64(lower.interval)),
-            || holds(lower_host, address),
+            || lower_host.holds(address),
         )?;
         report(
             scenario,
@@ -682,12 +641,12 @@ fn failover(
         );
         higher_daemon.wait_stopped()?;
         ensure!(
-            !holds(higher_host, address)?,
+            !higher_host.holds(address)?,
             "{higher_kind} stopped but left {address}"
         );
         lower_daemon.terminate()?;
         ensure!(
-            !holds(lower_host, address)?,
+            !lower_host.holds(address)?,
             "{lower_kind} stopped but left {address}"
         );
         Ok(())
@@ -725,7 +684,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
         wait_for(
             "the only router becomes master",
             bound(first.master_down_interval()),
-            || holds(first_host, address),
+            || first_host.holds(address),
         )?;
         let mut second_daemon =
             Daemon::start(second_kind, second_host, directory, "second", &second)?;
@@ -736,7 +695,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
             let started = Instant::now();
             while started.elapsed() < watch {
                 ensure!(
-                    holds(first_host, address)? && !holds(second_host, address)?,
+                    first_host.holds(address)? && !second_host.holds(address)?,
                     "{second_kind} with a higher priority and nopreempt took {address} from \
                      {first_kind}"
                 );
@@ -747,7 +706,7 @@ fn no_preemption(segment: &Segment, scenario: &str, first_kind: Kind) -> Result<
             wait_for(
                 "the higher priority takes over when the master stops",
                 bound(Duration::from_secs_f64(second.interval)),
-                || holds(second_host, address),
+                || second_host.holds(address),
             )?;
             report(
                 scenario,
@@ -797,12 +756,12 @@ fn link_failure(segment: &Segment, scenario: &str) -> Result<()> {
         let down = Instant::now();
         segment.a.ip("link set eth0 down\n")?;
         wait_for("pulse gives the address up", Duration::from_secs(5), || {
-            Ok(!holds(&segment.a, address)?)
+            Ok(!segment.a.holds(address)?)
         })?;
         let took = wait_for(
             "keepalived takes over",
             bound(lower.master_down_interval()),
-            || holds(&segment.b, address),
+            || segment.b.holds(address),
         )?;
         report(
             scenario,
@@ -885,7 +844,7 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
         wait_for(
             "pulse becomes master",
             bound(instance.master_down_interval()),
-            || holds(&segment.a, address),
+            || segment.a.holds(address),
         )?;
         let source = segment.ipv4(3);
         let group: IpAddr = "224.0.0.18".parse()?;
@@ -950,7 +909,7 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
                 send(bytes, *ttl)?;
             }
             ensure!(
-                holds(&segment.a, address)?,
+                segment.a.holds(address)?,
                 "pulse gave up its address to one of: {}",
                 hostile
                     .iter()
@@ -1000,7 +959,7 @@ fn hostile_adverts(segment: &Segment, scenario: &str) -> Result<()> {
             Duration::from_secs(5),
             || {
                 send(&valid, 255)?;
-                Ok(!holds(&segment.a, address)?)
+                Ok(!segment.a.holds(address)?)
             },
         )?;
         println!(
@@ -1425,7 +1384,7 @@ fn routes_and_rules(segment: &Segment, scenario: &str) -> Result<()> {
         wait_for(
             "pulse becomes master",
             bound(instance.master_down_interval()),
-            || holds(&segment.a, address),
+            || segment.a.holds(address),
         )?;
         let present = || -> Result<[bool; 4]> {
             Ok([
@@ -1534,7 +1493,7 @@ fn address_options(segment: &Segment, scenario: &str) -> Result<()> {
         let result = (|| -> Result<Vec<String>> {
             wait_for("every address added", Duration::from_secs(5), || {
                 for (address, _) in &options {
-                    if !holds(&segment.a, *address)? {
+                    if !segment.a.holds(*address)? {
                         return Ok(false);
                     }
                 }
@@ -1596,7 +1555,7 @@ fn two_instances(segment: &Segment, scenario: &str) -> Result<()> {
     )?;
     let result = (|| -> Result<()> {
         wait_for("VI_1 becomes master", Duration::from_secs(5), || {
-            holds(&segment.a, first)
+            segment.a.holds(first)
         })?;
         let log = pulse.log();
         ensure!(
@@ -1641,7 +1600,7 @@ fn reload(segment: &Segment, scenario: &str) -> Result<()> {
         wait_for(
             "both instances become master",
             Duration::from_secs(5),
-            || Ok(holds(&segment.a, first)? && holds(&segment.a, second)?),
+            || Ok(segment.a.holds(first)? && segment.a.holds(second)?),
         )?;
         let masters = |log: &str| log.matches("(VI_1) Entering MASTER STATE").count();
         ensure!(masters(&pulse.log()) == 1);
@@ -1673,16 +1632,16 @@ fn reload(segment: &Segment, scenario: &str) -> Result<()> {
         wait_for("the bad reload is refused", Duration::from_secs(5), || {
             Ok(pulse.log().contains("keeping the running configuration"))
         })?;
-        ensure!(holds(&segment.a, first)? && holds(&segment.a, second)?);
+        ensure!(segment.a.holds(first)? && segment.a.holds(second)?);
 
         fs::write(&file, configuration(third))?;
         signal(pulse.child.id() as i32, libc::SIGHUP);
         wait_for(
             "VI_2 gives up its old address and takes the new one",
             Duration::from_secs(5),
-            || Ok(!holds(&segment.a, second)? && holds(&segment.a, third)?),
+            || Ok(!segment.a.holds(second)? && segment.a.holds(third)?),
         )?;
-        ensure!(holds(&segment.a, first)?, "VI_1 lost its address");
+        ensure!(segment.a.holds(first)?, "VI_1 lost its address");
         let log = pulse.log();
         ensure!(
             masters(&log) == 1,
@@ -2166,7 +2125,7 @@ fn accept_mode(segment: &Segment, scenario: &str) -> Result<()> {
                 wait_for(
                     &format!("{name} becomes master"),
                     bound(instance.master_down_interval()),
-                    || holds(&segment.a, address),
+                    || segment.a.holds(address),
                 )?;
                 let ipv4 = address.is_ipv4();
                 ensure!(
@@ -2306,7 +2265,7 @@ fn vrrp_alone_without_flag(segment: &Segment, scenario: &str) -> Result<()> {
         ensure!(!status.success(), "{kind} exited {status}:\n{log}");
         ensure!(log.contains(line), "{kind} did not say '{line}':\n{log}");
         ensure!(
-            !holds(&segment.a, address)?,
+            !segment.a.holds(address)?,
             "{kind} left the virtual address behind"
         );
         println!("{scenario}: with a virtual server and no IPVS, {kind} exited ({status})");
@@ -2640,7 +2599,7 @@ fn failover_outage() {
                         wait_for(
                             "the backup takes over",
                             bound(backup.master_down_interval()),
-                            || holds(&segment.b, address),
+                            || segment.b.holds(address),
                         )?;
                         // Until the client has had answers for a while.
                         thread::sleep(Duration::from_secs(1));

@@ -113,6 +113,51 @@ impl Namespace {
         })
     }
 
+    /// Whether an interface of this namespace other than `lo` holds
+    /// `address` (IPv4 or IPv6): what a VRRP master's virtual address is
+    /// tested by.
+    pub fn holds(&self, address: std::net::IpAddr) -> Result<bool> {
+        self.run(|| -> Result<bool> {
+            let mut addresses: *mut libc::ifaddrs = std::ptr::null_mut();
+            // SAFETY: getifaddrs fills the pointer with a list freed below.
+            if unsafe { libc::getifaddrs(&mut addresses) } != 0 {
+                return Err(io::Error::last_os_error()).context("getifaddrs");
+            }
+            let mut found = false;
+            let mut current = addresses;
+            while !current.is_null() {
+                // SAFETY: a list getifaddrs built, freed below.
+                let entry = unsafe { &*current };
+                current = entry.ifa_next;
+                // SAFETY: getifaddrs gives every entry a name.
+                let name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
+                if entry.ifa_addr.is_null() || name.to_bytes() == b"lo" {
+                    continue;
+                }
+                // SAFETY: a socket address of the family it says.
+                let held = unsafe {
+                    match i32::from((*entry.ifa_addr).sa_family) {
+                        libc::AF_INET => {
+                            let socket = &*entry.ifa_addr.cast::<libc::sockaddr_in>();
+                            std::net::IpAddr::from(
+                                u32::from_be(socket.sin_addr.s_addr).to_be_bytes(),
+                            )
+                        }
+                        libc::AF_INET6 => {
+                            let socket = &*entry.ifa_addr.cast::<libc::sockaddr_in6>();
+                            std::net::IpAddr::from(socket.sin6_addr.s6_addr)
+                        }
+                        _ => continue,
+                    }
+                };
+                found |= held == address;
+            }
+            // SAFETY: the list getifaddrs returned, not used after.
+            unsafe { libc::freeifaddrs(addresses) };
+            Ok(found)
+        })?
+    }
+
     /// Moves the calling thread into this namespace.
     pub fn enter(&self) -> Result<()> {
         // SAFETY: setns on a namespace file descriptor we own.
