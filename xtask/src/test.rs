@@ -230,7 +230,9 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
             load_ipvs_modules()?;
         }
         if index > 0 {
-            settle_namespaces()?;
+            // The `first_` tests need the guest as it booted: no IPVS
+            // command among them, which would load ip_vs.
+            settle_namespaces(index >= first_runs)?;
         }
         let description = format!("{} {}", binary.display(), arguments.join(" "));
         eprintln!("xtask: running {description}");
@@ -293,8 +295,9 @@ const SLOW_SETTLING: Duration = Duration::from_secs(30);
 /// tests waited for it, once over two minutes (CI, 2026-11-30), and timed
 /// out. A marker namespace is deleted last, so the queue reaches it after
 /// the others; once its veth's peer is gone from this namespace, one IPVS
-/// command in a fresh namespace waits for whatever IPVS work remains.
-fn settle_namespaces() -> Result<()> {
+/// command in a fresh namespace (`probe_ipvs`) waits for whatever IPVS work
+/// remains.
+fn settle_namespaces(probe_ipvs: bool) -> Result<()> {
     const MARKER: &str = "xtask-settle";
     const PEER: &str = "xtask-settle0";
     let started = Instant::now();
@@ -332,6 +335,19 @@ fn settle_namespaces() -> Result<()> {
         report_if_slow("dismantling namespaces");
         thread::sleep(Duration::from_millis(100));
     }
+    if probe_ipvs {
+        wait_for_ipvs(&report_if_slow)?;
+    }
+    eprintln!(
+        "xtask: the kernel dismantled the previous tests' namespaces in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// One IPVS command in a fresh namespace: it waits for the IPVS work the
+/// kernel still does (`report_if_slow` says so if that takes long).
+fn wait_for_ipvs(report_if_slow: &dyn Fn(&str)) -> Result<()> {
     // The command blocks on IPVS's lock while the kernel holds it; a thread
     // reports if that takes long.
     let (answered, waiting) = mpsc::channel::<()>();
@@ -358,10 +374,6 @@ fn settle_namespaces() -> Result<()> {
     if !status.success() {
         bail!("an IPVS command in a fresh namespace failed ({status})");
     }
-    eprintln!(
-        "xtask: the kernel dismantled the previous tests' namespaces in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 
