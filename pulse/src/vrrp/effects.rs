@@ -76,7 +76,12 @@ impl Effects {
                 // No longer configured: stopped, as at a restart without it.
                 follower.follow(&settings, None, 0);
             }
-            (_, None) => {}
+            (Some(settings), None) => tracing::warn!(
+                "lvs_sync_daemon {} {}: added by a reload; restart pulse to run it",
+                settings.interface,
+                settings.instance
+            ),
+            (None, None) => {}
         }
     }
 
