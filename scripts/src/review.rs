@@ -315,25 +315,24 @@ impl Reviewer<'_> {
         // Every MISC_CHECK first, as keepalived's checkers queue has them.
         for virtual_server in &mut configuration.virtual_servers {
             for real_server in &mut virtual_server.real_servers {
-                let mut kept = Vec::new();
-                for mut checker in std::mem::take(&mut real_server.checkers) {
-                    if let CheckerKind::Misc(misc) = &mut checker.kind
-                        && let Some(script) = misc.path.as_deref_mut()
-                    {
-                        span = span.or(script.span);
-                        let found = self.misc_script(script);
-                        findings = merged(findings, found);
-                        if found.inhibit
-                            || found.not_found
-                            || !(found.executable || found.system)
-                            || script.runs_as.is_none()
-                        {
-                            continue;
-                        }
-                    }
-                    kept.push(checker);
-                }
-                real_server.checkers = kept;
+                // In place: a configuration of 100,000 real servers holds
+                // as many short vectors, and building new ones doubled
+                // `pulse -t`'s peak memory.
+                real_server.checkers.retain_mut(|checker| {
+                    let CheckerKind::Misc(misc) = &mut checker.kind else {
+                        return true;
+                    };
+                    let Some(script) = misc.path.as_deref_mut() else {
+                        return true;
+                    };
+                    span = span.or(script.span);
+                    let found = self.misc_script(script);
+                    findings = merged(findings, found);
+                    !(found.inhibit
+                        || found.not_found
+                        || !(found.executable || found.system)
+                        || script.runs_as.is_none())
+                });
             }
         }
         for virtual_server in &mut configuration.virtual_servers {
