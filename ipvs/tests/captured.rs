@@ -32,7 +32,6 @@
 //! these run on little-endian machines only.
 #![cfg(target_endian = "little")]
 
-use std::fmt::Write as _;
 use std::fs;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -45,6 +44,7 @@ use ipvs::{
     SyncDaemon, SyncState, Timeouts, Tunnel, TunnelChecksum, TunnelKind, Version,
     kernel_error_message,
 };
+use labkit::captured::{Direction, Line, hex};
 use netlink_packet_core::{
     NLA_F_NESTED, NLM_F_ACK, NLM_F_CAPPED, NLM_F_DUMP, NLM_F_MULTIPART, NLM_F_REQUEST, NLMSG_DONE,
     NLMSG_ERROR, NetlinkMessage, NetlinkPayload,
@@ -60,20 +60,6 @@ const MINIMUM_CAPTURES: usize = 44;
 
 const NETLINK_HEADER_LENGTH: usize = 16;
 const GENERIC_HEADER_LENGTH: usize = 4;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    Request,
-    Reply,
-}
-
-/// One `request`/`reply` line of a capture.
-#[derive(Debug, Clone)]
-struct Line {
-    number: usize,
-    direction: Direction,
-    bytes: Vec<u8>,
-}
 
 /// One capture file.
 #[derive(Debug)]
@@ -153,18 +139,8 @@ impl Capture {
                         .parse()
                         .map_err(|error| format!("{location}: family: {error}"))?,
                 );
-            } else if let Some((direction, hex)) = line.split_once(' ') {
-                let direction = match direction {
-                    "request" => Direction::Request,
-                    "reply" => Direction::Reply,
-                    other => return Err(format!("{location}: unknown direction {other:?}")),
-                };
-                let bytes = decode_hex(hex).map_err(|error| format!("{location}: {error}"))?;
-                lines.push(Line {
-                    number,
-                    direction,
-                    bytes,
-                });
+            } else if let Some(read) = Line::read(number, line) {
+                lines.push(read.map_err(|error| format!("{location}: {error}"))?);
             } else {
                 return Err(format!("{location}: unexpected line {line:?}"));
             }
@@ -504,19 +480,6 @@ fn ipvs_payload(message: &Message) -> Option<&IpvsMessage> {
     }
 }
 
-fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
-    if hex.len() % 2 != 0 {
-        return Err(format!("odd number of hex digits ({})", hex.len()));
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|index| {
-            u8::from_str_radix(&hex[index..index + 2], 16)
-                .map_err(|error| format!("bad hex at {index}: {error}"))
-        })
-        .collect()
-}
-
 fn encode(message: &Message) -> Vec<u8> {
     let mut bytes = vec![0; message.buffer_len()];
     message.serialize(&mut bytes);
@@ -665,13 +628,6 @@ fn every_message_round_trips() {
     // 44 captures, each with at least ipvsadm's GET_INFO, its answer and
     // acknowledgement.
     assert!(checked >= 3 * MINIMUM_CAPTURES, "only {checked} messages");
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut text, byte| {
-        write!(text, "{byte:02x}").unwrap();
-        text
-    })
 }
 
 #[test]

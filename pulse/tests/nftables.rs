@@ -29,6 +29,7 @@ use std::fs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
+use labkit::captured::{Direction, Line};
 use netlink_packet_core::{NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
 use pulse::vrrp::firewall::batch::{get_table, netlink_message};
 use pulse::vrrp::firewall::table::TableAttribute;
@@ -51,19 +52,6 @@ const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 100));
 const V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x100));
 
 type Message = NetlinkMessage<NftablesMessage>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    Request,
-    Reply,
-}
-
-#[derive(Debug, Clone)]
-struct Line {
-    number: usize,
-    direction: Direction,
-    bytes: Vec<u8>,
-}
 
 /// One datagram keepalived sent, and the kernel's answers.
 #[derive(Debug, Clone)]
@@ -114,20 +102,9 @@ impl Capture {
             if line.starts_with('#') || line.is_empty() {
                 continue;
             }
-            let (direction, hex) = line
-                .split_once(' ')
+            let read = Line::read(number, line)
                 .unwrap_or_else(|| panic!("{name}.txt line {number}: unexpected line {line:?}"));
-            let direction = match direction {
-                "request" => Direction::Request,
-                "reply" => Direction::Reply,
-                other => panic!("{name}.txt line {number}: unknown direction {other:?}"),
-            };
-            lines.push(Line {
-                number,
-                direction,
-                bytes: decode_hex(hex)
-                    .unwrap_or_else(|error| panic!("{name}.txt line {number}: {error}")),
-            });
+            lines.push(read.unwrap_or_else(|error| panic!("{name}.txt line {number}: {error}")));
         }
         assert!(!lines.is_empty(), "{name}.txt has no messages");
         Capture { name, lines }
@@ -179,19 +156,6 @@ impl Capture {
         }
         exchanges
     }
-}
-
-fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
-        return Err(format!("odd number of hex digits ({})", text.len()));
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|index| {
-            u8::from_str_radix(&text[index..index + 2], 16)
-                .map_err(|error| format!("hex digits at {index}: {error}"))
-        })
-        .collect()
 }
 
 fn inner(message: &Message) -> NftablesMessage {

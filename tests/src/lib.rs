@@ -6,6 +6,7 @@
 //! that can run as a thread does: under emulation each process costs 0.1 to
 //! 0.3 s.
 
+pub mod captured;
 pub mod http;
 mod ipvs_connections;
 pub mod kernel;

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
+use labkit::captured::hex;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_NETFILTER};
 
 use super::CAPTURE_DIRECTORY;
@@ -542,11 +543,4 @@ fn split_messages(datagram: &[u8]) -> Result<Vec<&[u8]>> {
         rest = &rest[length.next_multiple_of(4).min(rest.len())..];
     }
     Ok(messages)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
 }
