@@ -257,14 +257,9 @@ fn load(file: &std::path::Path) -> fulcrum_config::Loaded {
     if loaded.diagnostics.has_errors() {
         report_text!("{}", loaded.diagnostics.render(&loaded.sources));
     }
-    let context = fulcrum_scripts::security::Context::of_this_process(
-        loaded.config.global.enable_script_security,
-    );
-    let review = fulcrum_scripts::review::review(
+    let review = fulcrum_scripts::review::review_here(
         &mut loaded.config,
         &[fulcrum_scripts::review::Part::Checkers],
-        &context,
-        &fulcrum_scripts::account::System,
     );
     for line in &review.lines {
         report!("nanny: {}", line.text);

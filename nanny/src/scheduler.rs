@@ -1067,11 +1067,9 @@ mod tests {
     /// reviewed scripts).
     fn plan(text: &str) -> Plan {
         let mut loaded = fulcrum_config::load_str("test.conf", text, &Default::default());
-        fulcrum_scripts::review::review(
+        fulcrum_scripts::review::review_here(
             &mut loaded.config,
             &[fulcrum_scripts::review::Part::Checkers],
-            &fulcrum_scripts::security::Context::of_this_process(false),
-            &fulcrum_scripts::account::System,
         );
         Plan::from_config(&loaded.config)
     }

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod daemon;
 pub mod desired;
+pub mod ipvs_start;
 pub mod reconcile;
 pub mod reconciler;
 pub mod scripts;
@@ -102,7 +103,7 @@ fn check(
         None
     };
     // keepalived -t reviews every part's scripts in its one process.
-    let review = scripts::review(
+    let review = fulcrum_scripts::review::review_here(
         &mut loaded.config,
         &[Part::StartStop, Part::Checkers, Part::Vrrp],
     );

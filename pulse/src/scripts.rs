@@ -1,6 +1,5 @@
 //! pulse's side of the scripts keepalived runs (the `fulcrum-scripts`
-//! crate decides and starts): reviewing a configuration's scripts with
-//! this process's ids and `PATH`, reporting what the review found (in
+//! crate reviews and starts them): reporting what a review found (in
 //! `pulse -t`'s report, in the daemon's log, in keepalived's words), and
 //! running the checker part's scripts: `notify_up`, `notify_down`,
 //! `quorum_up`, `quorum_down`.
@@ -13,20 +12,10 @@
 
 use fulcrum_config::diagnostic::Diagnostic;
 use fulcrum_config::model as config;
-use fulcrum_scripts::account::System;
-use fulcrum_scripts::review::{Line, Part, Report, Review};
-use fulcrum_scripts::security::Context;
+use fulcrum_scripts::review::{Line, Report, Review};
 use tokio::sync::mpsc;
 
 use crate::reconciler::Notification;
-
-/// Reviews the scripts of `parts` as keepalived does, with this process's
-/// ids, `PATH` and accounts: `configuration` keeps what may run, resolved,
-/// and loses the rest.
-pub fn review(configuration: &mut config::Config, parts: &[Part]) -> Review {
-    let context = Context::of_this_process(configuration.global.enable_script_security);
-    fulcrum_scripts::review::review(configuration, parts, &context, &System)
-}
 
 /// A review's line in `pulse -t`'s report: keepalived's configuration
 /// errors as warnings (pulse runs the configuration), its log lines as
@@ -117,7 +106,10 @@ mod tests {
             &Default::default(),
         )
         .config;
-        review(&mut configuration, &[Part::Checkers]);
+        fulcrum_scripts::review::review_here(
+            &mut configuration,
+            &[fulcrum_scripts::review::Part::Checkers],
+        );
         let script = configuration.virtual_servers[0].real_servers[0]
             .notify_up
             .as_deref()

@@ -587,6 +587,13 @@ pub fn review(
     reviewer.review
 }
 
+/// [`review`] with this process's ids, `PATH` and the system's accounts,
+/// and the configuration's `enable_script_security`: what the daemons do.
+pub fn review_here(configuration: &mut Config, parts: &[Part]) -> Review {
+    let context = Context::of_this_process(configuration.global.enable_script_security);
+    review(configuration, parts, &context, &crate::account::System)
+}
+
 fn merged(mut findings: Findings, other: Findings) -> Findings {
     findings.merge(other);
     findings

@@ -131,7 +131,7 @@ pub fn run(arguments: &Arguments) -> i32 {
     // the kernel for its IPVS family loads ip_vs (Linux 5.16 and later),
     // and most keepalived configurations run VRRP alone.
     let client = if parts.lvs {
-        match connect_ipvs() {
+        match crate::ipvs_start::connect() {
             Ok(client) => Some(client),
             Err(why) => {
                 // keepalived's checker process fails there, and keepalived
@@ -203,22 +203,6 @@ impl Parts {
     }
 }
 
-/// A connection to the kernel's IPVS, or keepalived's line saying why
-/// there is none (ipvswrapper.c `ipvs_start`), with what to do about it.
-fn connect_ipvs() -> Result<Client, String> {
-    match Client::connect() {
-        Ok(client) => Ok(client),
-        // The kernel knows no IPVS family (ENOENT), as keepalived words it.
-        Err(ipvs::Error::Unavailable) => Err(
-            "IPVS: Can't initialize ipvs: No such file or directory (this kernel has no ip_vs \
-             module loaded and did not load it: is the ip_vs module installed? `modprobe ip_vs` \
-             says why not; -P runs VRRP alone)"
-                .to_owned(),
-        ),
-        Err(error) => Err(format!("IPVS: Can't initialize ipvs: {error}")),
-    }
-}
-
 /// Loads and checks the configuration; logs every problem. `None` if it
 /// has errors. At start, the rendered problems (with their source lines)
 /// also go to standard error, where whoever started pulse looks.
@@ -280,7 +264,10 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
     .into_iter()
     .filter_map(|(runs, part)| runs.then_some(part))
     .collect();
-    crate::scripts::log(&crate::scripts::review(&mut configuration, &reviewed));
+    crate::scripts::log(&fulcrum_scripts::review::review_here(
+        &mut configuration,
+        &reviewed,
+    ));
     Some(Arc::new(configuration))
 }
 
@@ -737,7 +724,7 @@ async fn apply_reload(
 ) -> Result<Option<oneshot::Receiver<PassOutcome>>, String> {
     let parts = Parts::of(settings, &configuration);
     let client = match (parts.lvs, &lvs) {
-        (true, None) => Some(connect_ipvs()?),
+        (true, None) => Some(crate::ipvs_start::connect()?),
         _ => None,
     };
     match vrrp {

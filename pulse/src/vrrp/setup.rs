@@ -41,7 +41,7 @@ pub enum VrrpError {
     Netlink(std::io::Error),
     /// keepalived's VRRP process needs IPVS for `lvs_sync_daemon`, and
     /// ends where it has none (vrrp_daemon.c, `vrrp_ipvs_needed`).
-    #[error("IPVS: Can't initialize ipvs: {0}")]
+    #[error("{0}")]
     Ipvs(String),
     #[error("lvs_sync_daemon: cannot start its thread: {0}")]
     SyncDaemon(std::io::Error),

@@ -87,14 +87,7 @@ impl Vrrp {
         // cannot run without it then.
         let sync_daemon = match &plan.configuration.global.lvs_sync_daemon {
             Some(settings) => {
-                let client = ipvs::Client::connect().map_err(|error| {
-                    VrrpError::Ipvs(match error {
-                        // The kernel knows no IPVS family (ENOENT), as
-                        // keepalived words it.
-                        ipvs::Error::Unavailable => "No such file or directory".to_owned(),
-                        error => error.to_string(),
-                    })
-                })?;
+                let client = crate::ipvs_start::connect().map_err(VrrpError::Ipvs)?;
                 let follower = Follower::start(client).map_err(VrrpError::SyncDaemon)?;
                 Some((settings.clone(), follower))
             }
