@@ -52,12 +52,12 @@ mod stats;
 mod testing;
 
 pub use address::{AddressBytes, Family};
-pub use client::{BatchError, Client, Errno, Error, Operation};
+pub use client::{BatchError, Client, Errno, Error, Operation, Traffic};
 pub use config::Timeouts;
 pub use daemon::{DaemonAttribute, INTERFACE_NAME_MAX, SyncDaemon, SyncState};
 pub use destination::{
     ConnectionCounters, Destination, DestinationAttribute, Forwarding, Tunnel, TunnelChecksum,
-    TunnelKind,
+    TunnelKind, WEIGHT_LIMIT,
 };
 pub use error::{ParseError, RequestError, kernel_error_message};
 pub use info::{Info, Version};

@@ -43,10 +43,9 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
 
-use ipvs::listing::{ListedDestination, ListedForwarding};
 use ipvs::{
-    ConnectionCounters, Destination, Family, Forwarding, Info, Protocol, Service, ServiceFlags,
-    ServiceKey, Statistics, SyncDaemon, SyncState, Timeouts, Tunnel, TunnelChecksum, TunnelKind,
+    Destination, Family, Forwarding, Info, Protocol, Service, ServiceFlags, ServiceKey, Statistics,
+    SyncDaemon, SyncState, Timeouts, TunnelChecksum, TunnelKind,
 };
 
 /// Which `-L` listing (§5.2: one of them wins when several are given).
@@ -544,36 +543,6 @@ pub fn service_entry(
             }
         }
         out.push('\n');
-    }
-}
-
-/// A destination of the kernel's text listing ([`ipvs::listing`]) as the
-/// plain listing (`ListKind::Default`) prints it. The text holds nothing
-/// else: thresholds, tunnel parameters, persistent connections and
-/// statistics stay empty, so no other listing may use it. The kernel names
-/// forwarding methods 4 to 7 `Masq` there, so they print as `Masq` where
-/// ipvsadm prints `(null)` (docs/ipvsadm-compat.md).
-pub fn listed_destination(listed: &ListedDestination) -> Destination {
-    let forwarding = match listed.forwarding {
-        ListedForwarding::Masquerade => Forwarding::Masquerade,
-        ListedForwarding::Local => Forwarding::Local,
-        ListedForwarding::Tunnel => Forwarding::Tunnel(Tunnel::default()),
-        ListedForwarding::Route => Forwarding::Route,
-    };
-    Destination {
-        address: listed.address,
-        port: listed.port,
-        forwarding,
-        // The kernel prints these ints with %d; ipvsadm prints the same bits.
-        weight: listed.weight as u32,
-        upper_threshold: 0,
-        lower_threshold: 0,
-        counters: Some(ConnectionCounters {
-            active: listed.active_connections as u32,
-            inactive: listed.inactive_connections as u32,
-            persistent: 0,
-        }),
-        statistics: None,
     }
 }
 

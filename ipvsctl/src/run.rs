@@ -436,7 +436,12 @@ impl Runner<'_> {
                 .as_deref()
                 .unwrap_or_default()
                 .iter()
-                .map(format::listed_destination)
+                // The plain listing prints nothing the text lacks
+                // (thresholds, tunnel parameters, persistent connections,
+                // statistics). The kernel names forwarding methods 4 to 7
+                // `Masq` there, so they print as `Masq` where ipvsadm prints
+                // `(null)` (docs/ipvsadm-compat.md).
+                .map(ipvs::listing::ListedDestination::to_destination)
                 .collect();
             format_entry(index, &destinations)
         });

@@ -10,6 +10,7 @@
 //! connected from a thread inside a namespace programs that namespace's IPVS.
 
 mod error;
+mod traffic;
 mod transport;
 
 use netlink_packet_core::ParseableParametrized;
@@ -19,6 +20,7 @@ use std::fmt;
 use std::net::SocketAddr;
 
 pub use error::{Errno, Error};
+pub use traffic::Traffic;
 
 use crate::request::{self, Request, RequestKind};
 use crate::{
@@ -34,6 +36,9 @@ pub struct Client {
     /// The network namespace of the first socket, where a new one is
     /// opened, whichever thread (and namespace) the client is used from.
     namespace: std::fs::File,
+    /// The messages exchanged with the kernel, over every socket the client
+    /// opened (the readers of [`Client::map_destinations`] included).
+    traffic: std::sync::Arc<traffic::Counters>,
 }
 
 /// One change to IPVS, for [`Client::apply`].
@@ -179,10 +184,33 @@ impl Client {
     /// [`Error::Unavailable`] when the kernel has no IPVS and cannot load it.
     pub fn connect() -> Result<Client, Error> {
         let namespace = std::fs::File::open("/proc/thread-self/ns/net")?;
+        let traffic = std::sync::Arc::new(traffic::Counters::default());
         Ok(Client {
-            transport: Some(Transport::connect()?),
+            transport: Some(Transport::connect(traffic.clone())?),
             namespace,
+            traffic,
         })
+    }
+
+    /// A second client of the same network namespace, with a socket and
+    /// counts of its own: for work that runs beside this client's (a
+    /// periodic read of the table beside the changes), from any thread.
+    pub fn another(&self) -> Result<Client, Error> {
+        let traffic = std::sync::Arc::new(traffic::Counters::default());
+        let shared = traffic.clone();
+        let transport = in_namespace(&self.namespace, move || Transport::connect(shared))
+            .map_err(Error::Io)??;
+        Ok(Client {
+            transport: Some(transport),
+            namespace: self.namespace.try_clone()?,
+            traffic,
+        })
+    }
+
+    /// The netlink messages this client has sent and received so far: the
+    /// difference of two readings is what the calls between them cost.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic.read()
     }
 
     /// The generic netlink family id the kernel gave IPVS, while connected.
@@ -194,8 +222,9 @@ impl Client {
     /// opened in the client's namespace (see [`in_namespace`]).
     fn transport(&mut self) -> Result<&mut Transport, Error> {
         if self.transport.is_none() {
-            let transport =
-                in_namespace(&self.namespace, Transport::connect).map_err(Error::Io)??;
+            let traffic = self.traffic.clone();
+            let transport = in_namespace(&self.namespace, move || Transport::connect(traffic))
+                .map_err(Error::Io)??;
             self.transport = Some(transport);
         }
         Ok(self.transport.as_mut().expect("connected just above"))
@@ -347,6 +376,8 @@ impl Client {
         };
         let namespace = &namespace;
         let read = &read;
+        let traffic = self.traffic.clone();
+        let traffic = &traffic;
         let shares: Vec<(usize, &[ServiceKey])> = keys
             .chunks(share)
             .enumerate()
@@ -358,8 +389,9 @@ impl Client {
                 .map(|&(first, keys)| {
                     scope.spawn(move || {
                         let mut client = Client {
-                            transport: Some(connect_in(namespace)?),
+                            transport: Some(connect_in(namespace, traffic.clone())?),
                             namespace: namespace.try_clone()?,
+                            traffic: traffic.clone(),
                         };
                         Ok::<_, Error>(read(&mut client, first, keys))
                     })
@@ -637,9 +669,12 @@ fn enter(namespace: &std::fs::File) -> std::io::Result<()> {
 
 /// Opens a socket in `namespace` from a worker thread of the caller's,
 /// which it moves there.
-fn connect_in(namespace: &std::fs::File) -> Result<Transport, Error> {
+fn connect_in(
+    namespace: &std::fs::File,
+    traffic: std::sync::Arc<traffic::Counters>,
+) -> Result<Transport, Error> {
     enter(namespace)?;
-    Transport::connect()
+    Transport::connect(traffic)
 }
 
 /// At most this many threads read the destinations of a table.

@@ -18,6 +18,7 @@ use netlink_packet_generic::{GenlHeader, GenlMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 
 use super::error::{Errno, Error};
+use super::traffic::Counters;
 use crate::message::{IPVS_GENL_NAME, IPVS_GENL_VERSION, IpvsCommand, IpvsMessage};
 use crate::request::{Request, RequestKind};
 
@@ -96,10 +97,12 @@ pub(crate) struct Transport {
     window: usize,
     most_bytes_per_send: usize,
     buffer: Vec<u8>,
+    /// The client's counts, which every socket it opens adds to.
+    traffic: std::sync::Arc<Counters>,
 }
 
 impl Transport {
-    pub(crate) fn connect() -> Result<Transport, Error> {
+    pub(crate) fn connect(traffic: std::sync::Arc<Counters>) -> Result<Transport, Error> {
         let mut socket = Socket::new(NETLINK_GENERIC)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
@@ -132,6 +135,7 @@ impl Transport {
             window: (received / REFUSAL_COST).clamp(16, MOST_REQUESTS_PER_SEND),
             most_bytes_per_send: MOST_BYTES_PER_SEND.min(sent.saturating_sub(64)),
             buffer: vec![0; RECEIVE_CHUNK],
+            traffic,
         };
         transport.family = transport.resolve_family()?;
         Ok(transport)
@@ -154,7 +158,7 @@ impl Transport {
         request.finalize();
         let mut bytes = vec![0; request.buffer_len()];
         request.serialize(&mut bytes);
-        self.socket.send(&bytes, 0)?;
+        self.send(&bytes, 1)?;
 
         let mut family = None;
         loop {
@@ -276,7 +280,7 @@ impl Transport {
         count: usize,
     ) -> Result<Vec<Outcome>, Error> {
         let last_sequence = first_sequence.wrapping_add(count as u32 - 1);
-        self.socket.send(datagram, 0)?;
+        self.send(datagram, count)?;
         let mut outcomes: Vec<Outcome> = vec![Ok(Vec::new()); count];
         let mut done = false;
         while !done {
@@ -332,7 +336,7 @@ impl Transport {
             request.kind.flags(),
             &mut datagram,
         );
-        self.socket.send(&datagram, 0)?;
+        self.send(&datagram, 1)?;
         let mut entries = Vec::new();
         let mut first_error = None;
         let mut outcome: Option<Result<(), Refusal>> = None;
@@ -417,10 +421,20 @@ impl Transport {
         Ok(())
     }
 
+    /// Sends a datagram of `messages` requests.
+    fn send(&mut self, datagram: &[u8], messages: usize) -> Result<(), Error> {
+        self.socket.send(datagram, 0)?;
+        self.traffic.sent(messages);
+        Ok(())
+    }
+
     fn receive(&mut self) -> Result<usize, Error> {
         loop {
             match self.socket.recv(&mut &mut self.buffer[..], 0) {
-                Ok(count) => return Ok(count),
+                Ok(count) => {
+                    self.traffic.received(count_messages(&self.buffer[..count]));
+                    return Ok(count);
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 // SO_RCVTIMEO expired.
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
@@ -506,6 +520,23 @@ impl ParseableParametrized<[u8], GenlHeader> for FamilyReply {
         }
         Ok(FamilyReply { id })
     }
+}
+
+/// How many netlink messages a datagram holds (a malformed tail, which
+/// [`split`] reports, is not counted).
+fn count_messages(datagram: &[u8]) -> usize {
+    let mut count = 0;
+    let mut offset = 0;
+    while offset + 16 <= datagram.len() {
+        let length =
+            u32::from_ne_bytes(datagram[offset..offset + 4].try_into().expect("4 bytes")) as usize;
+        if length < 16 || offset + length > datagram.len() {
+            break;
+        }
+        count += 1;
+        offset += (length + 3) & !3;
+    }
+    count
 }
 
 /// The (offset, length) of each netlink message in a datagram.

@@ -193,6 +193,12 @@ pub struct ConnectionCounters {
     pub persistent: u32,
 }
 
+/// The largest weight the kernel takes: it keeps a destination's weight
+/// in an `atomic_t` and refuses a negative one (`ip_vs_add_dest`:
+/// `udest->weight < 0` is EINVAL), so the limit is `INT_MAX`, keepalived's
+/// `IPVS_WEIGHT_LIMIT`.
+pub const WEIGHT_LIMIT: u32 = i32::MAX as u32;
+
 /// A real server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
@@ -239,7 +245,7 @@ impl Destination {
     /// Check what the kernel would reject, for a destination of a service of
     /// `service_family`.
     pub fn validate(&self, service_family: Family) -> Result<(), RequestError> {
-        if i32::try_from(self.weight).is_err() {
+        if self.weight > WEIGHT_LIMIT {
             return Err(RequestError::Weight(self.weight));
         }
         if self.lower_threshold > self.upper_threshold {

@@ -112,6 +112,36 @@ pub struct ListedDestination {
     pub inactive_connections: i32,
 }
 
+impl ListedDestination {
+    /// The destination as far as the line tells: a tunnel of unknown kind
+    /// reads as IPIP, thresholds as 0, no persistent-connection count and
+    /// no statistics.
+    pub fn to_destination(&self) -> crate::Destination {
+        let forwarding = match self.forwarding {
+            ListedForwarding::Masquerade => crate::Forwarding::Masquerade,
+            ListedForwarding::Local => crate::Forwarding::Local,
+            ListedForwarding::Tunnel => crate::Forwarding::Tunnel(crate::Tunnel::default()),
+            ListedForwarding::Route => crate::Forwarding::Route,
+        };
+        crate::Destination {
+            address: self.address,
+            port: self.port,
+            forwarding,
+            // The kernel prints these ints with %d; ipvsadm prints the same
+            // bits.
+            weight: self.weight as u32,
+            upper_threshold: 0,
+            lower_threshold: 0,
+            counters: Some(crate::ConnectionCounters {
+                active: self.active_connections as u32,
+                inactive: self.inactive_connections as u32,
+                persistent: 0,
+            }),
+            statistics: None,
+        }
+    }
+}
+
 impl ListedService {
     /// Whether this line may be `service`: the same key, scheduler and
     /// persistence, and the same one-packet flag where the line shows it.
