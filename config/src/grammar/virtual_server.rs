@@ -1062,6 +1062,7 @@ fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
         port: port.unwrap_or(0),
         written_port: port,
         weight: 1,
+        written_weight: None,
         forwarding: ForwardingMethod::Nat,
         upper_threshold: 0,
         lower_threshold: 0,
@@ -1077,7 +1078,6 @@ fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
     // Gathered apart, and stored once: the real server holds them on the
     // heap only if any is written.
     let mut defaults = CheckDefaults::default();
-    let mut weight_written = false;
     for child in node.children {
         if read_check_default(child, &mut defaults, context) {
             if child.name() == "snmp_name" {
@@ -1092,8 +1092,7 @@ fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
                 if let Some(value) = argument.and_then(|word| {
                     values::integer::<u32>(context, word, 0, WEIGHT_MAXIMUM, "weight")
                 }) {
-                    real_server.weight = value;
-                    weight_written = true;
+                    real_server.written_weight = Some(value);
                 }
             }
             "lvs_method" => {
@@ -1145,10 +1144,6 @@ fn read_real_server(node: &Node, context: &mut Context) -> Option<RealServer> {
         }
     }
     real_server.defaults = defaults.into();
-    if !weight_written {
-        // Marks "inherit the virtual server's weight" (resolved later).
-        real_server.weight = u32::MAX;
-    }
     if real_server.upper_threshold != 0 && real_server.lower_threshold > real_server.upper_threshold
     {
         context.warning(node.span(), "lthreshold is above uthreshold");
@@ -1164,9 +1159,7 @@ fn resolve_real_server(
     real_node: &Node,
     context: &mut Context,
 ) {
-    if real_server.weight == u32::MAX {
-        real_server.weight = server.weight;
-    }
+    real_server.weight = real_server.written_weight.unwrap_or(server.weight);
     let vs = &server.defaults;
     // Cheap: nothing to copy when nothing is written.
     let rs = real_server.defaults.clone();

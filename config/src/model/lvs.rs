@@ -129,7 +129,7 @@ pub struct ServiceFlags {
     pub flag_3: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Protocol {
     Tcp,
@@ -291,8 +291,11 @@ pub struct RealServer {
     pub port: u16,
     /// The port as written, if it was.
     pub written_port: Option<u16>,
-    /// Default: the virtual server's `weight` (1).
+    /// Resolved: the weight as written, else the virtual server's `weight`
+    /// (1).
     pub weight: u32,
+    /// The weight as written, if it was.
+    pub written_weight: Option<u32>,
     /// Default: the virtual server's method.
     pub forwarding: ForwardingMethod,
     /// `uthreshold`: maximum connections; 0 = no limit.
