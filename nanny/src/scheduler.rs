@@ -25,14 +25,14 @@ use tokio::time::Instant;
 use crate::driver;
 use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
 use crate::outcome::{Failure, Outcome};
-use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerName};
+use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerKey};
 
 /// A real server's state was decided or changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateChange {
     pub real_server: RealServerName,
     /// Every virtual server where it changed (identical checks are shared).
-    pub virtual_servers: Vec<VirtualServerName>,
+    pub virtual_servers: Vec<VirtualServerKey>,
     pub up: bool,
     /// The first report of this real server, not a change.
     pub initial: bool,
@@ -705,7 +705,7 @@ impl Scheduler {
                 self.owners.remove(&attempt.number);
             }
         }
-        let previous_slots: HashMap<(VirtualServerName, RealServerName), usize> = self
+        let previous_slots: HashMap<(VirtualServerKey, RealServerName), usize> = self
             .plan
             .slots
             .iter()
@@ -720,7 +720,7 @@ impl Scheduler {
         let mut health = Vec::with_capacity(plan.slots.len());
         let mut reported = Vec::with_capacity(plan.slots.len());
         let mut weights = Vec::with_capacity(plan.slots.len());
-        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerName>> =
+        let mut changes: BTreeMap<(RealServerName, bool, Option<i32>), Vec<VirtualServerKey>> =
             BTreeMap::new();
         // Taken now: the offsets after the reload are reported with any
         // change below.
@@ -838,7 +838,7 @@ impl Scheduler {
             }
         }
         let mut initial_slots = Vec::new();
-        let mut changes: BTreeMap<ChangeKey, Vec<VirtualServerName>> = BTreeMap::new();
+        let mut changes: BTreeMap<ChangeKey, Vec<VirtualServerKey>> = BTreeMap::new();
         for &(slot_index, position) in &self.plan.checks[index].subscribers {
             if weight.is_some() {
                 self.weights[slot_index] = weight;
@@ -890,7 +890,7 @@ impl Scheduler {
     /// Sends the initial state of `slots`, grouped by real server, state
     /// and reason.
     async fn send_initial(&mut self, slots: &[usize]) -> bool {
-        let mut groups: BTreeMap<InitialKey, Vec<VirtualServerName>> = BTreeMap::new();
+        let mut groups: BTreeMap<InitialKey, Vec<VirtualServerKey>> = BTreeMap::new();
         for &slot_index in slots {
             self.reported[slot_index] = true;
             let slot = &self.plan.slots[slot_index];
@@ -955,7 +955,10 @@ pub enum Command {
 
 /// A running scheduler: its events, and how to steer and stop it.
 pub struct Handle {
+    /// The verdicts; see [`Handle::take_events`].
     pub events: mpsc::Receiver<StateChange>,
+    /// Whether [`Handle::take_events`] took them.
+    events_taken: bool,
     commands: mpsc::Sender<Command>,
     shutdown: broadcast::Sender<()>,
     done: mpsc::Receiver<()>,
@@ -1028,6 +1031,7 @@ impl Handle {
         tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
         Handle {
             events,
+            events_taken: false,
             commands,
             shutdown,
             done,
@@ -1046,10 +1050,26 @@ impl Handle {
         let _ = self.commands.send(Command::LocalAddresses(addresses)).await;
     }
 
+    /// The verdicts, for a consumer of its own (the reconciler takes them
+    /// straight from the scheduler, with nothing relaying them); `None` once
+    /// taken. The consumer must go on receiving until [`Handle::shutdown`]
+    /// returns, or drop the receiver: a scheduler waiting to send holds up
+    /// the shutdown.
+    pub fn take_events(&mut self) -> Option<mpsc::Receiver<StateChange>> {
+        if self.events_taken {
+            return None;
+        }
+        self.events_taken = true;
+        // A closed stand-in, which `shutdown` drains at once.
+        let (_, closed) = mpsc::channel(1);
+        Some(std::mem::replace(&mut self.events, closed))
+    }
+
     /// Stops the scheduler and waits until every attempt is cancelled.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(());
-        // Unblock a scheduler waiting to send.
+        // Unblock a scheduler waiting to send (unless the events were
+        // taken: their consumer receives them).
         self.events.close();
         while self.events.recv().await.is_some() {}
         let _ = self.done.recv().await;
@@ -1120,10 +1140,12 @@ mod tests {
     /// down.
     async fn first_reported_down(handle: &mut Handle, virtual_server: &str) {
         let change = next(handle).await;
-        assert_eq!(
-            change.virtual_servers,
-            [VirtualServerName(virtual_server.into())]
-        );
+        let names: Vec<String> = change
+            .virtual_servers
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(names, [virtual_server]);
         assert!(!change.up && change.initial);
     }
 
@@ -1199,7 +1221,7 @@ mod tests {
             changes[1]
                 .virtual_servers
                 .iter()
-                .map(|name| name.0.as_str())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>(),
             ["192.0.2.1:80 TCP", "192.0.2.2:80 TCP"]
         );
@@ -1532,7 +1554,7 @@ mod tests {
         let shared = next(&mut handle).await;
         assert!(shared.up && shared.initial);
         assert_eq!(shared.virtual_servers.len(), 1);
-        assert_eq!(shared.virtual_servers[0].0, "192.0.2.2:80 TCP");
+        assert_eq!(shared.virtual_servers[0].to_string(), "192.0.2.2:80 TCP");
         let new = next(&mut handle).await;
         assert!(!new.up && new.initial);
         assert_eq!(new.real_server.address, down);

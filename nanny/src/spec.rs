@@ -280,31 +280,68 @@ impl fmt::Display for CheckSpec {
     }
 }
 
-/// A virtual server as nanny names it in its reports.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct VirtualServerName(pub String);
+/// A virtual server as nanny names it in its reports: its address and port
+/// (or firewall mark, or group) and protocol, as written. A typed key, so
+/// that whoever files reports by virtual server hashes and compares it
+/// without formatting or allocating; a group's name is shared, so a clone
+/// allocates nothing either. It prints as keepalived names the virtual
+/// server in its logs: `192.0.2.1:80 TCP`, `fwmark 7`, `group web TCP`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VirtualServerKey {
+    Address {
+        address: SocketAddr,
+        protocol: Option<config::Protocol>,
+    },
+    Fwmark(u32),
+    Group {
+        name: std::sync::Arc<str>,
+        protocol: Option<config::Protocol>,
+    },
+}
 
-impl VirtualServerName {
-    pub fn from_config(virtual_server: &config::VirtualServer) -> VirtualServerName {
-        let protocol = match virtual_server.protocol {
+impl VirtualServerKey {
+    pub fn from_config(virtual_server: &config::VirtualServer) -> VirtualServerKey {
+        let protocol = virtual_server.protocol;
+        match &virtual_server.address {
+            config::VirtualServerAddress::Address { address, port } => VirtualServerKey::Address {
+                address: SocketAddr::new(*address, *port),
+                protocol,
+            },
+            config::VirtualServerAddress::Fwmark(mark) => VirtualServerKey::Fwmark(*mark),
+            config::VirtualServerAddress::Group(name) => VirtualServerKey::Group {
+                name: name.as_str().into(),
+                protocol,
+            },
+        }
+    }
+}
+
+impl fmt::Display for VirtualServerKey {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let protocol = |protocol: &Option<config::Protocol>| match protocol {
             Some(config::Protocol::Tcp) => " TCP",
             Some(config::Protocol::Udp) => " UDP",
             Some(config::Protocol::Sctp) => " SCTP",
             None => "",
         };
-        VirtualServerName(match &virtual_server.address {
-            config::VirtualServerAddress::Address { address, port } => {
-                format!("{}{protocol}", SocketAddr::new(*address, *port))
-            }
-            config::VirtualServerAddress::Fwmark(mark) => format!("fwmark {mark}"),
-            config::VirtualServerAddress::Group(name) => format!("group {name}{protocol}"),
-        })
+        match self {
+            VirtualServerKey::Address {
+                address,
+                protocol: written,
+            } => write!(formatter, "{address}{}", protocol(written)),
+            VirtualServerKey::Fwmark(mark) => write!(formatter, "fwmark {mark}"),
+            VirtualServerKey::Group {
+                name,
+                protocol: written,
+            } => write!(formatter, "group {name}{}", protocol(written)),
+        }
     }
 }
 
-impl fmt::Display for VirtualServerName {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
+/// Serialized as it prints.
+impl Serialize for VirtualServerKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
@@ -664,7 +701,7 @@ impl fmt::Display for RealServerName {
 /// A real server under one virtual server, with its checkers.
 #[derive(Debug, Clone)]
 pub struct Slot {
-    pub virtual_server: VirtualServerName,
+    pub virtual_server: VirtualServerKey,
     pub real_server: RealServerName,
     /// Indexes into [`Plan::checks`], one per configured checker.
     pub checks: Vec<usize>,
@@ -690,7 +727,7 @@ impl Plan {
         let mut plan = Plan::default();
         let mut index_of: HashMap<CheckSpec, usize> = HashMap::new();
         for virtual_server in &configuration.virtual_servers {
-            let virtual_name = VirtualServerName::from_config(virtual_server);
+            let virtual_name = VirtualServerKey::from_config(virtual_server);
             for real_server in &virtual_server.real_servers {
                 let slot_index = plan.slots.len();
                 let mut checks = Vec::new();
@@ -774,7 +811,7 @@ virtual_server 192.0.2.2 80 {
         assert_eq!(tcp.spec.connect_timeout, Duration::from_secs(2));
         assert_eq!(tcp.spec.timing.retry, 2);
         assert_eq!(tcp.spec.timing.delay_loop, Duration::from_secs(3));
-        assert_eq!(plan.slots[1].virtual_server.0, "192.0.2.2:80 TCP");
+        assert_eq!(plan.slots[1].virtual_server.to_string(), "192.0.2.2:80 TCP");
     }
 
     #[test]

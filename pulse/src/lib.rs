@@ -6,10 +6,8 @@
 
 pub mod cli;
 pub mod daemon;
-pub mod desired;
 pub mod ipvs_start;
-pub mod reconcile;
-pub mod reconciler;
+pub mod lvs;
 pub mod scripts;
 pub mod sync_daemon;
 pub mod vrrp;

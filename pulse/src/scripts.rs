@@ -15,7 +15,7 @@ use fulcrum_config::model as config;
 use fulcrum_scripts::review::{Line, Report, Review};
 use tokio::sync::mpsc;
 
-use crate::reconciler::Notification;
+use crate::lvs::task::Notification;
 
 /// A review's line in `pulse -t`'s report: keepalived's configuration
 /// errors as warnings (pulse runs the configuration), its log lines as
@@ -118,7 +118,10 @@ mod tests {
         let runner = tokio::spawn(run(receiver));
         sender
             .send(Notification::RealServer {
-                virtual_server: nanny::spec::VirtualServerName("192.0.2.1:80 TCP".into()),
+                virtual_server: nanny::spec::VirtualServerKey::Address {
+                    address: "192.0.2.1:80".parse().unwrap(),
+                    protocol: Some(fulcrum_config::model::Protocol::Tcp),
+                },
                 real_server: "10.0.0.1:80".parse().unwrap(),
                 up: true,
                 script,

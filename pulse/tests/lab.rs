@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use fulcrum_config::diagnostic::Severity;
 use ipvs::{Client, Destination, Operation, Protocol, Service, ServiceFlags, ServiceKey};
 use labkit::Namespace;
-use pulse::desired::{Health, QuorumStates, Table, desired};
-use pulse::reconcile::{Ownership, plan, read};
-use pulse::reconciler::{Channels, Reconciler, StopMode, run};
+use pulse::lvs::desired::{Health, QuorumStates, Table, desired};
+use pulse::lvs::plan::{Ownership, plan, read};
+use pulse::lvs::task::{Applied, Channels, Reconciler, Running, StopMode, run};
 use tokio::sync::{mpsc, oneshot};
 
 #[path = "lab/daemon.rs"]
@@ -94,7 +94,7 @@ fn desired_table() -> Table {
 fn summary(table: &Table, keys: &HashSet<ServiceKey>) -> Vec<String> {
     let mut lines: Vec<String> = table
         .services
-        .iter()
+        .values()
         .filter(|entry| keys.contains(&entry.service.key))
         .map(|entry| {
             let service = &entry.service;
@@ -262,15 +262,19 @@ fn reconciler_follows_health_and_repairs_drift() {
         .build()
         .unwrap();
     let (states_sender, states) = mpsc::channel(16);
-    let (_reloads_sender, reloads) = mpsc::channel(1);
+    let (_running, configurations) = tokio::sync::watch::channel(Running {
+        generation: 1,
+        configuration: configuration.clone(),
+    });
+    let (applied, _applied_receiver) = tokio::sync::watch::channel(Applied::default());
     let (stop_sender, stop) = oneshot::channel();
     let (notifications_sender, mut notifications) = mpsc::channel(64);
     let task = runtime.spawn(run(
         Reconciler::new(connect(), configuration),
         Channels {
             states,
-            reloads,
-            started: None,
+            configurations,
+            applied,
             stop,
             notifications: notifications_sender,
         },
@@ -302,7 +306,10 @@ fn reconciler_follows_health_and_repairs_drift() {
                 real_server: nanny::spec::RealServerName {
                     address: deleted.socket_address(),
                 },
-                virtual_servers: vec![nanny::spec::VirtualServerName("192.0.2.1:80 TCP".into())],
+                virtual_servers: vec![nanny::spec::VirtualServerKey::Address {
+                    address: "192.0.2.1:80".parse().unwrap(),
+                    protocol: Some(fulcrum_config::model::Protocol::Tcp),
+                }],
                 up: false,
                 initial: false,
                 reason: "lab".into(),
@@ -327,12 +334,12 @@ fn reconciler_follows_health_and_repairs_drift() {
     wait_for(&mut observer, "the stop", |table| {
         table
             .services
-            .iter()
+            .values()
             .all(|entry| !keys.contains(&entry.service.key))
     });
     let mut quorum_notifications = 0;
     while let Ok(notification) = notifications.try_recv() {
-        if matches!(notification, pulse::reconciler::Notification::Quorum { .. }) {
+        if matches!(notification, pulse::lvs::task::Notification::Quorum { .. }) {
             quorum_notifications += 1;
         }
     }

@@ -1,5 +1,5 @@
 //! `pulse -f keepalived.conf`: the daemon. It runs the configuration's
-//! health checkers (nanny) and the [`reconciler`](crate::reconciler) that
+//! health checkers (nanny) and the [reconciler](crate::lvs::task) that
 //! keeps the kernel's IPVS table what the configuration and the checks
 //! say, with keepalived's conventions around them:
 //!
@@ -48,11 +48,13 @@ use nanny::scheduler::{Handle, Start};
 use nanny::spec::Plan;
 use sd_notify::NotifyState;
 use tokio::signal::unix::{Signal, SignalKind, signal};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cli::Arguments;
 use crate::exit;
-use crate::reconciler::{self, Channels, PassOutcome, Reconciler, Reload, StopMode};
+use crate::lvs::task::{
+    self as reconciler, Applied, Channels, PassOutcome, Reconciler, Running, StopMode,
+};
 use crate::vrrp::netlink_events::AddressMonitor;
 use crate::vrrp::{Vrrp, VrrpError};
 use process::{Detached, PidFile};
@@ -312,30 +314,33 @@ impl RunningVrrp {
 }
 
 /// The LVS part running: nanny's checkers, the reconciler keeping the IPVS
-/// table, the runner of their scripts, and, for `ha_suspend`, this host's
-/// addresses followed. Each runs as its own task; [`Lvs::next`] carries
-/// the checkers' verdicts to the reconciler.
+/// table (which takes nanny's verdicts straight from it), the runner of
+/// their scripts, and, for `ha_suspend`, this host's addresses followed.
+/// Each runs as its own task; the configuration they run is the one value
+/// of [`Lvs::running`].
 struct Lvs {
     checkers: Handle,
-    /// Derived once per configuration, not at every turn of the loop.
-    watch_addresses: bool,
+    /// The configuration running: a new value is a reload.
+    running: watch::Sender<Running>,
+    /// The last generation whose pass is over.
+    applied: watch::Receiver<Applied>,
     /// Opens once a configuration asks for it (`ha_suspend`).
     address_monitor: Option<AddressMonitor>,
     /// Opens it: at once, then a second after a failure.
     open_retry: tokio::time::Interval,
-    states: mpsc::Sender<nanny::scheduler::StateChange>,
-    reloads: mpsc::Sender<Reload>,
     stop: oneshot::Sender<StopMode>,
     reconciler: tokio::task::JoinHandle<Reconciler>,
     scripts: tokio::task::JoinHandle<()>,
-    /// Told once the start pass is applied.
-    started: Option<oneshot::Receiver<PassOutcome>>,
+    /// The generation whose pass the daemon waits for: the start's, then
+    /// a reload's.
+    awaited: Option<u64>,
 }
 
 /// What the LVS part tells the daemon's loop.
 enum LvsEvent {
-    /// The start pass is applied.
-    Started(PassOutcome),
+    /// The pass of the awaited generation is over: the start's, or a
+    /// reload's.
+    Applied(PassOutcome),
     /// The checkers or the reconciler ended: pulse stops.
     Ended,
 }
@@ -344,20 +349,22 @@ impl Lvs {
     fn start(configuration: Arc<config::Config>, client: Client) -> Lvs {
         // Told this host's addresses whenever a configuration has
         // `ha_suspend`: until then, such checks wait.
-        let checkers =
+        let mut checkers =
             Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
-        let (states, states_receiver) = mpsc::channel(1024);
-        let (reloads, reloads_receiver) = mpsc::channel(4);
-        let (started_sender, started) = oneshot::channel();
+        let states = checkers.take_events().expect("a new handle has its events");
+        let (running, configurations) = watch::channel(Running {
+            generation: 1,
+            configuration: configuration.clone(),
+        });
+        let (applied_sender, applied) = watch::channel(Applied::default());
         let (stop, stop_receiver) = oneshot::channel();
         let (notifications, notifications_receiver) = mpsc::channel(1024);
-        let watch_addresses = wants_addresses(&configuration);
         let reconciler = tokio::spawn(reconciler::run(
             Reconciler::new(client, configuration),
             Channels {
-                states: states_receiver,
-                reloads: reloads_receiver,
-                started: Some(started_sender),
+                states,
+                configurations,
+                applied: applied_sender,
                 stop: stop_receiver,
                 notifications,
             },
@@ -367,26 +374,27 @@ impl Lvs {
         open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Lvs {
             checkers,
-            watch_addresses,
+            running,
+            applied,
             address_monitor: None,
             open_retry,
-            states,
-            reloads,
             stop,
             reconciler,
             scripts,
-            started: Some(started),
+            awaited: Some(1),
         }
     }
 
+    /// Whether the running configuration has `ha_suspend`, so that the
+    /// checks need to know the host's addresses.
+    fn watch_addresses(&self) -> bool {
+        wants_addresses(&self.running.borrow().configuration)
+    }
+
     /// Hands a reloaded configuration to the checkers and the reconciler;
-    /// what tells when its pass is applied, if the reconciler still runs.
-    async fn reload(
-        &mut self,
-        configuration: Arc<config::Config>,
-    ) -> Option<oneshot::Receiver<PassOutcome>> {
-        self.watch_addresses = wants_addresses(&configuration);
-        if !self.watch_addresses && self.address_monitor.take().is_some() {
+    /// [`Lvs::next`] then says when its pass is over.
+    async fn reload(&mut self, configuration: Arc<config::Config>) {
+        if !wants_addresses(&configuration) && self.address_monitor.take().is_some() {
             // Not followed from here on: a later configuration with
             // `ha_suspend` waits for a new reading.
             self.checkers.local_addresses(None).await;
@@ -394,56 +402,43 @@ impl Lvs {
         self.checkers
             .reload(Plan::from_config(&configuration))
             .await;
-        let (applied_sender, applied) = oneshot::channel();
-        self.reloads
-            .send(Reload {
-                configuration,
-                applied: Some(applied_sender),
-            })
-            .await
-            .ok()
-            .map(|()| applied)
+        let generation = self.running.borrow().generation + 1;
+        self.running.send_replace(Running {
+            generation,
+            configuration,
+        });
+        self.awaited = Some(generation);
     }
 
-    /// Carries the checkers' verdicts to the reconciler and this host's
-    /// addresses to the checkers, until something the daemon must act on.
-    /// Cancel-safe.
+    /// Carries this host's addresses to the checkers, until something the
+    /// daemon must act on. Cancel-safe.
     async fn next(&mut self) -> LvsEvent {
+        let watch_addresses = self.watch_addresses();
         let Lvs {
             checkers,
-            watch_addresses,
+            applied,
             address_monitor,
             open_retry,
-            states,
-            started,
+            awaited,
             ..
         } = self;
         loop {
             tokio::select! {
-                outcome = async { started.as_mut().expect("guarded").await }, if started.is_some() => {
-                    *started = None;
-                    return LvsEvent::Started(
-                        outcome.unwrap_or_else(|_| Err("the reconciler stopped".into())),
-                    );
-                }
-                change = checkers.events.recv() => match change {
-                    Some(change) => {
-                        // nanny logged the checker's verdict already.
-                        tracing::debug!(
-                            "{} {} {}: {}",
-                            change.real_server,
-                            if change.initial { "is" } else { "went" },
-                            if change.up { "up" } else { "down" },
-                            change.reason
-                        );
-                        if states.send(change).await.is_err() {
-                            return LvsEvent::Ended;
-                        }
+                changed = applied.changed() => {
+                    // The reconciler's end closes the channel.
+                    if changed.is_err() {
+                        return LvsEvent::Ended;
                     }
-                    None => return LvsEvent::Ended,
-                },
+                    let applied = applied.borrow_and_update();
+                    if let (Some(generation), Some(outcome)) = (*awaited, &applied.outcome)
+                        && applied.generation >= generation
+                    {
+                        *awaited = None;
+                        return LvsEvent::Applied(outcome.clone());
+                    }
+                }
                 changed = async { address_monitor.as_mut().expect("guarded").changed().await },
-                    if *watch_addresses && address_monitor.is_some() =>
+                    if watch_addresses && address_monitor.is_some() =>
                 {
                     match changed {
                         Some(addresses) => checkers.local_addresses(Some(addresses)).await,
@@ -459,7 +454,7 @@ impl Lvs {
                         }
                     }
                 }
-                _ = open_retry.tick(), if *watch_addresses && address_monitor.is_none() => {
+                _ = open_retry.tick(), if watch_addresses && address_monitor.is_none() => {
                     match AddressMonitor::open().await {
                         Ok(monitor) => {
                             checkers.local_addresses(Some(monitor.addresses())).await;
@@ -484,8 +479,7 @@ impl Lvs {
             tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");
         }
         let _ = self.stop.send(stop_mode);
-        drop(self.states);
-        drop(self.reloads);
+        drop(self.running);
         if let Err(error) = self.reconciler.await {
             tracing::error!("the reconciler failed: {error}");
             return false;
@@ -601,25 +595,30 @@ async fn serve(
         tell_systemd(&[NotifyState::Ready, NotifyState::Status(status)]);
         detached.started(exit::CLEAN as u8);
     }
-    // The reload whose pass is awaited, if any; further SIGHUPs wait.
-    let mut reload_applied: Option<oneshot::Receiver<PassOutcome>> = None;
+    // The pass the daemon waits for, if any: the LVS part's start, or a
+    // reload's; further SIGHUPs wait.
+    let mut awaited: Option<&'static str> = lvs.as_ref().map(|_| "started");
     let mut reload_pending = false;
     // The shutdown script of the configuration running at the stop.
     let mut shutdown_script = shutdown_script_of(&configuration);
+    drop(configuration);
     let stop_mode = loop {
-        if reload_pending && reload_applied.is_none() {
+        if reload_pending && awaited.is_none() {
             reload_pending = false;
             match self::reload(&settings).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
                     match apply_reload(&settings, configuration, &mut vrrp, &mut lvs).await {
-                        Ok(Some(applied)) => {
+                        Ok(lvs_pass) => {
                             shutdown_script = next_shutdown;
-                            reload_applied = Some(applied);
-                        }
-                        Ok(None) => {
-                            shutdown_script = next_shutdown;
-                            tell_systemd(&[NotifyState::Ready, NotifyState::Status("reloaded")]);
+                            if lvs_pass {
+                                awaited = Some("reloaded");
+                            } else {
+                                tell_systemd(&[
+                                    NotifyState::Ready,
+                                    NotifyState::Status("reloaded"),
+                                ]);
+                            }
                         }
                         Err(why) => {
                             tracing::error!("{why}; keeping the running configuration");
@@ -641,23 +640,17 @@ async fn serve(
         tokio::select! {
             event = async { lvs.as_mut().expect("guarded").next().await }, if lvs.is_some() => {
                 match event {
-                    LvsEvent::Started(outcome) => {
-                        let status = pass_status("started", &outcome);
+                    LvsEvent::Applied(outcome) => {
+                        let what = awaited.take().unwrap_or("applied");
+                        let status = pass_status(what, &outcome);
                         tracing::info!("{status}");
                         tell_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
-                        detached.started(exit::CLEAN as u8);
+                        if what == "started" {
+                            detached.started(exit::CLEAN as u8);
+                        }
                     }
                     LvsEvent::Ended => break settings.stop_mode,
                 }
-            }
-            outcome = async { reload_applied.as_mut().expect("guarded").await },
-                if reload_applied.is_some() =>
-            {
-                reload_applied = None;
-                let outcome = outcome.unwrap_or_else(|_| Err("the reconciler stopped".into()));
-                let status = pass_status("reloaded", &outcome);
-                tracing::info!("{status}");
-                tell_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
             }
             _ = hangup.recv() => reload_pending = true,
             _ = terminate.recv() => {
@@ -712,16 +705,16 @@ fn shutdown_script_of(
 }
 
 /// Hands a reloaded configuration to the running parts, starting those it
-/// now calls for; what tells when the LVS part's pass is applied. A part
-/// that cannot start refuses the whole reload, before anything changes
-/// (a new `virtual_server` on a kernel without IPVS: keepalived's checker
-/// process would fail, and keepalived with it).
+/// now calls for; whether the LVS part has a pass to wait for. A part that
+/// cannot start refuses the whole reload, before anything changes (a new
+/// `virtual_server` on a kernel without IPVS: keepalived's checker process
+/// would fail, and keepalived with it).
 async fn apply_reload(
     settings: &Settings,
     configuration: Arc<config::Config>,
     vrrp: &mut Option<RunningVrrp>,
     lvs: &mut Option<Lvs>,
-) -> Result<Option<oneshot::Receiver<PassOutcome>>, String> {
+) -> Result<bool, String> {
     let parts = Parts::of(settings, &configuration);
     let client = match (parts.lvs, &lvs) {
         (true, None) => Some(crate::ipvs_start::connect()?),
@@ -742,14 +735,16 @@ async fn apply_reload(
         None => {}
     }
     Ok(match (lvs.as_mut(), client) {
-        (Some(running), _) => running.reload(configuration).await,
+        (Some(running), _) => {
+            running.reload(configuration).await;
+            true
+        }
         (None, Some(client)) => {
             tracing::info!("the reload brings virtual servers: starting the checkers and IPVS");
-            let started = Lvs::start(configuration, client);
-            *lvs = Some(started);
             // Its start pass, awaited like a reload's.
-            lvs.as_mut().and_then(|running| running.started.take())
+            *lvs = Some(Lvs::start(configuration, client));
+            true
         }
-        (None, None) => None,
+        (None, None) => false,
     })
 }

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use fulcrum_config::diagnostic::Severity;
 use ipvs::Client;
 use labkit::Namespace;
-use pulse::desired::Table;
-use pulse::reconcile::read;
+use pulse::lvs::desired::Table;
+use pulse::lvs::plan::read;
 
 /// One configuration, and the ports on the namespace's 127.0.0.1 its
 /// TCP_CHECKs connect to.

@@ -22,8 +22,8 @@ use ipvs::{
 };
 use labkit::http::{self, Responder};
 use labkit::{DirectReturnTopology, Host, Namespace, NatTopology, Reception};
-use pulse::desired::Table;
-use pulse::reconcile::read;
+use pulse::lvs::desired::Table;
+use pulse::lvs::plan::read;
 
 /// How long pulse may take to say READY=1, under emulation.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -885,7 +885,7 @@ fn dump(client: &mut Client) -> Vec<(ipvs::Service, Vec<Destination>)> {
     let mut services: Vec<(ipvs::Service, Vec<Destination>)> = read(client)
         .expect("the table")
         .services
-        .into_iter()
+        .into_values()
         .map(|entry| {
             let mut service = entry.service;
             service.statistics = None;

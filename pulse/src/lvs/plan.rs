@@ -1,9 +1,11 @@
 //! From the table the kernel has to the table pulse wants: the smallest
-//! ordered list of IPVS operations, [`plan`].
+//! ordered list of IPVS operations, [`plan`] (or [`plan_within`], for some
+//! services only, with what is draining).
 //!
-//! pulse reconciles against what the kernel reports, never against its
-//! previous configuration, so a reload, a crash and a hand edit are the
-//! same problem. Rules:
+//! pulse plans against what the kernel holds, never against its previous
+//! configuration, so a reload, a crash and a hand edit are the same
+//! problem: what the kernel holds is what the kernel last acknowledged or
+//! showed ([`super::task`] keeps it). Rules:
 //!
 //! - **Edit in place.** A service or destination whose parameters differ
 //!   is updated (`UpdateService`, `UpdateDestination`), never deleted and
@@ -37,12 +39,14 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 
+use indexmap::IndexMap;
+
 use ipvs::{
     Client, Destination, Forwarding, Operation, Service, ServiceFlags, ServiceKey, Timeouts,
     Tunnel, TunnelChecksum, TunnelKind,
 };
 
-use crate::desired::{Table, TableService};
+use super::desired::{Table, TableService};
 
 /// Which kernel services pulse may change or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,72 +79,173 @@ impl Ownership {
     }
 }
 
+/// Which services a plan looks at.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every service, and the timeouts.
+    Everything,
+    /// These services only (what a health change touched).
+    Services(&'a HashSet<ServiceKey>),
+}
+
 /// The operations that turn `kernel` into `desired`, touching only what
 /// `ownership` allows.
 pub fn plan(kernel: &Table, desired: &Table, ownership: &Ownership) -> Vec<Operation> {
+    plan_within(
+        kernel,
+        desired,
+        &Table::default(),
+        ownership,
+        Scope::Everything,
+    )
+}
+
+/// The operations that turn the services of `scope` in `kernel` into
+/// `desired`, with `draining` kept too: services and destinations a reload
+/// removed that still carry connections, at weight 0 (see
+/// [`super::drain`]). What is in neither is deleted, if `ownership` allows.
+pub fn plan_within(
+    kernel: &Table,
+    desired: &Table,
+    draining: &Table,
+    ownership: &Ownership,
+    scope: Scope<'_>,
+) -> Vec<Operation> {
     let mut operations = Vec::new();
-    if let Some(timeouts) = timeouts_change(&kernel.timeouts, &desired.timeouts) {
-        operations.push(Operation::SetTimeouts(timeouts));
-    }
-    let kernel_services: HashMap<ServiceKey, &TableService> = kernel
-        .services
-        .iter()
-        .map(|entry| (entry.service.key, entry))
-        .collect();
+    let wanted_keys: Vec<&ServiceKey> = match scope {
+        Scope::Everything => {
+            if let Some(timeouts) = timeouts_change(&kernel.timeouts, &desired.timeouts) {
+                operations.push(Operation::SetTimeouts(timeouts));
+            }
+            desired
+                .services
+                .keys()
+                .chain(
+                    draining
+                        .services
+                        .keys()
+                        .filter(|key| !desired.services.contains_key(*key)),
+                )
+                .collect()
+        }
+        Scope::Services(keys) => in_order(keys, &desired.services, &draining.services),
+    };
     let mut removals = Vec::new();
-    for wanted in &desired.services {
-        let key = wanted.service.key;
-        let Some(present) = kernel_services.get(&key) else {
-            operations.push(Operation::CreateService(wanted.service.clone()));
-            operations.extend(
-                wanted
-                    .destinations
-                    .iter()
-                    .map(|destination| Operation::CreateDestination(key, destination.clone())),
-            );
+    for key in wanted_keys {
+        let wanted = desired.services.get(key);
+        let drained = draining.services.get(key);
+        let Some(service) = wanted.or(drained).map(|entry| &entry.service) else {
             continue;
         };
-        if service_differs(&present.service, &wanted.service) {
-            operations.push(Operation::UpdateService(wanted.service.clone()));
-        }
-        let present_destinations: HashMap<SocketAddr, &Destination> = present
-            .destinations
-            .iter()
-            .map(|destination| (destination.socket_address(), destination))
-            .collect();
-        for destination in &wanted.destinations {
-            match present_destinations.get(&destination.socket_address()) {
-                None => operations.push(Operation::CreateDestination(key, destination.clone())),
-                Some(current) if destination_differs(current, destination) => {
-                    operations.push(Operation::UpdateDestination(key, destination.clone()))
+        let mut destinations: Vec<&Destination> = wanted
+            .map(|entry| entry.destinations.iter().collect())
+            .unwrap_or_default();
+        if let Some(drained) = drained {
+            for destination in &drained.destinations {
+                if !destinations
+                    .iter()
+                    .any(|known| known.socket_address() == destination.socket_address())
+                {
+                    destinations.push(destination);
                 }
-                Some(_) => {}
             }
         }
-        let wanted_addresses: HashSet<SocketAddr> = wanted
-            .destinations
-            .iter()
-            .map(Destination::socket_address)
-            .collect();
-        removals.extend(
-            present
-                .destinations
-                .iter()
-                .map(Destination::socket_address)
-                .filter(|address| !wanted_addresses.contains(address))
-                .map(|address| Operation::DeleteDestination(key, address)),
+        plan_service(
+            kernel.services.get(key),
+            service,
+            &destinations,
+            &mut operations,
+            &mut removals,
         );
     }
     operations.extend(removals);
-    operations.extend(
-        kernel
-            .services
-            .iter()
-            .map(|entry| entry.service.key)
-            .filter(|key| desired.service(key).is_none() && ownership.owns(key, desired))
-            .map(Operation::DeleteService),
-    );
+    let unwanted = |key: &&ServiceKey| {
+        !desired.services.contains_key(*key)
+            && !draining.services.contains_key(*key)
+            && ownership.owns(key, desired)
+    };
+    let deletions: Vec<&ServiceKey> = match scope {
+        Scope::Everything => kernel.services.keys().filter(unwanted).collect(),
+        Scope::Services(keys) => {
+            let mut present: Vec<&ServiceKey> = keys
+                .iter()
+                .filter(|key| kernel.services.contains_key(*key))
+                .filter(unwanted)
+                .collect();
+            present.sort_by_key(|key| kernel.services.get_index_of(*key));
+            present
+        }
+    };
+    operations.extend(deletions.into_iter().copied().map(Operation::DeleteService));
     operations
+}
+
+/// `keys` that are wanted, in the order of `desired`, then of `draining`.
+fn in_order<'a>(
+    keys: &'a HashSet<ServiceKey>,
+    desired: &IndexMap<ServiceKey, TableService>,
+    draining: &IndexMap<ServiceKey, TableService>,
+) -> Vec<&'a ServiceKey> {
+    let mut ordered: Vec<(usize, usize, &ServiceKey)> = keys
+        .iter()
+        .filter_map(|key| match desired.get_index_of(key) {
+            Some(index) => Some((0, index, key)),
+            None => draining.get_index_of(key).map(|index| (1, index, key)),
+        })
+        .collect();
+    ordered.sort_unstable_by_key(|&(part, index, _)| (part, index));
+    ordered.into_iter().map(|(_, _, key)| key).collect()
+}
+
+/// One wanted service: created with its destinations if the kernel lacks
+/// it, else edited where it differs; destinations it no longer wants go
+/// into `removals`, which come after every creation.
+fn plan_service(
+    present: Option<&TableService>,
+    service: &Service,
+    destinations: &[&Destination],
+    operations: &mut Vec<Operation>,
+    removals: &mut Vec<Operation>,
+) {
+    let key = service.key;
+    let Some(present) = present else {
+        operations.push(Operation::CreateService(service.clone()));
+        operations.extend(
+            destinations
+                .iter()
+                .map(|destination| Operation::CreateDestination(key, (*destination).clone())),
+        );
+        return;
+    };
+    if service_differs(&present.service, service) {
+        operations.push(Operation::UpdateService(service.clone()));
+    }
+    let present_destinations: HashMap<SocketAddr, &Destination> = present
+        .destinations
+        .iter()
+        .map(|destination| (destination.socket_address(), destination))
+        .collect();
+    for destination in destinations {
+        match present_destinations.get(&destination.socket_address()) {
+            None => operations.push(Operation::CreateDestination(key, (*destination).clone())),
+            Some(current) if destination_differs(current, destination) => {
+                operations.push(Operation::UpdateDestination(key, (*destination).clone()))
+            }
+            Some(_) => {}
+        }
+    }
+    let wanted_addresses: HashSet<SocketAddr> = destinations
+        .iter()
+        .map(|destination| destination.socket_address())
+        .collect();
+    removals.extend(
+        present
+            .destinations
+            .iter()
+            .map(Destination::socket_address)
+            .filter(|address| !wanted_addresses.contains(address))
+            .map(|address| Operation::DeleteDestination(key, address)),
+    );
 }
 
 /// Whether the kernel's service must be edited to be `desired`.
@@ -212,17 +317,16 @@ pub fn read(client: &mut Client) -> Result<Table, ipvs::Error> {
     let services = client.services()?;
     let keys: Vec<ServiceKey> = services.iter().map(|service| service.key).collect();
     let destinations = client.destinations_of(&keys)?;
-    Ok(Table {
-        services: services
+    Ok(Table::of(
+        services
             .into_iter()
             .zip(destinations)
             .map(|(service, destinations)| TableService {
                 service,
                 destinations,
-            })
-            .collect(),
-        timeouts: client.timeouts()?,
-    })
+            }),
+        client.timeouts()?,
+    ))
 }
 
 #[cfg(test)]

@@ -5,8 +5,15 @@ fn load(text: &str) -> config::Config {
     loaded.config
 }
 
-fn name(text: &str) -> VirtualServerName {
-    VirtualServerName(text.to_owned())
+/// The key of an address virtual server, as nanny prints it: `ADDRESS:PORT
+/// TCP`.
+fn name(text: &str) -> VirtualServerKey {
+    let (address, protocol) = text.split_once(' ').unwrap();
+    assert_eq!(protocol, "TCP");
+    VirtualServerKey::Address {
+        address: address.parse().unwrap(),
+        protocol: Some(config::Protocol::Tcp),
+    }
 }
 
 fn address(text: &str) -> SocketAddr {
@@ -252,7 +259,6 @@ fn omega_changes_only_what_runs_at_stop() {
         "    omega\n    real_server 10.0.0.1 8080 { }",
     ));
     let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
-    assert_eq!(desired.notify_on_stop, [name(VIRTUAL)]);
     assert_eq!(pool(&desired, 0), [(address("10.0.0.1:8080"), 1)]);
 }
 
@@ -275,7 +281,7 @@ virtual_server group web {
     let keys: Vec<String> = desired
         .table
         .services
-        .iter()
+        .values()
         .map(|entry| entry.service.key.to_string())
         .collect();
     assert_eq!(
@@ -296,7 +302,7 @@ virtual_server group web {
     let ports: Vec<u16> = desired
         .table
         .services
-        .iter()
+        .values()
         .map(|entry| entry.destinations[0].port)
         .collect();
     assert_eq!(ports, [80, 80, 80, 443, 443, 443, 443, 0, 0]);
@@ -422,7 +428,7 @@ virtual_server group six {
     let services: Vec<&Service> = desired
         .table
         .services
-        .iter()
+        .values()
         .map(|entry| &entry.service)
         .collect();
     assert_eq!(services.len(), 4);
@@ -478,7 +484,7 @@ virtual_server group overlap {
     let services: Vec<(String, &str)> = desired
         .table
         .services
-        .iter()
+        .values()
         .map(|entry| {
             (
                 entry.service.key.to_string(),
@@ -508,7 +514,7 @@ fn nanny_state_changes_feed_the_health() {
         real_server: nanny::spec::RealServerName {
             address: address("10.0.0.1:8080"),
         },
-        virtual_servers: vec![name("a"), name("b")],
+        virtual_servers: vec![name("192.0.2.1:80 TCP"), name("192.0.2.2:80 TCP")],
         up: false,
         initial: true,
         reason: "test".into(),
@@ -516,11 +522,73 @@ fn nanny_state_changes_feed_the_health() {
         weight_offset: 0,
     });
     assert_eq!(
-        health.get(&name("b"), address("10.0.0.1:8080")),
+        health.get(&name("192.0.2.2:80 TCP"), address("10.0.0.1:8080")),
         Some(&RealServerHealth {
             up: false,
             dynamic_weight: Some(3),
             weight_offset: 0
         })
     );
+}
+
+#[test]
+fn a_health_change_recomputes_its_virtual_servers_alone_to_the_same_services() {
+    // 192.0.2.1:80 is both a virtual server and in a group, whose services
+    // it shares; 192.0.2.3 is alone.
+    let configuration = load(
+        "virtual_server_group web {
+    192.0.2.1-2 80
+}
+virtual_server group web {
+    protocol TCP
+    real_server 10.0.0.1 80 { weight 2\n TCP_CHECK { } }
+}
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 10.0.0.2 80 { TCP_CHECK { } }
+}
+virtual_server 192.0.2.3 80 {
+    protocol TCP
+    quorum 2
+    real_server 10.0.0.3 80 { TCP_CHECK { } }
+    real_server 10.0.0.4 80 { TCP_CHECK { } }
+}",
+    );
+    let layout = Layout::of(&configuration);
+    let start = desired(&configuration, &Health::default(), &QuorumStates::new());
+    for name in configuration
+        .virtual_servers
+        .iter()
+        .map(VirtualServerKey::from_config)
+    {
+        for real_server in ["10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"] {
+            let mut health = Health::default();
+            health.set(name.clone(), address(real_server), self::health(false));
+            let whole = desired(&configuration, &health, &start.quorum);
+            let (positions, keys) = layout.affected([&name]);
+            let part = desired_of(&configuration, &layout, &positions, &health, &start.quorum);
+            for key in &keys {
+                assert_eq!(
+                    part.table.service(key),
+                    whole.table.service(key),
+                    "{name}, {real_server} down: {key}"
+                );
+            }
+            // The change's quorum is the whole computation's.
+            for change in &part.quorum_changes {
+                assert!(whole.quorum_changes.contains(change), "{change:?}");
+            }
+            for (other, entry) in &whole.table.services {
+                if !keys.contains(other) {
+                    assert_eq!(start.table.service(other), Some(entry), "{name}: {other}");
+                }
+            }
+        }
+    }
+    // The group and the virtual server share 192.0.2.1:80: a change of
+    // either computes both.
+    let group = VirtualServerKey::from_config(&configuration.virtual_servers[0]);
+    assert_eq!(layout.affected([&group]).0, [0, 1]);
+    let alone = VirtualServerKey::from_config(&configuration.virtual_servers[2]);
+    assert_eq!(layout.affected([&alone]).0, [2]);
 }

@@ -4,7 +4,7 @@
 //! keepalived reaches its table through events (`keepalived/check/
 //! ipwrapper.c`: `init_service_vs`, `perform_svr_state`,
 //! `update_quorum_state`, `update_svr_wgt`); pulse computes the table those
-//! events lead to and lets [`crate::reconcile`] move the kernel there. The
+//! events lead to and lets [`super::plan`] move the kernel there. The
 //! rules, each with where keepalived implements it:
 //!
 //! - A real server is alive when none of its checkers failed; before the
@@ -14,7 +14,8 @@
 //! - Its weight is `real_weight(effective_weight)`: the configured weight,
 //!   or `exit status - 2` of a MISC_CHECK with `misc_dynamic` (check_misc.c:
 //!   the dynamic weight replaces the configured one), plus what FILE_CHECKs
-//!   add, clamped to `0..=IPVS_WEIGHT_LIMIT` (check_api.h `real_weight`).
+//!   add, clamped to `0..=`[`ipvs::WEIGHT_LIMIT`] (check_api.h
+//!   `real_weight`).
 //! - An alive real server is a destination with that weight. A dead one is
 //!   removed, or with `inhibit_on_failure` kept with weight 0 (ipvswrapper.c
 //!   `ipvs_cmd` turns DEL_DEST into EDIT_DEST with weight 0).
@@ -49,32 +50,36 @@
 //!   bits, `ipvs_group_range_cmd`) and per fwmark, the latter in the entry's
 //!   family, else the virtual server's, else IPv4 (`ipvs_group_cmd`).
 //! - `omega` only changes what runs at shutdown (the notify scripts), never
-//!   the table: see [`Desired::notify_on_stop`].
+//!   the table.
+//!
+//! A health change needs only the virtual servers it names:
+//! [`desired_of`] computes the services of some virtual servers, given the
+//! configuration's [`Layout`], which says which virtual servers share a
+//! service (all of them are computed then, so that each service it returns
+//! is whole).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use fulcrum_config::model as config;
+use indexmap::IndexMap;
 use ipvs::{
     Destination, Family, Forwarding, Netmask, Protocol, Service, ServiceFlags, ServiceKey,
     Timeouts, Tunnel, TunnelChecksum, TunnelKind,
 };
 use nanny::scheduler::StateChange;
-use nanny::spec::VirtualServerName;
-
-/// keepalived's `IPVS_WEIGHT_LIMIT`: the largest weight IPVS takes
-/// (`INT_MAX`; the config grammar uses the same bound).
-pub const WEIGHT_LIMIT: i64 = i32::MAX as i64;
+use nanny::spec::VirtualServerKey;
 
 /// The weight keepalived gives a sorry server (`alloc_ssvr`: `weight = 1`;
 /// the configuration has no keyword for it).
 pub const SORRY_SERVER_WEIGHT: u32 = 1;
 
-/// An IPVS table: services, each with its destinations, and the global
+/// An IPVS table: services by key, in the order they are to be created
+/// (the configuration's), each with its destinations, and the global
 /// timeouts (0 = not managed, as `SET_CONFIG` leaves 0 unchanged).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Table {
-    pub services: Vec<TableService>,
+    pub services: IndexMap<ServiceKey, TableService>,
     pub timeouts: Timeouts,
 }
 
@@ -85,15 +90,30 @@ pub struct TableService {
 }
 
 impl Table {
+    /// A table of `services`, in their order (a later one of the same key
+    /// replaces an earlier one).
+    pub fn of(services: impl IntoIterator<Item = TableService>, timeouts: Timeouts) -> Table {
+        Table {
+            services: services
+                .into_iter()
+                .map(|entry| (entry.service.key, entry))
+                .collect(),
+            timeouts,
+        }
+    }
+
     pub fn service(&self, key: &ServiceKey) -> Option<&TableService> {
-        self.services.iter().find(|entry| entry.service.key == *key)
+        self.services.get(key)
     }
 
     pub fn keys(&self) -> HashSet<ServiceKey> {
-        self.services
-            .iter()
-            .map(|entry| entry.service.key)
-            .collect()
+        self.services.keys().copied().collect()
+    }
+
+    /// Puts `entry` in, in place of the service of its key if there is one
+    /// (which keeps its position), else last.
+    pub fn insert(&mut self, entry: TableService) {
+        self.services.insert(entry.service.key, entry);
     }
 }
 
@@ -109,10 +129,11 @@ pub struct RealServerHealth {
 }
 
 /// The health of every real server reported so far, keyed as nanny names
-/// them: (virtual server, real server address and port).
+/// them: by virtual server, then by real server address and port (so that
+/// a lookup borrows its key rather than building one).
 #[derive(Debug, Clone, Default)]
 pub struct Health {
-    servers: HashMap<(VirtualServerName, SocketAddr), RealServerHealth>,
+    servers: HashMap<VirtualServerKey, HashMap<SocketAddr, RealServerHealth>>,
 }
 
 impl Health {
@@ -133,32 +154,35 @@ impl Health {
 
     pub fn set(
         &mut self,
-        virtual_server: VirtualServerName,
+        virtual_server: VirtualServerKey,
         real_server: SocketAddr,
         health: RealServerHealth,
     ) {
-        self.servers.insert((virtual_server, real_server), health);
+        self.servers
+            .entry(virtual_server)
+            .or_default()
+            .insert(real_server, health);
     }
 
     pub fn get(
         &self,
-        virtual_server: &VirtualServerName,
+        virtual_server: &VirtualServerKey,
         real_server: SocketAddr,
     ) -> Option<&RealServerHealth> {
-        self.servers.get(&(virtual_server.clone(), real_server))
+        self.servers.get(virtual_server)?.get(&real_server)
     }
 }
 
 /// Whether each virtual server had quorum, as of the previous computation.
 /// Hysteresis makes quorum depend on it; a virtual server missing here is
 /// starting.
-pub type QuorumStates = HashMap<VirtualServerName, bool>;
+pub type QuorumStates = HashMap<VirtualServerKey, bool>;
 
 /// A virtual server gained or lost quorum (or started with it up or down):
 /// what the `quorum_up` and `quorum_down` scripts are run for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuorumChange {
-    pub virtual_server: VirtualServerName,
+    pub virtual_server: VirtualServerKey,
     pub up: bool,
     /// No previous state: keepalived's "Starting with quorum up/down".
     pub initial: bool,
@@ -167,17 +191,87 @@ pub struct QuorumChange {
     pub threshold: i64,
 }
 
-/// The outcome of [`desired`].
+/// The outcome of [`desired`] and [`desired_of`].
 #[derive(Debug, Clone, Default)]
 pub struct Desired {
     pub table: Table,
-    /// The quorum state of every virtual server, for the next computation.
+    /// The quorum state of every virtual server computed, for the next
+    /// computation.
     pub quorum: QuorumStates,
     pub quorum_changes: Vec<QuorumChange>,
-    /// Virtual servers with `omega`: at shutdown their down scripts run too
-    /// (ipwrapper.c `do_vs_notifies`: "Only send non SNMP notifies when
-    /// stopping if omega set").
-    pub notify_on_stop: Vec<VirtualServerName>,
+}
+
+/// Where each virtual server of a configuration is and which IPVS services
+/// it makes: computed once per configuration, so that a health change finds
+/// its virtual servers, and those sharing their services, without a search.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// The positions of the virtual servers of each key (two blocks may
+    /// have the same address; health is reported by key, so it is both's).
+    positions: HashMap<VirtualServerKey, Vec<usize>>,
+    /// Each virtual server's key, by position.
+    names: Vec<VirtualServerKey>,
+    /// Each virtual server's services, by position.
+    services: Vec<Vec<ServiceKey>>,
+    /// The virtual servers making each service that more than one makes
+    /// (a group overlapping a virtual server, or the same address twice).
+    shared: HashMap<ServiceKey, Vec<usize>>,
+}
+
+impl Layout {
+    pub fn of(configuration: &config::Config) -> Layout {
+        let mut layout = Layout::default();
+        let mut makers: HashMap<ServiceKey, Vec<usize>> = HashMap::new();
+        for (position, virtual_server) in configuration.virtual_servers.iter().enumerate() {
+            let name = VirtualServerKey::from_config(virtual_server);
+            layout
+                .positions
+                .entry(name.clone())
+                .or_default()
+                .push(position);
+            layout.names.push(name);
+            let keys = service_keys(virtual_server, configuration);
+            for key in &keys {
+                makers.entry(*key).or_default().push(position);
+            }
+            layout.services.push(keys);
+        }
+        makers.retain(|_, positions| positions.len() > 1);
+        layout.shared = makers;
+        layout
+    }
+
+    /// The position of the first virtual server of `name`.
+    pub fn position(&self, name: &VirtualServerKey) -> Option<usize> {
+        self.positions.get(name)?.first().copied()
+    }
+
+    /// What a change to the virtual servers `names` touches: every virtual
+    /// server to compute (those of the names, and those sharing a service
+    /// with them, in configuration order) and the services to replace.
+    pub fn affected<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a VirtualServerKey>,
+    ) -> (Vec<usize>, HashSet<ServiceKey>) {
+        let mut positions: Vec<usize> = Vec::new();
+        let mut keys = HashSet::new();
+        for name in names {
+            for &position in self.positions.get(name).into_iter().flatten() {
+                positions.push(position);
+                keys.extend(self.services[position].iter().copied());
+            }
+        }
+        let sharing: Vec<usize> = keys
+            .iter()
+            .filter_map(|key| self.shared.get(key))
+            .flatten()
+            .copied()
+            .collect();
+        positions.extend(sharing);
+        positions.sort_unstable();
+        positions.dedup();
+        (positions, keys)
+    }
 }
 
 /// The table `configuration` calls for, given what nanny reported and the
@@ -187,43 +281,46 @@ pub fn desired(
     health: &Health,
     previous_quorum: &QuorumStates,
 ) -> Desired {
-    let mut result = Desired {
-        table: Table {
-            services: Vec::new(),
-            timeouts: timeouts(&configuration.global.lvs_timeouts),
-        },
-        ..Desired::default()
-    };
-    let mut seen = HashSet::new();
-    for virtual_server in &configuration.virtual_servers {
-        let name = VirtualServerName::from_config(virtual_server);
-        let pool = pool(virtual_server, &name, health, previous_quorum, &mut result);
-        if virtual_server.omega {
-            result.notify_on_stop.push(name);
-        }
-        for key in service_keys(virtual_server, configuration) {
-            let destinations = pool.iter().map(|member| member.destination(key));
+    let layout = Layout::of(configuration);
+    let everyone: Vec<usize> = (0..configuration.virtual_servers.len()).collect();
+    let mut result = desired_of(configuration, &layout, &everyone, health, previous_quorum);
+    result.table.timeouts = timeouts(&configuration.global.lvs_timeouts);
+    result
+}
+
+/// The services of the virtual servers at `positions` (in configuration
+/// order), their quorum states and changes. A service another virtual
+/// server makes too is whole only if that one is among `positions`
+/// ([`Layout::affected`] includes it); the timeouts are left at 0.
+pub fn desired_of(
+    configuration: &config::Config,
+    layout: &Layout,
+    positions: &[usize],
+    health: &Health,
+    previous_quorum: &QuorumStates,
+) -> Desired {
+    let mut result = Desired::default();
+    for &position in positions {
+        let virtual_server = &configuration.virtual_servers[position];
+        let name = &layout.names[position];
+        let pool = pool(virtual_server, name, health, previous_quorum, &mut result);
+        for &key in &layout.services[position] {
             // A service a virtual server or group entry before this one
             // has already (two virtual servers with the same address, or
             // a group overlapping one): keepalived's second ADD fails as
             // the service exists, but its ADD_DESTs go into that service,
             // so it keeps the first one's parameters and gains the
             // destinations it did not have (seen in the lab).
-            let entry = if seen.insert(key) {
-                result.table.services.push(TableService {
+            let entry = result
+                .table
+                .services
+                .entry(key)
+                .or_insert_with(|| TableService {
                     service: service(virtual_server, key),
-                    destinations: Vec::new(),
+                    destinations: Vec::with_capacity(pool.len()),
                 });
-                result.table.services.last_mut()
-            } else {
-                result
-                    .table
-                    .services
-                    .iter_mut()
-                    .find(|entry| entry.service.key == key)
-            };
-            let Some(entry) = entry else { continue };
-            for destination in destinations {
+            for member in &pool {
+                let destination = member.destination(key);
                 if !entry
                     .destinations
                     .iter()
@@ -272,7 +369,7 @@ impl PoolMember<'_> {
 /// quorum state.
 fn pool<'a>(
     virtual_server: &'a config::VirtualServer,
-    name: &VirtualServerName,
+    name: &VirtualServerKey,
     health: &Health,
     previous_quorum: &QuorumStates,
     result: &mut Desired,
@@ -376,7 +473,7 @@ fn pool<'a>(
 /// value of each, which is what keepalived reaches when the dynamic weight
 /// changes before the files.
 pub fn state(
-    virtual_server: &VirtualServerName,
+    virtual_server: &VirtualServerKey,
     real_server: &config::RealServer,
     health: &Health,
 ) -> (bool, u32) {
@@ -406,7 +503,7 @@ pub fn state(
 /// keepalived's `real_weight`: an effective weight clamped to what IPVS
 /// takes.
 fn real_weight(effective: i64) -> u32 {
-    effective.clamp(0, WEIGHT_LIMIT) as u32
+    effective.clamp(0, i64::from(ipvs::WEIGHT_LIMIT)) as u32
 }
 
 fn protocol(virtual_server: &config::VirtualServer) -> Protocol {

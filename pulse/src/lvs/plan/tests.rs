@@ -11,7 +11,7 @@ fn apply(table: &mut Table, operations: &[Operation]) {
     let position = |table: &Table, key: &ServiceKey| {
         table
             .services
-            .iter()
+            .values()
             .position(|entry| entry.service.key == *key)
     };
     for operation in operations {
@@ -23,7 +23,7 @@ fn apply(table: &mut Table, operations: &[Operation]) {
                 );
                 let mut held = service.clone();
                 held.flags |= ServiceFlags::HASHED;
-                table.services.push(TableService {
+                table.insert(TableService {
                     service: held,
                     destinations: Vec::new(),
                 });
@@ -36,7 +36,7 @@ fn apply(table: &mut Table, operations: &[Operation]) {
             }
             Operation::DeleteService(key) => {
                 let index = position(table, key).expect("ESRCH");
-                table.services.remove(index);
+                table.services.shift_remove_index(index);
             }
             Operation::CreateDestination(key, destination) => {
                 let index = position(table, key).expect("ESRCH");
@@ -85,7 +85,7 @@ fn apply(table: &mut Table, operations: &[Operation]) {
 fn normal(table: &Table, keys: &HashSet<ServiceKey>) -> Vec<(String, Service, Vec<Destination>)> {
     let mut services: Vec<_> = table
         .services
-        .iter()
+        .values()
         .filter(|entry| keys.contains(&entry.service.key))
         .map(|entry| {
             let mut service = entry.service.clone();
@@ -173,20 +173,20 @@ fn random_table(random: &mut fastrand::Rng) -> Table {
             services.push(random_service(random, key(index)));
         }
     }
-    Table {
+    Table::of(
         services,
-        timeouts: Timeouts {
+        Timeouts {
             tcp: random.choice([0, 900]).unwrap(),
             tcp_fin: 0,
             udp: random.choice([0, 300]).unwrap(),
         },
-    }
+    )
 }
 
 /// As the kernel reports: with HASHED, counters and statistics.
 fn as_reported(table: &Table) -> Table {
     let mut reported = table.clone();
-    for entry in &mut reported.services {
+    for entry in reported.services.values_mut() {
         entry.service.flags.insert(ServiceFlags::HASHED);
         entry.service.statistics = Some(Default::default());
         for destination in &mut entry.destinations {
@@ -205,7 +205,7 @@ fn plans_reach_the_desired_table_by_edits_and_are_then_empty() {
         // Half the kernel services that are not desired belong to pulse.
         let previously_owned: HashSet<ServiceKey> = kernel
             .services
-            .iter()
+            .values()
             .map(|entry| entry.service.key)
             .filter(|_| random.bool())
             .collect();
@@ -221,7 +221,7 @@ fn plans_reach_the_desired_table_by_edits_and_are_then_empty() {
         );
         // What pulse does not own survives untouched; what it owns and does
         // not want is gone.
-        for entry in &kernel.services {
+        for entry in kernel.services.values() {
             let key = entry.service.key;
             let survives = applied.service(&key).is_some();
             if desired.service(&key).is_none() {
@@ -265,20 +265,20 @@ fn a_parameter_change_is_an_edit() {
     let mut service = Service::new(service_key, "rr");
     let mut destination =
         Destination::new("10.0.0.1:8080".parse().unwrap(), Forwarding::Masquerade);
-    kernel.services.push(TableService {
+    kernel.insert(TableService {
         service: service.clone(),
         destinations: vec![destination.clone()],
     });
     let kernel = as_reported(&kernel);
     service.scheduler = "wlc".into();
     destination.weight = 7;
-    let desired = Table {
-        services: vec![TableService {
+    let desired = Table::of(
+        vec![TableService {
             service: service.clone(),
             destinations: vec![destination.clone()],
         }],
-        timeouts: Timeouts::default(),
-    };
+        Timeouts::default(),
+    );
     assert_eq!(
         plan(&kernel, &desired, &Ownership::default()),
         [
@@ -291,10 +291,10 @@ fn a_parameter_change_is_an_edit() {
 #[test]
 fn unowned_services_stay_unless_flushing() {
     let mut random = fastrand::Rng::with_seed(1);
-    let kernel = as_reported(&Table {
-        services: vec![random_service(&mut random, key(1))],
-        timeouts: Timeouts::default(),
-    });
+    let kernel = as_reported(&Table::of(
+        vec![random_service(&mut random, key(1))],
+        Timeouts::default(),
+    ));
     let desired = Table::default();
     assert_eq!(plan(&kernel, &desired, &Ownership::default()), []);
     assert_eq!(
@@ -308,12 +308,14 @@ fn new_destinations_come_before_removed_ones() {
     let service_key = key(0);
     let old = Destination::new("10.0.0.1:8080".parse().unwrap(), Forwarding::Masquerade);
     let sorry = Destination::new("10.0.0.9:8080".parse().unwrap(), Forwarding::Masquerade);
-    let table = |destination: &Destination| Table {
-        services: vec![TableService {
-            service: Service::new(service_key, "rr"),
-            destinations: vec![destination.clone()],
-        }],
-        timeouts: Timeouts::default(),
+    let table = |destination: &Destination| {
+        Table::of(
+            vec![TableService {
+                service: Service::new(service_key, "rr"),
+                destinations: vec![destination.clone()],
+            }],
+            Timeouts::default(),
+        )
     };
     assert_eq!(
         plan(

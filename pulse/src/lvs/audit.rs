@@ -1,0 +1,222 @@
+//! The audit: the whole kernel table read back now and then, so that a
+//! hand edit (`ipvsadm -d ...`) is found and repaired. It is the
+//! reconciler's second loop, beside the one that applies changes, and it
+//! never holds that one up: it runs on its own thread with its own socket,
+//! and hands the task a [`Snapshot`] to compare.
+//!
+//! Rules:
+//! - **The cheapest read** ([`read`]): the services in one netlink dump,
+//!   their destinations from the kernel's text listing (`/proc/net/ip_vs`,
+//!   one read for the whole table, where netlink needs one dump per
+//!   service), and over netlink only the services the listing cannot show
+//!   in full: those it does not identify for certain
+//!   ([`ipvs::listing::match_services`]), those whose configured
+//!   destinations have what the listing lacks (thresholds, tunnel
+//!   parameters: the [`Scope::precise`] keys), and a rotating slice of
+//!   [`ROTATION`] others, so that every service is read in full, whatever
+//!   the listing hides, once per pass of the rotation.
+//! - **Spread**: the next audit starts [`PERIOD`] after the last one ended,
+//!   or twice as long as that one took if that is longer, so the audit
+//!   takes at most a third of a processor however large the table.
+//! - **Never stale**: a snapshot carries the number of the last change
+//!   pass over when its read began ([`Snapshot::since`]); the task keeps
+//!   its own knowledge of every service a later pass touched.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ipvs::{Client, ServiceKey, Traffic};
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::desired::{Table, TableService};
+
+/// The least time between the end of one audit and the start of the next.
+pub const PERIOD: Duration = Duration::from_secs(1);
+
+/// How many services an audit reads over netlink beyond those it must, in
+/// turn: on 1,000 services a whole turn takes 16 audits.
+pub const ROTATION: usize = 64;
+
+/// What the audit reads with netlink whatever the listing says.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// Services whose configured destinations have thresholds or tunnel
+    /// parameters, which the listing does not show.
+    pub precise: HashSet<ServiceKey>,
+}
+
+impl Scope {
+    /// The scope a desired table calls for.
+    pub fn of(desired: &Table) -> Scope {
+        Scope {
+            precise: desired
+                .services
+                .values()
+                .filter(|entry| {
+                    entry.destinations.iter().any(|destination| {
+                        destination.upper_threshold != 0
+                            || destination.lower_threshold != 0
+                            || matches!(destination.forwarding, ipvs::Forwarding::Tunnel(_))
+                    })
+                })
+                .map(|entry| entry.service.key)
+                .collect(),
+        }
+    }
+}
+
+/// One audit's reading of the kernel.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The number of the last change pass over when the read began:
+    /// services touched by a later pass may have changed after they were
+    /// read.
+    pub since: u64,
+    pub table: Table,
+    /// What the read cost.
+    pub cost: Cost,
+}
+
+/// What one read of the whole table cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cost {
+    pub took: Duration,
+    pub services: usize,
+    /// Services whose destinations were dumped over netlink (the others
+    /// came from the listing).
+    pub dumped: usize,
+    pub traffic: Traffic,
+}
+
+/// Reads the whole table the cheapest way (see the module's rules), the
+/// services from index `rotation` on being read in full too.
+pub fn read(
+    client: &mut Client,
+    scope: &Scope,
+    rotation: usize,
+) -> Result<(Table, Cost), ipvs::Error> {
+    let started = Instant::now();
+    let traffic = client.traffic();
+    let services = client.services()?;
+    let listed = match client.listing() {
+        Ok(listing) => ipvs::listing::match_services(&services, listing),
+        Err(error) => {
+            tracing::debug!("audit: {error}; reading every service over netlink");
+            Vec::new()
+        }
+    };
+    let count = services.len();
+    let in_rotation =
+        |index: usize| (index + count - rotation % count.max(1)) % count.max(1) < ROTATION;
+    let mut destinations: Vec<Option<Vec<ipvs::Destination>>> = services
+        .iter()
+        .enumerate()
+        .map(|(index, service)| {
+            if scope.precise.contains(&service.key) || in_rotation(index) {
+                return None;
+            }
+            listed.get(index)?.as_ref().map(|listed| {
+                listed
+                    .iter()
+                    .map(ipvs::listing::ListedDestination::to_destination)
+                    .collect()
+            })
+        })
+        .collect();
+    let dumped: Vec<usize> = (0..count)
+        .filter(|&index| destinations[index].is_none())
+        .collect();
+    let keys: Vec<ServiceKey> = dumped.iter().map(|&index| services[index].key).collect();
+    for (index, read) in dumped.iter().zip(client.destinations_of(&keys)?) {
+        destinations[*index] = Some(read);
+    }
+    let timeouts = client.timeouts()?;
+    let table = Table::of(
+        services
+            .into_iter()
+            .zip(destinations)
+            .map(|(mut service, destinations)| {
+                // Statistics are never compared: not kept.
+                service.statistics = None;
+                TableService {
+                    service,
+                    destinations: without_statistics(destinations.unwrap_or_default()),
+                }
+            }),
+        timeouts,
+    );
+    Ok((
+        table,
+        Cost {
+            took: started.elapsed(),
+            services: count,
+            dumped: keys.len(),
+            traffic: client.traffic().since(traffic),
+        },
+    ))
+}
+
+/// Destinations as the reconciler keeps them: without statistics, which it
+/// never compares (a tenth of their size).
+pub fn without_statistics(mut destinations: Vec<ipvs::Destination>) -> Vec<ipvs::Destination> {
+    for destination in &mut destinations {
+        destination.statistics = None;
+    }
+    destinations
+}
+
+/// The audit's loop: reads the table, hands the snapshot over, waits, until
+/// the task stops listening. `now` asks for an audit at once (after a
+/// change too large to read back service by service).
+pub async fn run(
+    mut client: Client,
+    mut scope: watch::Receiver<Arc<Scope>>,
+    passes: Arc<AtomicU64>,
+    now: Arc<Notify>,
+    snapshots: mpsc::Sender<Snapshot>,
+) {
+    let mut rotation = 0;
+    let mut pause = PERIOD;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = now.notified() => {}
+            _ = snapshots.closed() => return,
+        }
+        let since = passes.load(Ordering::Acquire);
+        let current = scope.borrow_and_update().clone();
+        let reading = tokio::task::spawn_blocking(move || {
+            let outcome = read(&mut client, &current, rotation);
+            (client, outcome)
+        })
+        .await;
+        let outcome;
+        (client, outcome) = match reading {
+            Ok(returned) => returned,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        };
+        match outcome {
+            Ok((table, cost)) => {
+                rotation = rotation.wrapping_add(ROTATION);
+                pause = PERIOD.max(cost.took * 2);
+                tracing::debug!(
+                    "audit: {} services read in {:.1} ms, {} of them over netlink ({})",
+                    cost.services,
+                    cost.took.as_secs_f64() * 1000.0,
+                    cost.dumped,
+                    cost.traffic
+                );
+                let snapshot = Snapshot { since, table, cost };
+                if snapshots.send(snapshot).await.is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                tracing::error!("audit: cannot read the IPVS table: {error}");
+                pause = PERIOD;
+            }
+        }
+    }
+}
