@@ -43,9 +43,11 @@ use anyhow::{Context, Result, bail};
 use ipvs::{Client, Protocol, ServiceKey};
 use labkit::Namespace;
 
-const SERVICES: usize = 1000;
+/// The sizes measured (virtual servers of [`REAL_SERVERS`] each), with the
+/// rounds at each: keepalived takes about half a minute to start the
+/// larger one under emulation.
+const SIZES: [(usize, usize); 2] = [(1000, 5), (10000, 2)];
 const REAL_SERVERS: usize = 10;
-const ROUNDS: usize = 5;
 /// The sleep between two polls of the kernel (each poll is one netlink
 /// dump of ten destinations, well under a millisecond).
 const POLL_INTERVAL: Duration = Duration::from_millis(10);
@@ -87,6 +89,23 @@ struct Figures {
     /// did.
     ready_at_start: Option<Duration>,
     ready_after_reload: Option<Duration>,
+    /// The peak resident memory of the daemon's processes, in KiB (the sum
+    /// of each one's peak: keepalived's parent and checker child).
+    peak_memory_kib: u64,
+    /// From the checked real server's listener closing to the kernel
+    /// without it (the check's own delay included).
+    verdict_seen: Duration,
+    /// What pulse said of its passes: the second reload's netlink messages
+    /// (sent, received) and the verdict's time to the kernel's
+    /// acknowledgement, from its log.
+    said: Said,
+}
+
+/// Figures pulse logs of its own passes (keepalived logs none).
+#[derive(Default)]
+struct Said {
+    reload_messages: Option<(u64, u64)>,
+    verdict_to_kernel: Option<String>,
 }
 
 /// In the guest: the benchmark.
@@ -129,31 +148,51 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
     let directory =
         std::env::temp_dir().join(format!("fulcrum-bench-pulse-{}", std::process::id()));
     std::fs::create_dir_all(&directory)?;
+    warm_up(&daemons, &directory)?;
+    for (services, rounds) in SIZES {
+        measure_size(&daemons, &directory, services, rounds)?;
+    }
+    if std::env::var_os("FULCRUM_BENCH_KEEP").is_some() {
+        println!("kept: {} (configurations, logs)", directory.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+    Ok(())
+}
+
+/// The rounds at one size, and their medians.
+fn measure_size(
+    daemons: &[Daemon],
+    directory: &Path,
+    services: usize,
+    rounds: usize,
+) -> Result<()> {
     println!(
-        "{SERVICES} virtual servers x {REAL_SERVERS} real servers, no checkers, {ROUNDS} rounds; \
-         the kernel polled every {} ms (one dump of the last virtual server's destinations; \
-         on reload, of the changed one's)",
+        "\n{services} virtual servers x {REAL_SERVERS} real servers, and one more with a TCP_CHECK, \
+         {rounds} rounds; the kernel polled every {} ms (one dump of the last virtual server's \
+         destinations; on reload, of the changed one's)",
         POLL_INTERVAL.as_millis()
     );
-    warm_up(&daemons, &directory)?;
     println!(
         "{:>5}  {:>14}  {:>14}  {:>8}  {:>14}  {:>14}  {:>8}",
         "round", "keepalived", "pulse", "ratio", "keepalived", "pulse", "ratio"
     );
     println!(
         "{:>5}  {:>40}  {:>40}",
-        "", "start to 10,000 destinations", "SIGHUP to one new weight"
+        "",
+        format!("start to {} destinations", services * REAL_SERVERS),
+        "SIGHUP to one new weight"
     );
     let mut start_ratios = Vec::new();
     let mut reload_ratios = Vec::new();
     let mut all = Vec::new();
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds {
         let mut figures = Vec::new();
-        for daemon in &daemons {
-            let run_directory = directory.join(format!("{}-{round}", daemon.name));
+        for daemon in daemons {
+            let run_directory = directory.join(format!("{}-{services}-{round}", daemon.name));
             std::fs::create_dir_all(&run_directory)?;
             figures.push(
-                measure(daemon, SERVICES, &run_directory)
+                measure(daemon, services, &run_directory)
                     .with_context(|| format!("{} in round {round}", daemon.name))?,
             );
         }
@@ -189,6 +228,28 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
             keepalived.second_reload.as_secs_f64(),
             pulse.second_reload.as_secs_f64()
         );
+        println!(
+            "       peak memory: keepalived {:.1} MiB, pulse {:.1} MiB",
+            keepalived.peak_memory_kib as f64 / 1024.0,
+            pulse.peak_memory_kib as f64 / 1024.0
+        );
+        println!(
+            "       a real server's check failing to the kernel without it: keepalived {:.3} s, \
+             pulse {:.3} s (the check's delay included); pulse's verdict to the kernel's \
+             acknowledgement: {}",
+            keepalived.verdict_seen.as_secs_f64(),
+            pulse.verdict_seen.as_secs_f64(),
+            pulse
+                .said
+                .verdict_to_kernel
+                .as_deref()
+                .unwrap_or("not logged")
+        );
+        if let Some((sent, received)) = pulse.said.reload_messages {
+            println!(
+                "       pulse's second reload: {sent} netlink messages sent, {received} received"
+            );
+        }
         for (daemon, figures) in daemons.iter().zip(&figures) {
             if figures.start_seen_by != "last service" {
                 println!(
@@ -233,14 +294,14 @@ pub fn run_in_guest(pulse: &Path) -> Result<()> {
         median(&mut second_ratios)
     );
     println!(
-        "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
-         configuration; both log to a file, pulse one line per applied operation)"
+        "median peak memory: keepalived {:.1} MiB, pulse {:.1} MiB",
+        median_of(0, |figures| Duration::from_secs(figures.peak_memory_kib)) / 1024.0,
+        median_of(1, |figures| Duration::from_secs(figures.peak_memory_kib)) / 1024.0
     );
-    if std::env::var_os("FULCRUM_BENCH_KEEP").is_some() {
-        println!("kept: {} (configurations, logs)", directory.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&directory);
-    }
+    println!(
+        "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
+         configuration; both log to a file)"
+    );
     Ok(())
 }
 
@@ -261,8 +322,12 @@ fn warm_up(daemons: &[Daemon], directory: &Path) -> Result<()> {
 /// servers in a fresh namespace: its start and reload times.
 fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures> {
     let configuration = directory.join("keepalived.conf");
-    std::fs::write(&configuration, generate(services, None))?;
     let namespace = Namespace::create(&format!("bench-{}", daemon.name))?;
+    // The checked real server: a listener in the namespace, which the
+    // TCP_CHECK finds open until the benchmark closes it.
+    let listener = namespace.run(|| std::net::TcpListener::bind("127.0.0.1:0"))??;
+    let checked_port = listener.local_addr()?.port();
+    std::fs::write(&configuration, generate(services, None, checked_port))?;
     let mut client = namespace.run(Client::connect)??;
     let log = directory.join("daemon.log");
     let arguments = (daemon.arguments)(&configuration, directory);
@@ -294,7 +359,7 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
         let mut reload = |weight: u32| -> Result<(Duration, Option<Duration>)> {
             std::fs::write(
                 directory.join("keepalived.conf.new"),
-                generate(services, Some(weight)),
+                generate(services, Some(weight), checked_port),
             )?;
             std::fs::rename(directory.join("keepalived.conf.new"), &configuration)?;
             let reloaded = service_key(RELOADED_SERVICE.min(services - 1));
@@ -322,6 +387,19 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
         // Once the first reload is applied, whatever the daemon still had to
         // do after its start is done too: the second one is a reload alone.
         let (second_reload, _) = reload(RELOADED_WEIGHT + 1)?;
+        let peak_memory_kib = peak_memory(&child, directory);
+        // The check fails once the listener is gone (connection refused).
+        let closed = Instant::now();
+        drop(listener);
+        let checked = checked_key();
+        let verdict_seen = poll(
+            &mut child,
+            closed,
+            "the failed real server's removal",
+            || Ok(client.destinations(&checked)?.is_empty()),
+        )?;
+        // pulse logs the pass right after the kernel acknowledged it.
+        std::thread::sleep(Duration::from_millis(300));
         Ok(Figures {
             start,
             start_seen_by,
@@ -329,6 +407,9 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
             second_reload,
             ready_at_start,
             ready_after_reload,
+            peak_memory_kib,
+            verdict_seen,
+            said: said(&log),
         })
     })();
     stop(&mut child);
@@ -339,6 +420,54 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         error.context(format!("the last lines of its log:\n{}", tail.join("\n")))
     })
+}
+
+/// The peak resident memory of the daemon and of keepalived's checker
+/// child (its pid file), in KiB: each one's `VmHWM`, summed.
+fn peak_memory(child: &Child, directory: &Path) -> u64 {
+    let of = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmHWM:"))
+                    .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let checker = std::fs::read_to_string(directory.join("checkers.pid"))
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok());
+    of(child.id()) + checker.map_or(0, of)
+}
+
+/// What pulse's log says of the second reload's netlink traffic and of the
+/// verdict's pass (keepalived logs neither).
+fn said(log: &Path) -> Said {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let reload_messages = text
+        .lines()
+        .rev()
+        .find(|line| line.contains(" reload: ") && line.contains(" applied and verified in "))
+        .and_then(|line| {
+            let counts = line.rsplit_once('(')?.1;
+            let mut numbers = counts
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|part| !part.is_empty())
+                .map(|part| part.parse::<u64>());
+            Some((numbers.next()?.ok()?, numbers.next()?.ok()?))
+        });
+    let verdict_to_kernel = text
+        .lines()
+        .rev()
+        .find(|line| line.contains("health change: applied in "))
+        .and_then(|line| line.split_once("health change: applied in "))
+        .map(|(_, rest)| rest.to_owned());
+    Said {
+        reload_messages,
+        verdict_to_kernel,
+    }
 }
 
 /// The READY=1 messages a daemon sends to its NOTIFY_SOCKET, timestamped
@@ -451,10 +580,15 @@ fn poll(
 /// that weight for the real server the reloads change).
 fn table_complete(client: &mut Client, services: usize, reloaded: Option<u32>) -> Result<bool> {
     let kernel = client.services()?;
-    if kernel.len() != services {
+    // The checked virtual server besides.
+    if kernel.len() != services + 1 {
         return Ok(false);
     }
-    let keys: Vec<ServiceKey> = kernel.iter().map(|service| service.key).collect();
+    let keys: Vec<ServiceKey> = kernel
+        .iter()
+        .map(|service| service.key)
+        .filter(|key| *key != checked_key())
+        .collect();
     let destinations = client.destinations_of(&keys)?;
     for (key, destinations) in keys.iter().zip(&destinations) {
         if destinations.len() != REAL_SERVERS {
@@ -511,6 +645,15 @@ fn service_address(index: usize) -> IpAddr {
     ))
 }
 
+/// The virtual server whose real server is checked.
+fn checked_key() -> ServiceKey {
+    ServiceKey::Address {
+        protocol: Protocol::Tcp,
+        address: IpAddr::V4(Ipv4Addr::new(10, 101, 0, 1)),
+        port: 80,
+    }
+}
+
 fn service_key(index: usize) -> ServiceKey {
     ServiceKey::Address {
         protocol: Protocol::Tcp,
@@ -523,11 +666,19 @@ fn real_server_address(index: usize) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 200, 0, index as u8 + 1)), 8080)
 }
 
-/// The configuration: `services` virtual servers of [`REAL_SERVERS`] real
-/// servers each; with `reloaded`, that weight for the one real server the
-/// reload changes.
-fn generate(services: usize, reloaded: Option<u32>) -> String {
+/// The configuration: first a virtual server whose one real server, on
+/// `checked_port` of 127.0.0.1, has a TCP_CHECK, then `services` virtual
+/// servers of [`REAL_SERVERS`] real servers each, without checkers; with
+/// `reloaded`, that weight for the one real server the reload changes.
+fn generate(services: usize, reloaded: Option<u32>, checked_port: u16) -> String {
     let mut text = String::new();
+    writeln!(
+        text,
+        "virtual_server 10.101.0.1 80 {{\n    protocol TCP\n    lvs_sched wlc\n    lvs_method NAT\n    \
+         delay_loop 1\n    real_server 127.0.0.1 {checked_port} {{\n        TCP_CHECK {{\n            \
+         connect_timeout 1\n        }}\n    }}\n}}"
+    )
+    .unwrap();
     for index in 0..services {
         writeln!(
             text,
