@@ -286,7 +286,15 @@ impl Reconciler {
         let scope = audit::Scope::of(&computed.table);
         let (applied, cost) = match audit::read(&mut self.client, &scope, 0) {
             Ok(read) => read,
-            Err(error) => return Report::failed(ReconcileError::Read(error)),
+            Err(error) => {
+                // What is wanted is known; what the kernel holds, once an
+                // audit reads it (asked for now), which plans the rest.
+                self.desired = computed.table;
+                self.quorum = computed.quorum;
+                self.audit_scope.send_replace(Arc::new(scope));
+                self.audit_now.notify_one();
+                return Report::failed(ReconcileError::Read(error));
+            }
         };
         tracing::debug!(
             "start: {} services found in the kernel ({})",
@@ -305,6 +313,13 @@ impl Reconciler {
     pub fn reload(&mut self, configuration: Arc<config::Config>) -> Report {
         let computed = desired(&configuration, &self.health, &self.quorum);
         self.draining.record(&self.desired, &computed.table);
+        // What drains is kept while it carries connections: their counts
+        // are read now, for the services holding it alone (what is known of
+        // the others' counts may be old, and is not needed).
+        let draining = self.draining.keys();
+        if let Err(error) = self.read_back(&draining) {
+            return Report::failed(ReconcileError::Read(error));
+        }
         self.layout = Layout::of(&configuration);
         self.configuration = configuration;
         self.audit_scope
