@@ -399,15 +399,19 @@ impl Lvs {
             // `ha_suspend` waits for a new reading.
             self.checkers.local_addresses(None).await;
         }
-        self.checkers
-            .reload(Plan::from_config(&configuration))
-            .await;
+        // The reconciler first: it plans the new table while the checkers'
+        // plan is built and handed over (each is a walk of the whole
+        // configuration, and neither needs the other).
         let generation = self.running.borrow().generation + 1;
         self.running.send_replace(Running {
             generation,
-            configuration,
+            configuration: configuration.clone(),
         });
         self.awaited = Some(generation);
+        let plan = tokio::task::spawn_blocking(move || Plan::from_config(&configuration))
+            .await
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
+        self.checkers.reload(plan).await;
     }
 
     /// Carries this host's addresses to the checkers, until something the
