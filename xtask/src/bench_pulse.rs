@@ -262,23 +262,21 @@ fn measure_size(
         reload_ratios.push(reload_ratio);
         all.push(figures);
     }
-    let median_of = |index: usize, pick: fn(&Figures) -> Duration| {
-        let mut values: Vec<f64> = all
-            .iter()
-            .map(|figures| pick(&figures[index]).as_secs_f64())
-            .collect();
+    // Seconds, or whatever else `pick` reads as a number.
+    let median_of = |index: usize, pick: fn(&Figures) -> f64| {
+        let mut values: Vec<f64> = all.iter().map(|figures| pick(&figures[index])).collect();
         median(&mut values)
     };
     println!(
         "median start: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
-        median_of(0, |figures| figures.start),
-        median_of(1, |figures| figures.start),
+        median_of(0, |figures| figures.start.as_secs_f64()),
+        median_of(1, |figures| figures.start.as_secs_f64()),
         median(&mut start_ratios)
     );
     println!(
         "median reload: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
-        median_of(0, |figures| figures.reload),
-        median_of(1, |figures| figures.reload),
+        median_of(0, |figures| figures.reload.as_secs_f64()),
+        median_of(1, |figures| figures.reload.as_secs_f64()),
         median(&mut reload_ratios)
     );
     let mut second_ratios: Vec<f64> = all
@@ -289,14 +287,14 @@ fn measure_size(
         .collect();
     println!(
         "median second reload: keepalived {:.3} s, pulse {:.3} s: pulse is {:.1}x as fast",
-        median_of(0, |figures| figures.second_reload),
-        median_of(1, |figures| figures.second_reload),
+        median_of(0, |figures| figures.second_reload.as_secs_f64()),
+        median_of(1, |figures| figures.second_reload.as_secs_f64()),
         median(&mut second_ratios)
     );
     println!(
         "median peak memory: keepalived {:.1} MiB, pulse {:.1} MiB",
-        median_of(0, |figures| Duration::from_secs(figures.peak_memory_kib)) / 1024.0,
-        median_of(1, |figures| Duration::from_secs(figures.peak_memory_kib)) / 1024.0
+        median_of(0, |figures| figures.peak_memory_kib as f64) / 1024.0,
+        median_of(1, |figures| figures.peak_memory_kib as f64) / 1024.0
     );
     println!(
         "(both include starting the process under emulation, 0.1-0.3 s, and reading the \

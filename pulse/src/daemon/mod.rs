@@ -322,6 +322,9 @@ struct Lvs {
     checkers: Handle,
     /// The configuration running: a new value is a reload.
     running: watch::Sender<Running>,
+    /// Whether it has `ha_suspend`: derived once per configuration, not at
+    /// every turn of the loop.
+    watch_addresses: bool,
     /// The last generation whose pass is over.
     applied: watch::Receiver<Applied>,
     /// Opens once a configuration asks for it (`ha_suspend`).
@@ -352,6 +355,7 @@ impl Lvs {
         let mut checkers =
             Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
         let states = checkers.take_events().expect("a new handle has its events");
+        let watch_addresses = wants_addresses(&configuration);
         let (running, configurations) = watch::channel(Running {
             generation: 1,
             configuration: configuration.clone(),
@@ -375,6 +379,7 @@ impl Lvs {
         Lvs {
             checkers,
             running,
+            watch_addresses,
             applied,
             address_monitor: None,
             open_retry,
@@ -385,16 +390,11 @@ impl Lvs {
         }
     }
 
-    /// Whether the running configuration has `ha_suspend`, so that the
-    /// checks need to know the host's addresses.
-    fn watch_addresses(&self) -> bool {
-        wants_addresses(&self.running.borrow().configuration)
-    }
-
     /// Hands a reloaded configuration to the checkers and the reconciler;
     /// [`Lvs::next`] then says when its pass is over.
     async fn reload(&mut self, configuration: Arc<config::Config>) {
-        if !wants_addresses(&configuration) && self.address_monitor.take().is_some() {
+        self.watch_addresses = wants_addresses(&configuration);
+        if !self.watch_addresses && self.address_monitor.take().is_some() {
             // Not followed from here on: a later configuration with
             // `ha_suspend` waits for a new reading.
             self.checkers.local_addresses(None).await;
@@ -417,15 +417,16 @@ impl Lvs {
     /// Carries this host's addresses to the checkers, until something the
     /// daemon must act on. Cancel-safe.
     async fn next(&mut self) -> LvsEvent {
-        let watch_addresses = self.watch_addresses();
         let Lvs {
             checkers,
             applied,
             address_monitor,
             open_retry,
             awaited,
+            watch_addresses,
             ..
         } = self;
+        let watch_addresses = *watch_addresses;
         loop {
             tokio::select! {
                 changed = applied.changed() => {

@@ -137,14 +137,7 @@ pub fn read(
         services
             .into_iter()
             .zip(destinations)
-            .map(|(mut service, destinations)| {
-                // Statistics are never compared: not kept.
-                service.statistics = None;
-                TableService {
-                    service,
-                    destinations: without_statistics(destinations.unwrap_or_default()),
-                }
-            }),
+            .map(|(service, destinations)| kept(service, destinations.unwrap_or_default())),
         timeouts,
     );
     Ok((
@@ -158,13 +151,17 @@ pub fn read(
     ))
 }
 
-/// Destinations as the reconciler keeps them: without statistics, which it
-/// never compares (a tenth of their size).
-pub fn without_statistics(mut destinations: Vec<ipvs::Destination>) -> Vec<ipvs::Destination> {
+/// A service read from the kernel as the reconciler keeps it: without the
+/// statistics of the service and its destinations, which it never compares.
+pub fn kept(mut service: ipvs::Service, mut destinations: Vec<ipvs::Destination>) -> TableService {
+    service.statistics = None;
     for destination in &mut destinations {
         destination.statistics = None;
     }
-    destinations
+    TableService {
+        service,
+        destinations,
+    }
 }
 
 /// The audit's loop: reads the table, hands the snapshot over, waits, until

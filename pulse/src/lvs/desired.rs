@@ -281,9 +281,23 @@ pub fn desired(
     health: &Health,
     previous_quorum: &QuorumStates,
 ) -> Desired {
-    let layout = Layout::of(configuration);
+    desired_whole(
+        configuration,
+        &Layout::of(configuration),
+        health,
+        previous_quorum,
+    )
+}
+
+/// [`desired`], given the configuration's layout.
+pub fn desired_whole(
+    configuration: &config::Config,
+    layout: &Layout,
+    health: &Health,
+    previous_quorum: &QuorumStates,
+) -> Desired {
     let everyone: Vec<usize> = (0..configuration.virtual_servers.len()).collect();
-    let mut result = desired_of(configuration, &layout, &everyone, health, previous_quorum);
+    let mut result = desired_of(configuration, layout, &everyone, health, previous_quorum);
     result.table.timeouts = timeouts(&configuration.global.lvs_timeouts);
     result
 }

@@ -55,7 +55,7 @@ use nanny::spec::VirtualServerKey;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, Snapshot};
-use super::desired::{Desired, Health, Layout, QuorumStates, Table, TableService, desired};
+use super::desired::{Desired, Health, Layout, QuorumStates, Table, TableService, desired_whole};
 use super::drain::Draining;
 use super::plan::{Ownership, Scope, plan_within};
 
@@ -282,7 +282,12 @@ impl Reconciler {
     /// The start: what the kernel holds read whole (the audit's way), the
     /// desired table computed, then one pass.
     pub fn start(&mut self) -> Report {
-        let computed = desired(&self.configuration, &self.health, &self.quorum);
+        let computed = desired_whole(
+            &self.configuration,
+            &self.layout,
+            &self.health,
+            &self.quorum,
+        );
         let scope = audit::Scope::of(&computed.table);
         let (applied, cost) = match audit::read(&mut self.client, &scope, 0) {
             Ok(read) => read,
@@ -311,7 +316,8 @@ impl Reconciler {
     /// (keepalived's `clear_diff_services` copies them); what the new
     /// configuration drops is drained ([`super::drain`]).
     pub fn reload(&mut self, configuration: Arc<config::Config>) -> Report {
-        let computed = desired(&configuration, &self.health, &self.quorum);
+        let layout = Layout::of(&configuration);
+        let computed = desired_whole(&configuration, &layout, &self.health, &self.quorum);
         self.draining.record(&self.desired, &computed.table);
         // What drains is kept while it carries connections: their counts
         // are read now, for the services holding it alone (what is known of
@@ -320,7 +326,7 @@ impl Reconciler {
         if let Err(error) = self.read_back(&draining) {
             return Report::failed(ReconcileError::Read(error));
         }
-        self.layout = Layout::of(&configuration);
+        self.layout = layout;
         self.configuration = configuration;
         self.audit_scope
             .send_replace(Arc::new(audit::Scope::of(&computed.table)));
@@ -551,13 +557,9 @@ impl Reconciler {
         for key in keys {
             self.touched.insert(*key, pass);
             match self.client.service(key) {
-                Ok(mut service) => {
-                    service.statistics = None;
-                    let destinations = audit::without_statistics(self.client.destinations(key)?);
-                    self.applied.insert(TableService {
-                        service,
-                        destinations,
-                    });
+                Ok(service) => {
+                    let destinations = self.client.destinations(key)?;
+                    self.applied.insert(audit::kept(service, destinations));
                 }
                 Err(error) if error.errno() == Some(ipvs::Errno(libc::ESRCH)) => {
                     self.applied.services.swap_remove(key);
@@ -722,10 +724,7 @@ fn acknowledge(table: &mut Table, operation: &Operation) {
         }),
         Operation::UpdateService(service) => {
             if let Some(entry) = table.services.get_mut(&service.key) {
-                entry.service = ipvs::Service {
-                    statistics: None,
-                    ..service.clone()
-                };
+                entry.service = service.clone();
             }
         }
         Operation::DeleteService(key) => {
@@ -744,7 +743,6 @@ fn acknowledge(table: &mut Table, operation: &Operation) {
             }) {
                 *known = ipvs::Destination {
                     counters: known.counters,
-                    statistics: None,
                     ..destination.clone()
                 };
             }
