@@ -117,6 +117,44 @@ impl Table {
     }
 }
 
+/// Destinations found by address and port. Most services have a handful,
+/// where a scan costs less than hashing each address (hashing was the
+/// largest cost of planning 10,000 services); a long list is hashed.
+pub struct ByAddress<'a> {
+    list: Vec<&'a Destination>,
+    map: Option<HashMap<SocketAddr, &'a Destination>>,
+}
+
+impl<'a> ByAddress<'a> {
+    /// Longer lists than this are hashed.
+    const SCANNED: usize = 16;
+
+    pub fn of(destinations: impl IntoIterator<Item = &'a Destination>) -> ByAddress<'a> {
+        let list: Vec<&Destination> = destinations.into_iter().collect();
+        let map = (list.len() > Self::SCANNED).then(|| {
+            list.iter()
+                .map(|destination| (destination.socket_address(), *destination))
+                .collect()
+        });
+        ByAddress { list, map }
+    }
+
+    pub fn get(&self, address: SocketAddr) -> Option<&'a Destination> {
+        match &self.map {
+            Some(map) => map.get(&address).copied(),
+            None => self
+                .list
+                .iter()
+                .find(|destination| destination.socket_address() == address)
+                .copied(),
+        }
+    }
+
+    pub fn contains(&self, address: SocketAddr) -> bool {
+        self.get(address).is_some()
+    }
+}
+
 /// What nanny last said about one real server of one virtual server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RealServerHealth {
@@ -133,8 +171,12 @@ pub struct RealServerHealth {
 /// a lookup borrows its key rather than building one).
 #[derive(Debug, Clone, Default)]
 pub struct Health {
-    servers: HashMap<VirtualServerKey, HashMap<SocketAddr, RealServerHealth>>,
+    servers: HashMap<VirtualServerKey, ReportedHealth>,
 }
+
+/// The health reported of the real servers of one virtual server, by
+/// address and port.
+pub type ReportedHealth = HashMap<SocketAddr, RealServerHealth>;
 
 impl Health {
     /// Takes in one of nanny's state changes.
@@ -169,7 +211,12 @@ impl Health {
         virtual_server: &VirtualServerKey,
         real_server: SocketAddr,
     ) -> Option<&RealServerHealth> {
-        self.servers.get(virtual_server)?.get(&real_server)
+        self.of(virtual_server)?.get(&real_server)
+    }
+
+    /// What was reported of the real servers of one virtual server.
+    pub fn of(&self, virtual_server: &VirtualServerKey) -> Option<&ReportedHealth> {
+        self.servers.get(virtual_server)
     }
 }
 
@@ -388,11 +435,13 @@ fn pool<'a>(
     previous_quorum: &QuorumStates,
     result: &mut Desired,
 ) -> Vec<PoolMember<'a>> {
+    // Found once for the virtual server, not once per real server.
+    let reported = health.of(name);
     let states: Vec<(&config::RealServer, bool, u32)> = virtual_server
         .real_servers
         .iter()
         .map(|real_server| {
-            let (alive, weight) = state(name, real_server, health);
+            let (alive, weight) = state(real_server, reported);
             (real_server, alive, weight)
         })
         .collect();
@@ -486,13 +535,9 @@ fn pool<'a>(
 /// its change), so there the order of events matters; pulse takes the last
 /// value of each, which is what keepalived reaches when the dynamic weight
 /// changes before the files.
-pub fn state(
-    virtual_server: &VirtualServerKey,
-    real_server: &config::RealServer,
-    health: &Health,
-) -> (bool, u32) {
+pub fn state(real_server: &config::RealServer, reported: Option<&ReportedHealth>) -> (bool, u32) {
     let address = SocketAddr::new(real_server.address, real_server.port);
-    match health.get(virtual_server, address) {
+    match reported.and_then(|reported| reported.get(&address)) {
         Some(health) => (
             health.up,
             real_weight(

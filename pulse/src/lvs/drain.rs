@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 
 use ipvs::ServiceKey;
 
-use super::desired::{Table, TableService};
+use super::desired::{ByAddress, Table, TableService};
 
 /// Destinations and services on their way out after a reload.
 #[derive(Debug, Default)]
@@ -40,14 +40,10 @@ impl Draining {
                 self.services.insert(*key);
                 continue;
             };
-            let kept: HashSet<SocketAddr> = kept
-                .destinations
-                .iter()
-                .map(ipvs::Destination::socket_address)
-                .collect();
+            let kept = ByAddress::of(&kept.destinations);
             for destination in &entry.destinations {
                 let address = destination.socket_address();
-                if !kept.contains(&address) {
+                if !kept.contains(address) {
                     self.destinations.insert((*key, address));
                 }
             }

@@ -36,8 +36,7 @@
 //!   kernel's trash, which dumps do not list: it reads as absent, and
 //!   creating it again takes it out of the trash with the weight sent.
 
-use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
+use std::collections::HashSet;
 
 use indexmap::IndexMap;
 
@@ -46,7 +45,7 @@ use ipvs::{
     Tunnel, TunnelChecksum, TunnelKind,
 };
 
-use super::desired::{Table, TableService};
+use super::desired::{ByAddress, Table, TableService};
 
 /// Which kernel services pulse may change or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,13 +219,9 @@ fn plan_service(
     if service_differs(&present.service, service) {
         operations.push(Operation::UpdateService(service.clone()));
     }
-    let present_destinations: HashMap<SocketAddr, &Destination> = present
-        .destinations
-        .iter()
-        .map(|destination| (destination.socket_address(), destination))
-        .collect();
+    let present_destinations = ByAddress::of(&present.destinations);
     for destination in destinations {
-        match present_destinations.get(&destination.socket_address()) {
+        match present_destinations.get(destination.socket_address()) {
             None => operations.push(Operation::CreateDestination(key, (*destination).clone())),
             Some(current) if destination_differs(current, destination) => {
                 operations.push(Operation::UpdateDestination(key, (*destination).clone()))
@@ -234,16 +229,13 @@ fn plan_service(
             Some(_) => {}
         }
     }
-    let wanted_addresses: HashSet<SocketAddr> = destinations
-        .iter()
-        .map(|destination| destination.socket_address())
-        .collect();
+    let wanted_addresses = ByAddress::of(destinations.iter().copied());
     removals.extend(
         present
             .destinations
             .iter()
             .map(Destination::socket_address)
-            .filter(|address| !wanted_addresses.contains(address))
+            .filter(|address| !wanted_addresses.contains(*address))
             .map(|address| Operation::DeleteDestination(key, address)),
     );
 }
