@@ -209,7 +209,9 @@ impl Parts {
 /// has errors. At start, the rendered problems (with their source lines)
 /// also go to standard error, where whoever started pulse looks.
 fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
+    let started = std::time::Instant::now();
     let loaded = fulcrum_config::load(&settings.config_file, &settings.options);
+    let read = started.elapsed();
     let errors = loaded.diagnostics.count(Severity::Error);
     let warnings = loaded.diagnostics.count(Severity::Warning);
     let mut items: Vec<_> = loaded.diagnostics.items.iter().collect();
@@ -270,6 +272,12 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
         &mut configuration,
         &reviewed,
     ));
+    tracing::debug!(
+        "{}: read in {:.1} ms, its scripts reviewed in {:.1} ms",
+        settings.config_file.display(),
+        read.as_secs_f64() * 1000.0,
+        (started.elapsed() - read).as_secs_f64() * 1000.0
+    );
     Some(Arc::new(configuration))
 }
 

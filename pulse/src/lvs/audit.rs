@@ -17,7 +17,9 @@
 //!   the listing hides, once per pass of the rotation.
 //! - **Spread**: the next audit starts [`PERIOD`] after the last one ended,
 //!   or twice as long as that one took if that is longer, so the audit
-//!   takes at most a third of a processor however large the table.
+//!   takes at most a third of a processor however large the table. The
+//!   task only compares a reading with what it knew, and plans only the
+//!   services that differ.
 //! - **Never stale**: a snapshot carries the number of the last change
 //!   pass over when its read began ([`Snapshot::since`]); the task keeps
 //!   its own knowledge of every service a later pass touched.
@@ -28,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ipvs::{Client, ServiceKey, Traffic};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::desired::{Table, TableService};
 
@@ -164,16 +166,49 @@ pub fn kept(mut service: ipvs::Service, mut destinations: Vec<ipvs::Destination>
     }
 }
 
-/// The audit's loop: reads the table, hands the snapshot over, waits, until
-/// the task stops listening. `now` asks for an audit at once (after a
-/// change too large to read back service by service).
+/// One reading asked of the reading thread.
+type ReadRequest = (
+    Arc<Scope>,
+    usize,
+    oneshot::Sender<Result<(Table, Cost), ipvs::Error>>,
+);
+
+/// The thread that reads for the audit (so that the runtime's blocking pool
+/// stays free for the change loop): it ends when the loop drops its end of
+/// the channel.
+///
+/// Not at a lower priority: tried at nice +10, it starved in a busy lab
+/// guest (no repair within 10 s while other tests ran), and a repair must
+/// come within a second or two.
+fn spawn_reader(mut client: Client) -> std::io::Result<std::sync::mpsc::Sender<ReadRequest>> {
+    let (requests, received) = std::sync::mpsc::channel::<ReadRequest>();
+    std::thread::Builder::new()
+        .name("ipvs-audit".into())
+        .spawn(move || {
+            for (scope, rotation, reply) in received {
+                let _ = reply.send(read(&mut client, &scope, rotation));
+            }
+        })?;
+    Ok(requests)
+}
+
+/// The audit's loop: reads the table (on a thread of its own), hands the snapshot over, waits, until the task stops
+/// listening. `now` asks for an audit at once (after a change too large to
+/// read back service by service).
 pub async fn run(
-    mut client: Client,
+    client: Client,
     mut scope: watch::Receiver<Arc<Scope>>,
     passes: Arc<AtomicU64>,
     now: Arc<Notify>,
     snapshots: mpsc::Sender<Snapshot>,
 ) {
+    let reader = match spawn_reader(client) {
+        Ok(reader) => reader,
+        Err(error) => {
+            tracing::error!("no audit of the IPVS table: cannot start its thread: {error}");
+            return;
+        }
+    };
     let mut rotation = 0;
     let mut pause = PERIOD;
     loop {
@@ -184,15 +219,13 @@ pub async fn run(
         }
         let since = passes.load(Ordering::Acquire);
         let current = scope.borrow_and_update().clone();
-        let reading = tokio::task::spawn_blocking(move || {
-            let outcome = read(&mut client, &current, rotation);
-            (client, outcome)
-        })
-        .await;
-        let outcome;
-        (client, outcome) = match reading {
-            Ok(returned) => returned,
-            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        let (reply, outcome) = oneshot::channel();
+        if reader.send((current, rotation, reply)).is_err() {
+            return;
+        }
+        let Ok(outcome) = outcome.await else {
+            // The thread went down (a panic, reported by it).
+            return;
         };
         match outcome {
             Ok((table, cost)) => {

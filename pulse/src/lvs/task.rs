@@ -55,9 +55,11 @@ use nanny::spec::VirtualServerKey;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, Snapshot};
-use super::desired::{Desired, Health, Layout, QuorumStates, Table, TableService, desired_whole};
+use super::desired::{
+    ByAddress, Desired, Health, Layout, QuorumStates, Table, TableService, desired_whole,
+};
 use super::drain::Draining;
-use super::plan::{Ownership, Scope, plan_within};
+use super::plan::{Ownership, Scope, destination_differs, plan_within, service_differs};
 
 /// How often what drains is read back.
 pub const DRAIN_CHECK: Duration = Duration::from_secs(1);
@@ -167,7 +169,8 @@ pub struct Reconciler {
     /// The operations the kernel refused in the last pass, as text: the
     /// next pass retries them without logging each retry as news (a
     /// scheduler the kernel lacks would otherwise log an error a second).
-    failing: HashSet<String>,
+    /// (With the service each is about: an audit plans those again.)
+    failing: HashMap<String, Option<ServiceKey>>,
     /// What a reload removed while it still carried connections.
     draining: Draining,
     /// Modules [`load_modules`] asked modprobe for, each once: one that does
@@ -205,7 +208,7 @@ impl Reconciler {
             desired: Table::default(),
             applied: Table::default(),
             ownership,
-            failing: HashSet::new(),
+            failing: HashMap::new(),
             draining: Draining::default(),
             modules_asked_for: HashSet::new(),
             passes: Arc::new(AtomicU64::new(0)),
@@ -316,9 +319,16 @@ impl Reconciler {
     /// (keepalived's `clear_diff_services` copies them); what the new
     /// configuration drops is drained ([`super::drain`]).
     pub fn reload(&mut self, configuration: Arc<config::Config>) -> Report {
+        let started = Instant::now();
         let layout = Layout::of(&configuration);
         let computed = desired_whole(&configuration, &layout, &self.health, &self.quorum);
+        let computing = started.elapsed();
         self.draining.record(&self.desired, &computed.table);
+        tracing::debug!(
+            "reload: the desired table computed in {:.1} ms, what it removes found in {:.1} ms",
+            computing.as_secs_f64() * 1000.0,
+            (started.elapsed() - computing).as_secs_f64() * 1000.0
+        );
         // What drains is kept while it carries connections: their counts
         // are read now, for the services holding it alone (what is known of
         // the others' counts may be old, and is not needed).
@@ -350,31 +360,51 @@ impl Reconciler {
         self.pass_with(Reason::Health, computed, Scope::Services(&keys))
     }
 
-    /// Takes in an audit's reading and repairs what differs.
+    /// Takes in an audit's reading and repairs what differs: only the
+    /// services whose reading is not what was known are planned, with those
+    /// the reading lacks and those whose operations failed last time, so
+    /// that a reading costs the change loop a comparison, not a plan of the
+    /// whole table.
     pub fn audited(&mut self, snapshot: Snapshot) -> Report {
         let since = snapshot.since;
-        let newer = |touched: &HashMap<ServiceKey, u64>, key: &ServiceKey| {
-            touched.get(key).is_some_and(|&pass| pass > since)
-        };
-        let gone: Vec<ServiceKey> = self
+        let touched = &self.touched;
+        let newer = |key: &ServiceKey| touched.get(key).is_some_and(|&pass| pass > since);
+        let mut suspects: HashSet<ServiceKey> = self
             .applied
             .services
             .keys()
-            .filter(|key| !snapshot.table.services.contains_key(*key) && !newer(&self.touched, key))
+            .chain(self.desired.services.keys())
+            .filter(|key| !snapshot.table.services.contains_key(*key) && !newer(key))
             .copied()
             .collect();
-        for key in gone {
-            self.applied.services.swap_remove(&key);
+        for key in &suspects {
+            self.applied.services.swap_remove(key);
         }
         for (key, entry) in snapshot.table.services {
-            if !newer(&self.touched, &key) {
-                self.applied.services.insert(key, entry);
+            if newer(&key) {
+                continue;
+            }
+            match self.applied.services.get_mut(&key) {
+                Some(known) if same_in_the_kernel(known, &entry) => {}
+                Some(known) => {
+                    *known = entry;
+                    suspects.insert(key);
+                }
+                None => {
+                    self.applied.insert(entry);
+                    suspects.insert(key);
+                }
             }
         }
+        suspects.extend(self.failing.values().flatten());
+        let timeouts_differ = self.applied.timeouts != snapshot.table.timeouts;
         self.applied.timeouts = snapshot.table.timeouts;
         // The others are known from this reading now.
         self.touched.retain(|_, pass| *pass > since);
-        self.pass(Reason::DriftCheck, Scope::Everything)
+        if timeouts_differ {
+            return self.pass(Reason::DriftCheck, Scope::Everything);
+        }
+        self.pass(Reason::DriftCheck, Scope::Services(&suspects))
     }
 
     /// Reads back what drains and deletes what no longer carries
@@ -443,8 +473,13 @@ impl Reconciler {
     /// One plan applied: what the kernel acknowledged is kept in
     /// [`Reconciler::applied`], what it touched read back.
     fn apply_plan(&mut self, reason: Reason, scope: Scope<'_>) -> PlanOutcome {
+        let planning = Instant::now();
         let drain = self.draining.table(&self.applied, &self.desired);
         let operations = plan_within(&self.applied, &self.desired, &drain, &self.ownership, scope);
+        tracing::debug!(
+            "{reason}: planned in {:.1} ms",
+            planning.elapsed().as_secs_f64() * 1000.0
+        );
         // What pulse owns from now on, beyond the desired services: what
         // drains, what it meant to delete but could not (below), and for a
         // pass over some services, what it owned before.
@@ -457,6 +492,15 @@ impl Reconciler {
             return PlanOutcome::default();
         }
         let previously_failing = std::mem::take(&mut self.failing);
+        if let Scope::Services(keys) = scope {
+            // Those of services this pass does not plan still fail.
+            self.failing.extend(
+                previously_failing
+                    .iter()
+                    .filter(|(_, key)| !key.is_some_and(|key| keys.contains(&key)))
+                    .map(|(text, key)| (text.clone(), *key)),
+            );
+        }
         log_operations(reason, &operations, &previously_failing);
         // Numbered now, counted as finished once applied and read back (in
         // `read_back`): an audit that begins meanwhile knows its reading of
@@ -491,12 +535,12 @@ impl Reconciler {
             }
             let text = operation.to_string();
             // The failure names the operation.
-            if previously_failing.contains(&text) {
+            if previously_failing.contains_key(&text) {
                 tracing::debug!("{reason}: refused again: {failure}");
             } else {
                 tracing::error!("{reason}: refused: {failure}");
             }
-            self.failing.insert(text);
+            self.failing.insert(text, service_of(operation));
             if let Operation::DeleteService(key) = operation {
                 owned.insert(*key);
             }
@@ -525,12 +569,20 @@ impl Reconciler {
         }
         let error = match self.read_back(&read) {
             Err(error) => Some(ReconcileError::Read(error)),
-            Ok(()) if reported.is_empty() && interrupted.is_none() => None,
-            Ok(()) => Some(ReconcileError::Apply(BatchError {
-                total: operations.len(),
-                failures: reported,
-                interrupted,
-            })),
+            Ok(changed) => {
+                // Not as the kernel acknowledged: changed by someone else
+                // between the batch and the reading.
+                refused.extend(changed);
+                if reported.is_empty() && interrupted.is_none() {
+                    None
+                } else {
+                    Some(ReconcileError::Apply(BatchError {
+                        total: operations.len(),
+                        failures: reported,
+                        interrupted,
+                    }))
+                }
+            }
         };
         PlanOutcome {
             operations: operations.len(),
@@ -543,28 +595,51 @@ impl Reconciler {
         }
     }
 
-    /// Reads `keys` back from the kernel into what is known of it.
-    fn read_back(&mut self, keys: &HashSet<ServiceKey>) -> Result<(), ipvs::Error> {
+    /// Reads `keys` back from the kernel into what is known of it; the
+    /// services it found otherwise than known (someone else changed them
+    /// meanwhile), to plan again.
+    fn read_back(
+        &mut self,
+        keys: &HashSet<ServiceKey>,
+    ) -> Result<HashSet<ServiceKey>, ipvs::Error> {
         // Newer than what an audit under way read of them; finished (with
         // the pass that applied changes, if any) once they are read.
         let pass = self.passes.load(Ordering::Acquire) + 1;
-        let outcome = self.read_each(keys, pass);
+        let mut changed = HashSet::new();
+        let outcome = self.read_each(keys, pass, &mut changed);
         self.passes.store(pass, Ordering::Release);
-        outcome
+        outcome.map(|()| changed)
     }
 
-    fn read_each(&mut self, keys: &HashSet<ServiceKey>, pass: u64) -> Result<(), ipvs::Error> {
+    fn read_each(
+        &mut self,
+        keys: &HashSet<ServiceKey>,
+        pass: u64,
+        changed: &mut HashSet<ServiceKey>,
+    ) -> Result<(), ipvs::Error> {
         for key in keys {
             self.touched.insert(*key, pass);
-            match self.client.service(key) {
+            let read = match self.client.service(key) {
                 Ok(service) => {
                     let destinations = self.client.destinations(key)?;
-                    self.applied.insert(audit::kept(service, destinations));
+                    Some(audit::kept(service, destinations))
                 }
-                Err(error) if error.errno() == Some(ipvs::Errno(libc::ESRCH)) => {
+                Err(error) if error.errno() == Some(ipvs::Errno(libc::ESRCH)) => None,
+                Err(error) => return Err(error),
+            };
+            let as_known = match (self.applied.service(key), &read) {
+                (Some(known), Some(read)) => same_in_the_kernel(known, read),
+                (None, None) => true,
+                _ => false,
+            };
+            if !as_known {
+                changed.insert(*key);
+            }
+            match read {
+                Some(read) => self.applied.insert(read),
+                None => {
                     self.applied.services.swap_remove(key);
                 }
-                Err(error) => return Err(error),
             }
         }
         Ok(())
@@ -644,7 +719,7 @@ impl Reconciler {
                 .map(Operation::DeleteService)
                 .collect()
         };
-        log_operations(Reason::Stop, &operations, &HashSet::new());
+        log_operations(Reason::Stop, &operations, &HashMap::new());
         self.client
             .apply(&operations)
             .map_err(ReconcileError::Apply)?;
@@ -656,8 +731,9 @@ impl Reconciler {
 #[derive(Debug, Default)]
 struct PlanOutcome {
     operations: usize,
-    /// Services whose operations the kernel refused for their state, read
-    /// back since: to plan again.
+    /// Services the kernel holds otherwise than pulse knew (an operation
+    /// refused for their state, or a reading that differs from what was
+    /// acknowledged), read back since: to plan again.
     refused: HashSet<ServiceKey>,
     error: Option<ReconcileError>,
 }
@@ -704,6 +780,23 @@ fn refused_for_its_state(operation: &Operation, failure: &ipvs::Error) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a reading of a service shows what was known of it, in what a
+/// plan compares (not the counters, nor the HASHED flag the kernel adds).
+fn same_in_the_kernel(known: &TableService, read: &TableService) -> bool {
+    if service_differs(&read.service, &known.service)
+        || service_differs(&known.service, &read.service)
+        || known.destinations.len() != read.destinations.len()
+    {
+        return false;
+    }
+    let known_destinations = ByAddress::of(&known.destinations);
+    read.destinations.iter().all(|destination| {
+        known_destinations
+            .get(destination.socket_address())
+            .is_some_and(|known| !destination_differs(known, destination))
+    })
 }
 
 /// What the kernel holds after it acknowledged `operation`.
@@ -771,7 +864,11 @@ fn acknowledge(table: &mut Table, operation: &Operation) {
 /// audit's repairs, which undo someone else's change), or, for a large
 /// pass, a count of each kind at info and each at debug level. An operation
 /// that failed last time is being retried: debug level.
-fn log_operations(reason: Reason, operations: &[Operation], previously_failing: &HashSet<String>) {
+fn log_operations(
+    reason: Reason,
+    operations: &[Operation],
+    previously_failing: &HashMap<String, Option<ServiceKey>>,
+) {
     let many = operations.len() > LOGGED_ONE_BY_ONE;
     if many {
         let mut kinds: Vec<(&'static str, usize)> = Vec::new();
@@ -798,7 +895,7 @@ fn log_operations(reason: Reason, operations: &[Operation], previously_failing: 
     }
     for operation in operations {
         let text = operation.to_string();
-        if previously_failing.contains(&text) {
+        if previously_failing.contains_key(&text) {
             tracing::debug!("{reason}: retrying {text}");
         } else if many {
             tracing::debug!("{reason}: {text}");
@@ -1067,8 +1164,9 @@ pub fn stop_notifications(
     {
         let name = VirtualServerKey::from_config(virtual_server);
         if !flush {
+            let reported = health.of(&name);
             for real_server in &virtual_server.real_servers {
-                if super::desired::state(&name, real_server, health).0 {
+                if super::desired::state(real_server, reported).0 {
                     notifications.push(Notification::RealServer {
                         virtual_server: name.clone(),
                         real_server: SocketAddr::new(real_server.address, real_server.port),

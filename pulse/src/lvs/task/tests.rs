@@ -179,3 +179,40 @@ virtual_server 192.0.2.2 80 {
     assert_eq!(scripts(false), ["/bin/down-1", "/bin/quorum-down"]);
     assert_eq!(scripts(true), ["/bin/quorum-down"]);
 }
+
+#[test]
+fn a_reading_is_what_was_known_whatever_the_counters_and_the_order() {
+    let destination = |address: &str, weight: u32| Destination {
+        weight,
+        ..Destination::new(address.parse().unwrap(), Forwarding::Masquerade)
+    };
+    let known = TableService {
+        service: Service::new(web(), "rr"),
+        destinations: vec![destination("10.0.0.1:80", 1), destination("10.0.0.2:80", 2)],
+    };
+    let mut read = TableService {
+        service: Service {
+            flags: ipvs::ServiceFlags::HASHED,
+            ..Service::new(web(), "rr")
+        },
+        destinations: vec![
+            Destination {
+                counters: Some(ipvs::ConnectionCounters {
+                    active: 3,
+                    inactive: 1,
+                    persistent: 0,
+                }),
+                ..destination("10.0.0.2:80", 2)
+            },
+            destination("10.0.0.1:80", 1),
+        ],
+    };
+    assert!(same_in_the_kernel(&known, &read));
+    read.destinations[1].weight = 0;
+    assert!(!same_in_the_kernel(&known, &read));
+    read.destinations.pop();
+    assert!(!same_in_the_kernel(&known, &read));
+    let mut other_scheduler = known.clone();
+    other_scheduler.service.scheduler = "wlc".into();
+    assert!(!same_in_the_kernel(&known, &other_scheduler));
+}
