@@ -10,6 +10,8 @@ pub mod grammar;
 pub mod lexer;
 mod load;
 pub mod model;
+mod reload;
 pub mod syntax;
 
 pub use load::{Loaded, load, load_str};
+pub use reload::{Reread, load_again};

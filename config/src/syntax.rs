@@ -486,6 +486,30 @@ impl SourceFile {
         }
     }
 
+    /// A file read from disk whole (a reload that compares it with what was
+    /// read before): its text is known from the start.
+    pub fn on_disk_with_text(
+        name: String,
+        path: std::path::PathBuf,
+        metadata: &std::fs::Metadata,
+        text: String,
+    ) -> Self {
+        SourceFile {
+            name,
+            included_from: None,
+            text: std::sync::OnceLock::from(Some(text)),
+            on_disk: Some(OnDisk {
+                path,
+                identity: Identity::of(metadata),
+            }),
+        }
+    }
+
+    /// Whether the file was read from disk (not given in memory).
+    pub fn is_on_disk(&self) -> bool {
+        self.on_disk.is_some()
+    }
+
     /// The file's text as the lexer read it; `None` for a file on disk that
     /// has changed (or gone) since.
     pub fn text(&self) -> Option<&str> {

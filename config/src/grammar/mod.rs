@@ -25,14 +25,14 @@ pub mod vrrp;
 pub use keyword::{Arity, Body, Keyword, Support};
 pub use tree::Node;
 
-use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::diagnostic::{Diagnostic, Diagnostics, Severity};
 use crate::model::Config;
 use crate::syntax::{Line, Span, Word};
 
 /// Parses the lines of one configuration into the model, reporting every
 /// problem to `diagnostics` (all of them, in one run).
 pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
-    parse_with(diagnostics, &mut |diagnostics, each| {
+    parse_with(diagnostics, None, &mut |diagnostics, each| {
         tree::build_each(lines, ROOT, diagnostics, each)
     })
 }
@@ -41,9 +41,105 @@ pub fn parse(lines: &[Line], diagnostics: &mut Diagnostics) -> Config {
 /// top-level block's lines being dropped once it is read: the lines of a
 /// whole configuration are never held.
 pub fn parse_streamed(source: &mut impl tree::LineSource, diagnostics: &mut Diagnostics) -> Config {
-    parse_with(diagnostics, &mut |diagnostics, each| {
+    parse_with(diagnostics, None, &mut |diagnostics, each| {
         tree::build_streamed(source, ROOT, diagnostics, each)
     })
+}
+
+/// Where a top-level item was and what it made: what a reload needs to
+/// read one block again ([`crate::reload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TopLevel {
+    pub file: crate::syntax::FileId,
+    /// Its first and last lines (of its keyword and its closing brace).
+    pub first: u32,
+    pub last: u32,
+    pub virtual_server: bool,
+    /// It added a virtual server to the model (one without real servers
+    /// is dropped).
+    pub made_virtual_server: bool,
+}
+
+/// How a streamed parse went, for [`crate::reload`].
+#[derive(Debug, Default)]
+pub(crate) struct Outline {
+    pub items: Vec<TopLevel>,
+    /// Problems found building the tree (before the blocks were read),
+    /// notes aside ("accepted, not yet acted on" is said of each use, and
+    /// carries nothing from one item to the next).
+    pub tree_problems: usize,
+}
+
+/// [`parse_streamed`], recording each top-level item's place.
+pub(crate) fn parse_streamed_outlined(
+    source: &mut impl tree::LineSource,
+    diagnostics: &mut Diagnostics,
+    outline: &mut Outline,
+) -> Config {
+    parse_with(diagnostics, Some(outline), &mut |diagnostics, each| {
+        tree::build_streamed(source, ROOT, diagnostics, each)
+    })
+}
+
+/// Reads `source`'s lines as one top-level `virtual_server` block taken out
+/// of the configuration `around` (its other blocks as they are there): its
+/// virtual server (`None` if the block makes none), its problems added to
+/// `diagnostics`. `None` if the lines are not exactly one such block, or
+/// building its tree found a problem.
+pub(crate) fn read_virtual_server_alone(
+    source: &mut impl tree::LineSource,
+    around: &Config,
+    diagnostics: &mut Diagnostics,
+) -> Option<Option<crate::model::VirtualServer>> {
+    let mut tree_diagnostics = Diagnostics::default();
+    let mut read_diagnostics = Diagnostics::default();
+    let mut context = Context {
+        diagnostics: &mut read_diagnostics,
+        virtual_servers: Vec::new(),
+        references: Vec::new(),
+    };
+    let mut scratch = Config::default();
+    let mut items = 0;
+    let mut one_block = true;
+    tree::build_streamed(source, ROOT, &mut tree_diagnostics, &mut |node| {
+        items += 1;
+        if items > 1 || node.name() != "virtual_server" || node.close.is_none() {
+            one_block = false;
+            return;
+        }
+        virtual_server::read(&node, &mut scratch, &mut context);
+    });
+    if items != 1
+        || !one_block
+        || tree_diagnostics
+            .items
+            .iter()
+            .any(|item| item.severity != Severity::Note)
+    {
+        return None;
+    }
+    // The tree's notes before what reading found, as in a whole read.
+    diagnostics.items.append(&mut tree_diagnostics.items);
+    // As the whole file's end would: references first, then the group.
+    let references = std::mem::take(&mut context.references);
+    for reference in &references {
+        vrrp::check_reference(around, reference, &mut context);
+    }
+    let server = match (scratch.virtual_servers.pop(), context.virtual_servers.pop()) {
+        (Some(mut server), Some(pending)) => {
+            virtual_server::finish_one(
+                &mut server,
+                &pending,
+                &around.virtual_server_groups,
+                &around.global,
+                &mut context,
+            );
+            Some(server)
+        }
+        _ => None,
+    };
+    diagnostics.items.append(&mut read_diagnostics.items);
+    Some(server)
 }
 
 /// Builds a tree into the diagnostics given, handing each top-level node
@@ -51,7 +147,11 @@ pub fn parse_streamed(source: &mut impl tree::LineSource, diagnostics: &mut Diag
 type BuildTree<'b> = dyn FnMut(&mut Diagnostics, &mut dyn FnMut(Node<'_>)) + 'b;
 
 /// [`parse`] with the tree built by `build`.
-fn parse_with(diagnostics: &mut Diagnostics, build: &mut BuildTree<'_>) -> Config {
+fn parse_with(
+    diagnostics: &mut Diagnostics,
+    mut outline: Option<&mut Outline>,
+    build: &mut BuildTree<'_>,
+) -> Config {
     // Each top-level block is read into the model as soon as its tree is
     // built, then dropped. The readers' diagnostics are kept apart and come
     // after the tree's, as if the whole tree had been built first.
@@ -62,9 +162,28 @@ fn parse_with(diagnostics: &mut Diagnostics, build: &mut BuildTree<'_>) -> Confi
         references: Vec::new(),
     };
     let mut config = Config::default();
+    let tree_problems_before = diagnostics.items.len();
     build(diagnostics, &mut |node| {
-        read_top_level(&node, &mut config, &mut context)
+        let made = config.virtual_servers.len();
+        read_top_level(&node, &mut config, &mut context);
+        if let Some(outline) = outline.as_deref_mut() {
+            outline.items.push(TopLevel {
+                file: node.keyword.span.file,
+                first: node.keyword.span.line,
+                last: node
+                    .close
+                    .map_or(node.keyword.span.line, |close| close.span.line),
+                virtual_server: node.name() == "virtual_server",
+                made_virtual_server: config.virtual_servers.len() > made,
+            });
+        }
     });
+    if let Some(outline) = outline {
+        outline.tree_problems = diagnostics.items[tree_problems_before..]
+            .iter()
+            .filter(|item| item.severity != Severity::Note)
+            .count();
+    }
     vrrp::finish(&mut config, &mut context);
     virtual_server::finish(&mut config, &mut context);
     diagnostics.items.append(&mut read_diagnostics.items);

@@ -12,6 +12,7 @@ use nom::combinator::{all_consuming, opt};
 
 use super::common::{self, ignored_duplicate};
 use super::{Context, Keyword, Node, checkers, values};
+use crate::model::GlobalDefs;
 use crate::model::{
     CheckDefaults, Config, Family, ForwardingMethod, Granularity, GroupEntry, Protocol, RealServer,
     Scheduler, ServiceFlags, SorryServer, Tunnel, TunnelChecksum, TunnelKind, VirtualServer,
@@ -1210,120 +1211,135 @@ fn resolve_real_server(
 /// Checks that need the whole file: virtual servers naming a group.
 pub fn finish(config: &mut Config, context: &mut Context) {
     let pending = std::mem::take(&mut context.virtual_servers);
+    let groups = std::mem::take(&mut config.virtual_server_groups);
+    let global = &config.global;
     for (server, pending) in config.virtual_servers.iter_mut().zip(pending.iter()) {
-        let VirtualServerAddress::Group(name) = &server.address else {
-            continue;
-        };
-        let Some(group) = config
-            .virtual_server_groups
-            .iter()
-            .find(|group| &group.name == name)
-        else {
-            context.warning(
-                pending.span,
-                format!("virtual server group '{name}' is not defined: this virtual server has no addresses"),
-            );
-            continue;
-        };
-        let has_addresses = group
-            .entries
-            .iter()
-            .any(|entry| matches!(entry, GroupEntry::Addresses { .. }));
-        let has_fwmarks = group
-            .entries
-            .iter()
-            .any(|entry| matches!(entry, GroupEntry::Fwmark { .. }));
-        if server.ha_suspend && has_fwmarks {
-            context.warning(
-                pending.span,
-                "ha_suspend cannot be used with fwmarks; keepalived clears it",
-            );
-            server.ha_suspend = false;
-        }
-        if has_addresses {
-            if server.protocol.is_none() {
-                context.warning(
-                    pending.span,
-                    "no protocol set: keepalived defaults to UDP (the kernel's default); add 'protocol TCP' if that is what you mean",
-                );
-                server.protocol = Some(Protocol::Udp);
-            }
-            if server.flags.one_packet && server.protocol != Some(Protocol::Udp) {
-                context.warning(
-                    pending.span,
-                    "one-packet scheduling ('ops') requires UDP; keepalived resets it",
-                );
-                server.flags.one_packet = false;
-            }
-            let portless = group
-                .entries
-                .iter()
-                .any(|entry| matches!(entry, GroupEntry::Addresses { port: None, .. }));
-            if server.persistence_timeout.is_none() && portless {
-                context.warning(
-                    pending.span,
-                    "a group entry without a port is only valid for persistent services: keepalived sets persistence_timeout 360",
-                );
-                server.persistence_timeout = Some(DEFAULT_PERSISTENCE_TIMEOUT);
-            }
-        } else if server.protocol.is_some() {
-            context.warning(
-                pending.protocol_span.unwrap_or(pending.span),
-                "a protocol is ignored for fwmark virtual servers",
-            );
-            server.protocol = None;
-        }
-        // Real server ports with a group: keepalived only warns.
-        for (real_server, span) in server
-            .real_servers
-            .iter()
-            .zip(pending.real_server_spans.iter())
-        {
-            if real_server.forwarding == ForwardingMethod::Nat {
-                continue;
-            }
-            if has_fwmarks && real_server.written_port.is_some_and(|port| port != 0) {
-                context.warning(
-                    *span,
-                    "fwmark virtual server's real server has a port: it is ignored with DR or TUN",
-                );
-            }
-            for entry in &group.entries {
-                if let GroupEntry::Addresses {
-                    port: Some(port), ..
-                } = entry
-                    && real_server
-                        .written_port
-                        .is_some_and(|written| written != *port)
-                {
-                    context.warning(
-                        *span,
-                        format!("virtual server group port {port} and real server port don't match with DR or TUN"),
-                    );
-                    break;
-                }
+        finish_one(server, pending, &groups, global, context);
+    }
+    config.virtual_server_groups = groups;
+}
+
+/// [`finish`] for one virtual server, given the file's groups and global
+/// settings: what a reload that reads one block again needs.
+pub(crate) fn finish_one(
+    server: &mut VirtualServer,
+    pending: &Pending,
+    groups: &[VirtualServerGroup],
+    global: &GlobalDefs,
+    context: &mut Context,
+) {
+    finish_group(server, pending, groups, context);
+    // Global smtp_alert settings override the per-object defaults.
+    let global = global.smtp_alert_checker.or(global.smtp_alert);
+    if let Some(global) = global {
+        for real_server in &mut server.real_servers {
+            if real_server.defaults.smtp_alert.is_none() && server.defaults.smtp_alert.is_none() {
+                real_server.smtp_alert = global;
             }
         }
     }
-    // Global smtp_alert settings override the per-object defaults.
-    let global = config
-        .global
-        .smtp_alert_checker
-        .or(config.global.smtp_alert);
-    for server in &mut config.virtual_servers {
-        if let Some(global) = global {
-            for real_server in &mut server.real_servers {
-                if real_server.defaults.smtp_alert.is_none() && server.defaults.smtp_alert.is_none()
-                {
-                    real_server.smtp_alert = global;
-                }
-            }
+    for real_server in &mut server.real_servers {
+        if let (None, Some(value)) = (real_server.defaults.smtp_alert, server.defaults.smtp_alert) {
+            real_server.smtp_alert = value;
         }
-        for real_server in &mut server.real_servers {
-            if let (None, Some(value)) =
-                (real_server.defaults.smtp_alert, server.defaults.smtp_alert)
+    }
+}
+
+/// What a virtual server naming a group takes from it.
+fn finish_group(
+    server: &mut VirtualServer,
+    pending: &Pending,
+    groups: &[VirtualServerGroup],
+    context: &mut Context,
+) {
+    let VirtualServerAddress::Group(name) = &server.address else {
+        return;
+    };
+    let Some(group) = groups.iter().find(|group| &group.name == name) else {
+        context.warning(
+            pending.span,
+            format!(
+                "virtual server group '{name}' is not defined: this virtual server has no addresses"
+            ),
+        );
+        return;
+    };
+    let has_addresses = group
+        .entries
+        .iter()
+        .any(|entry| matches!(entry, GroupEntry::Addresses { .. }));
+    let has_fwmarks = group
+        .entries
+        .iter()
+        .any(|entry| matches!(entry, GroupEntry::Fwmark { .. }));
+    if server.ha_suspend && has_fwmarks {
+        context.warning(
+            pending.span,
+            "ha_suspend cannot be used with fwmarks; keepalived clears it",
+        );
+        server.ha_suspend = false;
+    }
+    if has_addresses {
+        if server.protocol.is_none() {
+            context.warning(
+                pending.span,
+                "no protocol set: keepalived defaults to UDP (the kernel's default); add 'protocol TCP' if that is what you mean",
+            );
+            server.protocol = Some(Protocol::Udp);
+        }
+        if server.flags.one_packet && server.protocol != Some(Protocol::Udp) {
+            context.warning(
+                pending.span,
+                "one-packet scheduling ('ops') requires UDP; keepalived resets it",
+            );
+            server.flags.one_packet = false;
+        }
+        let portless = group
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, GroupEntry::Addresses { port: None, .. }));
+        if server.persistence_timeout.is_none() && portless {
+            context.warning(
+                pending.span,
+                "a group entry without a port is only valid for persistent services: keepalived sets persistence_timeout 360",
+            );
+            server.persistence_timeout = Some(DEFAULT_PERSISTENCE_TIMEOUT);
+        }
+    } else if server.protocol.is_some() {
+        context.warning(
+            pending.protocol_span.unwrap_or(pending.span),
+            "a protocol is ignored for fwmark virtual servers",
+        );
+        server.protocol = None;
+    }
+    // Real server ports with a group: keepalived only warns.
+    for (real_server, span) in server
+        .real_servers
+        .iter()
+        .zip(pending.real_server_spans.iter())
+    {
+        if real_server.forwarding == ForwardingMethod::Nat {
+            return;
+        }
+        if has_fwmarks && real_server.written_port.is_some_and(|port| port != 0) {
+            context.warning(
+                *span,
+                "fwmark virtual server's real server has a port: it is ignored with DR or TUN",
+            );
+        }
+        for entry in &group.entries {
+            if let GroupEntry::Addresses {
+                port: Some(port), ..
+            } = entry
+                && real_server
+                    .written_port
+                    .is_some_and(|written| written != *port)
             {
-                real_server.smtp_alert = value;
+                context.warning(
+                    *span,
+                    format!("virtual server group port {port} and real server port don't match with DR or TUN"),
+                );
+                break;
             }
         }
     }

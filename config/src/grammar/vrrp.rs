@@ -2013,45 +2013,50 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
 /// scripts must exist (keepalived warns and ignores them).
 pub fn finish(config: &mut Config, context: &mut Context) {
     let references = std::mem::take(&mut context.references);
-    for reference in references {
-        let name = reference.name.as_str();
-        let (exists, what) = match reference.kind {
-            ReferenceKind::Script => (
-                config.vrrp_scripts.iter().any(|script| script.name == name),
-                "vrrp_script",
-            ),
-            ReferenceKind::File => (
-                config.track_files.iter().any(|file| file.name == name),
-                "track_file",
-            ),
-            ReferenceKind::Process => (
-                config
-                    .track_processes
-                    .iter()
-                    .any(|process| process.name == name),
-                "vrrp_track_process",
-            ),
-            ReferenceKind::Bfd => (
-                config
-                    .bfd_instances
-                    .iter()
-                    .any(|instance| instance.name == name),
-                "bfd_instance",
-            ),
-            ReferenceKind::Instance => (
-                config
-                    .vrrp_instances
-                    .iter()
-                    .any(|instance| instance.name == name),
-                "vrrp_instance",
-            ),
-        };
-        if !exists {
-            context.warning(
-                reference.span,
-                format!("no {what} '{name}' is defined (or it was dropped): keepalived ignores this reference"),
-            );
-        }
+    for reference in &references {
+        check_reference(config, reference, context);
+    }
+}
+
+/// One reference checked against what `config` defines.
+pub(crate) fn check_reference(config: &Config, reference: &Reference, context: &mut Context) {
+    let name = reference.name.as_str();
+    let (exists, what) = match reference.kind {
+        ReferenceKind::Script => (
+            config.vrrp_scripts.iter().any(|script| script.name == name),
+            "vrrp_script",
+        ),
+        ReferenceKind::File => (
+            config.track_files.iter().any(|file| file.name == name),
+            "track_file",
+        ),
+        ReferenceKind::Process => (
+            config
+                .track_processes
+                .iter()
+                .any(|process| process.name == name),
+            "vrrp_track_process",
+        ),
+        ReferenceKind::Bfd => (
+            config
+                .bfd_instances
+                .iter()
+                .any(|instance| instance.name == name),
+            "bfd_instance",
+        ),
+        ReferenceKind::Instance => (
+            config
+                .vrrp_instances
+                .iter()
+                .any(|instance| instance.name == name),
+            "vrrp_instance",
+        ),
+    };
+    if !exists {
+        context.warning(
+            reference.span,
+            format!("no {what} '{name}' is defined (or it was dropped): keepalived ignores this reference"),
+        );
     }
 }
 

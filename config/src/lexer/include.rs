@@ -119,8 +119,9 @@ impl Lexer<'_> {
         true
     }
 
-    /// In-memory text as the main file.
-    pub(super) fn open_text(&mut self, name: &str, bytes: Vec<u8>) {
+    /// In-memory text as the main file, its first line numbered
+    /// `first_line` (a block read again by itself keeps its lines' numbers).
+    pub(super) fn open_text(&mut self, name: &str, bytes: Vec<u8>, first_line: u32) {
         let id = self.sources.add(SourceFile::in_memory(
             name.to_string(),
             String::from_utf8_lossy(&bytes).into_owned(),
@@ -134,7 +135,7 @@ impl Lexer<'_> {
             file: Some(OpenFile {
                 id,
                 text: FileText::in_memory(bytes),
-                line_number: 0,
+                line_number: first_line.saturating_sub(1),
                 directory: self.base_directory.clone(),
                 canonical: None,
             }),

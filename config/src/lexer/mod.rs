@@ -132,8 +132,20 @@ pub(crate) fn open_str<'a>(
     sources: &'a mut Sources,
     diagnostics: &'a mut Diagnostics,
 ) -> Lexer<'a> {
+    open_str_at(name, text.as_bytes(), 1, options, sources, diagnostics)
+}
+
+/// [`open_str`] for text whose first line is line `first_line` of its file.
+pub(crate) fn open_str_at<'a>(
+    name: &str,
+    text: &[u8],
+    first_line: u32,
+    options: &Options,
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+) -> Lexer<'a> {
     let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
-    lexer.open_text(name, text.as_bytes().to_vec());
+    lexer.open_text(name, text.to_vec(), first_line);
     lexer
 }
 
