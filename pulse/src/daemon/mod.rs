@@ -118,7 +118,8 @@ pub fn run(arguments: &Arguments) -> i32 {
     );
     // Before forking, so that a configuration or a kernel that cannot work
     // is reported to whoever started pulse, with a status.
-    let Some(configuration) = load(&settings, true) else {
+    let (configuration, last_read) = load(&settings, true, None);
+    let Some(configuration) = configuration else {
         return exit::ERRORS;
     };
     if let Err(error) = nanny::raise_open_file_limit() {
@@ -175,7 +176,13 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
-    let status = runtime.block_on(serve(settings, configuration, client, &mut detached));
+    let status = runtime.block_on(serve(
+        settings,
+        configuration,
+        last_read,
+        client,
+        &mut detached,
+    ));
     detached.started(status as u8);
     // Scripts still running are the system's now, as keepalived leaves
     // its notify scripts.
@@ -207,10 +214,25 @@ impl Parts {
 
 /// Loads and checks the configuration; logs every problem. `None` if it
 /// has errors. At start, the rendered problems (with their source lines)
-/// also go to standard error, where whoever started pulse looks.
-fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
+/// also go to standard error, where whoever started pulse looks. Given the
+/// last load (`previous`), reads only the block an edit is in where
+/// [`fulcrum_config::load_again`] can; returns this load to be given the
+/// next time, when it can serve so.
+fn load(
+    settings: &Settings,
+    at_start: bool,
+    previous: Option<fulcrum_config::Loaded>,
+) -> (Option<Arc<config::Config>>, Option<fulcrum_config::Loaded>) {
     let started = std::time::Instant::now();
-    let loaded = fulcrum_config::load(&settings.config_file, &settings.options);
+    let (mut loaded, how) = match previous {
+        Some(previous) => {
+            fulcrum_config::load_again(previous, &settings.config_file, &settings.options)
+        }
+        None => (
+            fulcrum_config::load(&settings.config_file, &settings.options),
+            fulcrum_config::Reread::Whole,
+        ),
+    };
     let read = started.elapsed();
     let errors = loaded.diagnostics.count(Severity::Error);
     let warnings = loaded.diagnostics.count(Severity::Warning);
@@ -250,9 +272,15 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
                 loaded.diagnostics.render(&loaded.sources)
             );
         }
-        return None;
+        return (None, kept(loaded));
     }
-    let mut configuration = loaded.config;
+    // The model is changed below (scripts reviewed): a load kept for the
+    // next keeps its own copy.
+    let (mut configuration, next) = if loaded.can_read_one_block_again() {
+        (loaded.config.clone(), Some(loaded))
+    } else {
+        (std::mem::take(&mut loaded.config), None)
+    };
     if !at_start {
         // Run once, at start: keepalived does not check it again either.
         configuration.global.startup_script = None;
@@ -273,12 +301,22 @@ fn load(settings: &Settings, at_start: bool) -> Option<Arc<config::Config>> {
         &reviewed,
     ));
     tracing::debug!(
-        "{}: read in {:.1} ms, its scripts reviewed in {:.1} ms",
+        "{}: read in {:.1} ms ({}), its scripts reviewed in {:.1} ms",
         settings.config_file.display(),
         read.as_secs_f64() * 1000.0,
+        match how {
+            fulcrum_config::Reread::Unchanged => "unchanged",
+            fulcrum_config::Reread::OneBlock => "one virtual server block read again",
+            fulcrum_config::Reread::Whole => "whole",
+        },
         (started.elapsed() - read).as_secs_f64() * 1000.0
     );
-    Some(Arc::new(configuration))
+    (Some(Arc::new(configuration)), next)
+}
+
+/// A load kept for the next one, if it can serve it.
+fn kept(loaded: fulcrum_config::Loaded) -> Option<fulcrum_config::Loaded> {
+    loaded.can_read_one_block_again().then_some(loaded)
 }
 
 /// Whether a virtual server of `configuration` has `ha_suspend`, so that
@@ -506,7 +544,10 @@ impl Lvs {
 
 /// The start of a reload: systemd told, the file loaded and checked on the
 /// blocking pool (every problem logged); `None` if it has errors.
-async fn reload(settings: &Settings) -> Option<Arc<config::Config>> {
+async fn reload(
+    settings: &Settings,
+    last_read: &mut Option<fulcrum_config::Loaded>,
+) -> Option<Arc<config::Config>> {
     tell_systemd(&[
         NotifyState::Reloading,
         NotifyState::monotonic_usec_now().expect("CLOCK_MONOTONIC"),
@@ -514,9 +555,13 @@ async fn reload(settings: &Settings) -> Option<Arc<config::Config>> {
     ]);
     tracing::info!("reloading {}", settings.config_file.display());
     let settings = settings.clone();
-    tokio::task::spawn_blocking(move || load(&settings, false))
-        .await
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))
+    let previous = last_read.take();
+    let (configuration, read) =
+        tokio::task::spawn_blocking(move || load(&settings, false, previous))
+            .await
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
+    *last_read = read;
+    configuration
 }
 
 /// SIGHUP, SIGTERM and SIGINT, as streams; `None` (logged) if the
@@ -563,6 +608,8 @@ fn pass_status(what: &str, outcome: &PassOutcome) -> String {
 async fn serve(
     settings: Settings,
     configuration: Arc<config::Config>,
+    // The load the next reload compares its file with.
+    mut last_read: Option<fulcrum_config::Loaded>,
     client: Option<Client>,
     detached: &mut Detached,
 ) -> i32 {
@@ -618,7 +665,7 @@ async fn serve(
     let stop_mode = loop {
         if reload_pending && awaited.is_none() {
             reload_pending = false;
-            match self::reload(&settings).await {
+            match self::reload(&settings, &mut last_read).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
                     match apply_reload(&settings, configuration, &mut vrrp, &mut lvs).await {
