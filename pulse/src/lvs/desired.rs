@@ -250,8 +250,10 @@ pub struct Desired {
 
 /// Where each virtual server of a configuration is and which IPVS services
 /// it makes: computed once per configuration, so that a health change finds
-/// its virtual servers, and those sharing their services, without a search.
-#[derive(Debug, Clone, Default)]
+/// its virtual servers, and those sharing their services, without a search,
+/// and a reload finds what it changes with one comparison per virtual
+/// server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
     /// The positions of the virtual servers of each key (two blocks may
     /// have the same address; health is reported by key, so it is both's).
@@ -300,13 +302,22 @@ impl Layout {
         &self,
         names: impl IntoIterator<Item = &'a VirtualServerKey>,
     ) -> (Vec<usize>, HashSet<ServiceKey>) {
-        let mut positions: Vec<usize> = Vec::new();
+        self.around(
+            names
+                .into_iter()
+                .flat_map(|name| self.positions.get(name).into_iter().flatten().copied()),
+        )
+    }
+
+    /// [`Layout::affected`] for the virtual servers at `positions`.
+    pub fn around(
+        &self,
+        positions: impl IntoIterator<Item = usize>,
+    ) -> (Vec<usize>, HashSet<ServiceKey>) {
+        let mut positions: Vec<usize> = positions.into_iter().collect();
         let mut keys = HashSet::new();
-        for name in names {
-            for &position in self.positions.get(name).into_iter().flatten() {
-                positions.push(position);
-                keys.extend(self.services[position].iter().copied());
-            }
+        for &position in &positions {
+            keys.extend(self.services[position].iter().copied());
         }
         let sharing: Vec<usize> = keys
             .iter()
@@ -318,6 +329,48 @@ impl Layout {
         positions.sort_unstable();
         positions.dedup();
         (positions, keys)
+    }
+
+    /// The positions of the virtual servers that differ between `before`
+    /// (this layout's configuration) and `after`, when the move from one to
+    /// the other keeps this layout and can be computed from them alone: the
+    /// same number of virtual servers and the same groups, each changed
+    /// virtual server keeping its key and making the same services, and
+    /// the same global timeouts. `None` otherwise: the whole table is
+    /// computed again, with `after`'s own layout.
+    ///
+    /// Why that suffices: a virtual server's services and destinations are
+    /// a function of its own block, its services' keys (which the layout
+    /// holds, groups included) and the health and quorum states kept by
+    /// key ([`desired_of`]); the only global input is `lvs_timeouts`. The
+    /// check costs a comparison per virtual server, where a new layout
+    /// costs a key and its services per virtual server.
+    pub fn changed(&self, before: &config::Config, after: &config::Config) -> Option<Vec<usize>> {
+        if before.virtual_servers.len() != after.virtual_servers.len()
+            || self.names.len() != after.virtual_servers.len()
+            || before.virtual_server_groups != after.virtual_server_groups
+            || before.global.lvs_timeouts != after.global.lvs_timeouts
+        {
+            return None;
+        }
+        let mut changed = Vec::new();
+        for (position, (old, new)) in before
+            .virtual_servers
+            .iter()
+            .zip(&after.virtual_servers)
+            .enumerate()
+        {
+            if old == new {
+                continue;
+            }
+            if VirtualServerKey::from_config(new) != self.names[position]
+                || service_keys(new, after) != self.services[position]
+            {
+                return None;
+            }
+            changed.push(position);
+        }
+        Some(changed)
     }
 }
 

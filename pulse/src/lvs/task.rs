@@ -11,9 +11,12 @@
 //!   is planned against it, never against a fresh read of the table.
 //! - **A change costs what it changes.** A health verdict recomputes only
 //!   the virtual servers it names ([`Layout::affected`]) and plans only
-//!   their services; a reload recomputes the desired table in memory (as
-//!   keepalived compares its two configurations) and plans every service
-//!   against what is known, without reading the kernel. The operations go
+//!   their services; a reload compares the two configurations (as
+//!   keepalived does) and, when they lay their services out alike,
+//!   recomputes and plans only the virtual servers whose blocks differ
+//!   ([`Layout::changed`]); otherwise it recomputes the desired table in
+//!   memory and plans every service against what is known. Neither reads
+//!   the kernel. The operations go
 //!   as one pipelined batch ([`Client::apply`]).
 //! - **Verified where it was changed.** After a batch, the services it
 //!   touched are read back, each alone (at most [`VERIFY_ONE_BY_ONE`];
@@ -56,7 +59,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, Snapshot};
 use super::desired::{
-    ByAddress, Desired, Health, Layout, QuorumStates, Table, TableService, desired_whole,
+    ByAddress, Desired, Health, Layout, QuorumStates, Table, TableService, desired_of,
+    desired_whole,
 };
 use super::drain::Draining;
 use super::plan::{Ownership, Scope, destination_differs, plan_within, service_differs};
@@ -320,13 +324,49 @@ impl Reconciler {
     /// configuration drops is drained ([`super::drain`]).
     pub fn reload(&mut self, configuration: Arc<config::Config>) -> Report {
         let started = Instant::now();
-        let layout = Layout::of(&configuration);
-        let computed = desired_whole(&configuration, &layout, &self.health, &self.quorum);
+        let changed = self.layout.changed(&self.configuration, &configuration);
+        // With the same layout, only the virtual servers whose blocks
+        // differ are computed, and only their services planned: a reload
+        // costs what it changes. Otherwise the whole table is computed.
+        let (layout, computed, within) = match changed {
+            Some(positions) => {
+                let layout = std::mem::take(&mut self.layout);
+                let (positions, keys) = layout.around(positions);
+                let part = desired_of(
+                    &configuration,
+                    &layout,
+                    &positions,
+                    &self.health,
+                    &self.quorum,
+                );
+                (layout, part, Some(keys))
+            }
+            None => {
+                let layout = Layout::of(&configuration);
+                let whole = desired_whole(&configuration, &layout, &self.health, &self.quorum);
+                (layout, whole, None)
+            }
+        };
         let computing = started.elapsed();
-        self.draining.record(&self.desired, &computed.table);
+        match &within {
+            Some(keys) => {
+                let before = Table::of(
+                    keys.iter()
+                        .filter_map(|key| self.desired.service(key).cloned()),
+                    Default::default(),
+                );
+                self.draining.record(&before, &computed.table);
+            }
+            None => self.draining.record(&self.desired, &computed.table),
+        }
         tracing::debug!(
-            "reload: the desired table computed in {:.1} ms, what it removes found in {:.1} ms",
+            "reload: the desired table computed in {:.1} ms ({}), what it removes found in \
+             {:.1} ms",
             computing.as_secs_f64() * 1000.0,
+            match &within {
+                Some(keys) => format!("{} services of changed virtual servers", keys.len()),
+                None => "whole".to_owned(),
+            },
             (started.elapsed() - computing).as_secs_f64() * 1000.0
         );
         // What drains is kept while it carries connections: their counts
@@ -334,13 +374,30 @@ impl Reconciler {
         // the others' counts may be old, and is not needed).
         let draining = self.draining.keys();
         if let Err(error) = self.read_back(&draining) {
+            if within.is_some() {
+                // The layout was taken from here, and is the running
+                // configuration's too.
+                self.layout = layout;
+            }
             return Report::failed(ReconcileError::Read(error));
         }
         self.layout = layout;
         self.configuration = configuration;
-        self.audit_scope
-            .send_replace(Arc::new(audit::Scope::of(&computed.table)));
-        self.pass_with(Reason::Reload, computed, Scope::Everything)
+        let Some(mut keys) = within else {
+            self.audit_scope
+                .send_replace(Arc::new(audit::Scope::of(&computed.table)));
+            return self.pass_with(Reason::Reload, computed, Scope::Everything);
+        };
+        // What drains and what failed before are planned too, as a whole
+        // pass would.
+        keys.extend(draining);
+        keys.extend(self.failing.values().flatten());
+        let report = self.pass_with(Reason::Reload, computed, Scope::Services(&keys));
+        if !keys.is_empty() {
+            self.audit_scope
+                .send_replace(Arc::new(audit::Scope::of(&self.desired)));
+        }
+        report
     }
 
     /// Applies what the health recorded since the last pass means for the
@@ -350,7 +407,7 @@ impl Reconciler {
         names: impl IntoIterator<Item = &'a VirtualServerKey>,
     ) -> Report {
         let (positions, keys) = self.layout.affected(names);
-        let computed = super::desired::desired_of(
+        let computed = desired_of(
             &self.configuration,
             &self.layout,
             &positions,

@@ -592,3 +592,116 @@ virtual_server 192.0.2.3 80 {
     let alone = VirtualServerKey::from_config(&configuration.virtual_servers[2]);
     assert_eq!(layout.affected([&alone]).0, [2]);
 }
+
+/// A reload's partial computation ([`Layout::changed`], then
+/// [`desired_of`] over what it returns) merged into the previous table is
+/// the whole computation of the new configuration, for each edit that
+/// keeps the layout; an edit that does not keep it asks for the whole.
+#[test]
+fn a_reload_recomputes_the_changed_virtual_servers_alone_to_the_whole_table() {
+    let base = "virtual_server_group web {
+    192.0.2.1-2 80
+}
+virtual_server group web {
+    protocol TCP
+    real_server 10.0.0.1 80 { weight 2 }
+}
+virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 10.0.0.2 80 { weight 1 }
+}
+virtual_server 192.0.2.3 80 {
+    protocol TCP
+    quorum 2
+    real_server 10.0.0.3 80 { weight 1 }
+    real_server 10.0.0.4 80 { weight 1 }
+}
+virtual_server 192.0.2.4 80 {
+    protocol TCP
+    real_server 10.0.0.5 80 { weight 1 }
+}
+";
+    let kept = [
+        // A weight.
+        (
+            "real_server 10.0.0.3 80 { weight 1 }",
+            "real_server 10.0.0.3 80 { weight 5 }",
+        ),
+        // A real server gone (the quorum of 2 still holds with 10.0.0.3).
+        ("    real_server 10.0.0.4 80 { weight 1 }\n", ""),
+        // A real server of a virtual server sharing a service with a group.
+        (
+            "real_server 10.0.0.2 80 { weight 1 }",
+            "real_server 10.0.0.9 80 { weight 1 }",
+        ),
+        // The group's own pool.
+        (
+            "real_server 10.0.0.1 80 { weight 2 }",
+            "real_server 10.0.0.1 80 { weight 4 }",
+        ),
+        // Quorum lost by a server gone down to weight 0 (2 > 1 + 0).
+        (
+            "real_server 10.0.0.4 80 { weight 1 }",
+            "real_server 10.0.0.4 80 { weight 0 }",
+        ),
+        // The scheduler.
+        (
+            "    protocol TCP\n    real_server 10.0.0.5",
+            "    protocol TCP\n    lvs_sched rr\n    real_server 10.0.0.5",
+        ),
+    ];
+    let before = load(base);
+    let previous_layout = Layout::of(&before);
+    let start = desired(&before, &Health::default(), &QuorumStates::new());
+    for (from, to) in kept {
+        assert!(base.contains(from), "{from}");
+        let after = load(&base.replacen(from, to, 1));
+        let layout = Layout::of(&after);
+        let changed = previous_layout
+            .changed(&before, &after)
+            .unwrap_or_else(|| panic!("{from:?} -> {to:?} keeps the layout"));
+        assert_eq!(layout, previous_layout, "{from:?} -> {to:?}");
+        assert!(!changed.is_empty(), "{from:?} -> {to:?} changes something");
+        let (positions, keys) = layout.around(changed.iter().copied());
+        let part = desired_of(
+            &after,
+            &layout,
+            &positions,
+            &Health::default(),
+            &start.quorum,
+        );
+        let mut merged = start.table.clone();
+        for (key, entry) in part.table.services {
+            if keys.contains(&key) {
+                merged.insert(entry);
+            }
+        }
+        let whole = desired(&after, &Health::default(), &start.quorum);
+        assert_eq!(merged, whole.table, "{from:?} -> {to:?}");
+        for change in &whole.quorum_changes {
+            assert!(
+                part.quorum_changes.contains(change),
+                "{from:?} -> {to:?}: {change:?}"
+            );
+        }
+    }
+    // Unchanged: nothing to compute.
+    assert_eq!(previous_layout.changed(&before, &load(base)), Some(vec![]));
+    let moved = [
+        // A virtual server added, one removed, a group's range, the timeouts.
+        format!(
+            "{base}virtual_server 192.0.2.5 80 {{\n    protocol TCP\n    real_server 10.0.0.6 80 {{ }}\n}}\n"
+        ),
+        base.replacen(
+            "virtual_server 192.0.2.4 80",
+            "virtual_server 192.0.2.6 80",
+            1,
+        ),
+        base.replacen("192.0.2.1-2 80", "192.0.2.1-3 80", 1),
+        format!("global_defs {{\n    lvs_timeouts tcp 100\n}}\n{base}"),
+    ];
+    for text in moved {
+        let after = load(&text);
+        assert_eq!(previous_layout.changed(&before, &after), None, "{text}");
+    }
+}
