@@ -86,7 +86,7 @@ fn load() -> fulcrum_config::model::Config {
 }
 
 fn desired_table() -> Table {
-    desired(&load(), &Health::default(), &QuorumStates::new()).table
+    desired(&load(), &Health::default(), &QuorumStates::default()).table
 }
 
 /// The services of `keys` as comparable text: what the kernel says minus
@@ -261,7 +261,9 @@ fn reconciler_follows_health_and_repairs_drift() {
         .enable_all()
         .build()
         .unwrap();
-    let (states_sender, states) = mpsc::channel(16);
+    let (states_sender, states_receiver) = mpsc::channel(16);
+    let (states_handover, states) = oneshot::channel();
+    states_handover.send(states_receiver).unwrap();
     let (_running, configurations) = tokio::sync::watch::channel(Running {
         generation: 1,
         configuration: configuration.clone(),

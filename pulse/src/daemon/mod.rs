@@ -396,11 +396,6 @@ enum LvsEvent {
 
 impl Lvs {
     fn start(configuration: Arc<config::Config>, client: Client) -> Lvs {
-        // Told this host's addresses whenever a configuration has
-        // `ha_suspend`: until then, such checks wait.
-        let mut checkers =
-            Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
-        let states = checkers.take_events().expect("a new handle has its events");
         let watch_addresses = wants_addresses(&configuration);
         let (running, configurations) = watch::channel(Running {
             generation: 1,
@@ -409,8 +404,12 @@ impl Lvs {
         let (applied_sender, applied) = watch::channel(Applied::default());
         let (stop, stop_receiver) = oneshot::channel();
         let (notifications, notifications_receiver) = mpsc::channel(1024);
+        let (states_sender, states) = oneshot::channel();
+        // The reconciler first: its start pass programs the kernel on the
+        // blocking pool while nanny's plan is built here (each walks the
+        // whole configuration, and the start needs no verdict).
         let reconciler = tokio::spawn(reconciler::run(
-            Reconciler::new(client, configuration),
+            Reconciler::new(client, configuration.clone()),
             Channels {
                 states,
                 configurations,
@@ -419,6 +418,11 @@ impl Lvs {
                 notifications,
             },
         ));
+        // Told this host's addresses whenever a configuration has
+        // `ha_suspend`: until then, such checks wait.
+        let mut checkers =
+            Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
+        let _ = states_sender.send(checkers.take_events().expect("a new handle has its events"));
         let scripts = tokio::spawn(crate::scripts::run(notifications_receiver));
         let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
         open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
