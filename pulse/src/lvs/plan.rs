@@ -45,7 +45,7 @@ use ipvs::{
     Tunnel, TunnelChecksum, TunnelKind,
 };
 
-use super::desired::{ByAddress, Table, TableService};
+use super::desired::{ByAddress, FastHash, Table, TableService};
 
 /// Which kernel services pulse may change or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,8 +182,8 @@ pub fn plan_within(
 /// `keys` that are wanted, in the order of `desired`, then of `draining`.
 fn in_order<'a>(
     keys: &'a HashSet<ServiceKey>,
-    desired: &IndexMap<ServiceKey, TableService>,
-    draining: &IndexMap<ServiceKey, TableService>,
+    desired: &IndexMap<ServiceKey, TableService, FastHash>,
+    draining: &IndexMap<ServiceKey, TableService, FastHash>,
 ) -> Vec<&'a ServiceKey> {
     let mut ordered: Vec<(usize, usize, &ServiceKey)> = keys
         .iter()

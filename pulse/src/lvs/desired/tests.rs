@@ -61,7 +61,7 @@ fn inhibit_on_failure_keeps_a_dead_server_with_weight_zero() {
     health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(false));
     health.set(name(VIRTUAL), address("10.0.0.2:8080"), self::health(false));
     health.set(name(VIRTUAL), address("10.0.0.3:8080"), self::health(true));
-    let desired = desired(&configuration, &health, &QuorumStates::new());
+    let desired = desired(&configuration, &health, &QuorumStates::default());
     assert_eq!(
         pool(&desired, 0),
         [(address("10.0.0.2:8080"), 0), (address("10.0.0.3:8080"), 5)]
@@ -82,7 +82,7 @@ fn before_the_first_report_alpha_servers_are_down_and_others_up() {
     real_server 10.0.0.3 8080 { alpha\n inhibit_on_failure\n TCP_CHECK { } }
     real_server 10.0.0.4 8080 { }",
     ));
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     assert_eq!(
         pool(&desired, 0),
         [
@@ -119,7 +119,7 @@ fn dynamic_weight_replaces_the_configured_one_and_file_offsets_add() {
             weight_offset: -30,
         },
     );
-    let desired = desired(&configuration, &health, &QuorumStates::new());
+    let desired = desired(&configuration, &health, &QuorumStates::default());
     assert_eq!(
         pool(&desired, 0),
         [
@@ -156,7 +156,7 @@ fn quorum_with_hysteresis() {
         health
     };
     let sorry = vec![(address("10.0.0.9:8080"), 1)];
-    let mut states = QuorumStates::new();
+    let mut states = QuorumStates::default();
     let mut step = |alive: usize, expect_up: bool| {
         let desired = desired(&configuration, &with_alive(alive), &states);
         assert_eq!(desired.quorum[&name(VIRTUAL)], expect_up, "{alive} alive");
@@ -177,7 +177,7 @@ fn quorum_with_hysteresis() {
 
     // At start, quorum needs quorum + hysteresis; starting down is
     // notified since there is a sorry server to add.
-    let start = desired(&configuration, &with_alive(3), &QuorumStates::new());
+    let start = desired(&configuration, &with_alive(3), &QuorumStates::default());
     assert!(!start.quorum[&name(VIRTUAL)]);
     assert_eq!(start.quorum_changes.len(), 1);
 }
@@ -190,7 +190,7 @@ fn starting_without_quorum_or_sorry_server_notifies_nothing() {
     real_server 10.0.0.2 8080 { alpha\n TCP_CHECK { } }",
     ));
     // The alpha server starts down: 1 < 2.
-    let start = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let start = desired(&configuration, &Health::default(), &QuorumStates::default());
     assert!(!start.quorum[&name(VIRTUAL)]);
     assert_eq!(start.quorum_changes, []);
     assert_eq!(pool(&start, 0), [(address("10.0.0.1:8080"), 1)]);
@@ -205,7 +205,7 @@ fn quorum_is_lost_at_zero_weight_whatever_the_threshold() {
     ));
     let mut health = Health::default();
     health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
-    let previous = QuorumStates::from([(name(VIRTUAL), true)]);
+    let previous = QuorumStates::from_iter([(name(VIRTUAL), true)]);
     let desired = desired(&configuration, &health, &previous);
     assert!(!desired.quorum[&name(VIRTUAL)]);
     // Without a sorry server losing quorum changes no destination.
@@ -222,7 +222,7 @@ fn sorry_server_without_inhibit() {
     let mut health = Health::default();
     health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
     health.set(name(VIRTUAL), address("10.0.0.2:8080"), self::health(false));
-    let up = desired(&configuration, &health, &QuorumStates::new());
+    let up = desired(&configuration, &health, &QuorumStates::default());
     assert_eq!(pool(&up, 0), [(address("10.0.0.1:8080"), 1)]);
 
     health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(false));
@@ -243,7 +243,7 @@ fn sorry_server_with_inhibit_waits_at_weight_zero() {
     ));
     let mut health = Health::default();
     health.set(name(VIRTUAL), address("10.0.0.1:8080"), self::health(true));
-    let up = desired(&configuration, &health, &QuorumStates::new());
+    let up = desired(&configuration, &health, &QuorumStates::default());
     assert_eq!(
         pool(&up, 0),
         [(address("10.0.0.1:8080"), 1), (address("10.0.0.9:8080"), 0)]
@@ -258,7 +258,7 @@ fn omega_changes_only_what_runs_at_stop() {
     let configuration = load(&virtual_server(
         "    omega\n    real_server 10.0.0.1 8080 { }",
     ));
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     assert_eq!(pool(&desired, 0), [(address("10.0.0.1:8080"), 1)]);
 }
 
@@ -277,7 +277,7 @@ virtual_server group web {
     real_server 10.0.1.1 80 { }
 }",
     );
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     let keys: Vec<String> = desired
         .table
         .services
@@ -318,7 +318,7 @@ fn method_decides_the_destination_port() {
     real_server 10.0.0.3 8080 { lvs_method TUN type gue port 6080 csum }
 }",
     );
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     let entry = &desired.table.services[0];
     assert_eq!(
         entry.service.key,
@@ -371,7 +371,7 @@ virtual_server 192.0.2.2 53 {
     real_server 10.0.0.1 53 { }
 }",
     );
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     let persistent = &desired.table.services[0].service;
     assert_eq!(persistent.scheduler, "sh");
     assert_eq!(
@@ -424,7 +424,7 @@ virtual_server group six {
     real_server 2001:db8::1 443 { }
 }",
     );
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     let services: Vec<&Service> = desired
         .table
         .services
@@ -452,7 +452,7 @@ fn real_servers_weighing_nothing_in_all_leave_the_sorry_server_in() {
         inhibit_on_failure
     }",
     ));
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     assert_eq!(
         pool(&desired, 0),
         [(address("10.0.0.2:80"), 0), (address("10.0.9.9:80"), 1)]
@@ -480,7 +480,7 @@ virtual_server group overlap {
     real_server 10.0.0.2 80 { }
 }",
     );
-    let desired = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let desired = desired(&configuration, &Health::default(), &QuorumStates::default());
     let services: Vec<(String, &str)> = desired
         .table
         .services
@@ -555,7 +555,7 @@ virtual_server 192.0.2.3 80 {
 }",
     );
     let layout = Layout::of(&configuration);
-    let start = desired(&configuration, &Health::default(), &QuorumStates::new());
+    let start = desired(&configuration, &Health::default(), &QuorumStates::default());
     for name in configuration
         .virtual_servers
         .iter()
@@ -652,7 +652,7 @@ virtual_server 192.0.2.4 80 {
     ];
     let before = load(base);
     let previous_layout = Layout::of(&before);
-    let start = desired(&before, &Health::default(), &QuorumStates::new());
+    let start = desired(&before, &Health::default(), &QuorumStates::default());
     for (from, to) in kept {
         assert!(base.contains(from), "{from}");
         let after = load(&base.replacen(from, to, 1));
