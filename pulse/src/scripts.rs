@@ -42,41 +42,45 @@ pub fn log(review: &Review) {
 /// closes.
 pub async fn run(mut notifications: mpsc::Receiver<Notification>) {
     while let Some(notification) = notifications.recv().await {
-        let (what, script) = describe(&notification);
-        let Some(script) = script else {
-            tracing::debug!("{what}: no script");
+        let Some(script) = script_of(&notification) else {
+            // A start without quorum scripts sends one per virtual server:
+            // described only if the line is logged.
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                tracing::debug!("{}: no script", describe(&notification));
+            }
             continue;
         };
-        tracing::info!("{what}: running {}", script.command);
-        fulcrum_scripts::run::spawn(&script, &[]);
+        tracing::info!("{}: running {}", describe(&notification), script.command);
+        fulcrum_scripts::run::spawn(script, &[]);
     }
 }
 
-/// What happened, for the log, and the script to run if any.
-fn describe(notification: &Notification) -> (String, Option<config::Script>) {
+/// The script to run for a notification, if any.
+fn script_of(notification: &Notification) -> Option<&config::Script> {
+    match notification {
+        Notification::RealServer { script, .. } | Notification::Quorum { script, .. } => {
+            script.as_ref()
+        }
+    }
+}
+
+/// What happened, for the log.
+fn describe(notification: &Notification) -> String {
     match notification {
         Notification::RealServer {
             virtual_server,
             real_server,
             up,
-            script,
-        } => (
-            format!(
-                "real server {real_server} of {virtual_server} is {}",
-                if *up { "up" } else { "down" }
-            ),
-            script.clone(),
+            ..
+        } => format!(
+            "real server {real_server} of {virtual_server} is {}",
+            if *up { "up" } else { "down" }
         ),
         Notification::Quorum {
-            virtual_server,
-            up,
-            script,
-        } => (
-            format!(
-                "{virtual_server}: quorum {}",
-                if *up { "up" } else { "down" }
-            ),
-            script.clone(),
+            virtual_server, up, ..
+        } => format!(
+            "{virtual_server}: quorum {}",
+            if *up { "up" } else { "down" }
         ),
     }
 }

@@ -727,23 +727,27 @@ impl Reconciler {
                                 virtual_server.quorum_down.as_deref().cloned()
                             }
                         });
-                let what = match (change.up, change.initial) {
-                    (true, true) => "up at start",
-                    (true, false) => "gained",
-                    (false, true) => "down at start",
-                    (false, false) => "lost",
-                };
-                let comparison = if change.up { ">=" } else { "<" };
-                let line = format!(
-                    "{}: quorum {what} ({} {comparison} {})",
-                    change.virtual_server, change.weight_sum, change.threshold
-                );
-                if many {
-                    tracing::debug!("{line}");
-                } else if change.up {
-                    tracing::info!("{line}");
-                } else {
-                    tracing::warn!("{line}");
+                // Formatted only if logged: a start sends one per virtual
+                // server, each at debug level.
+                if !many || tracing::enabled!(tracing::Level::DEBUG) {
+                    let what = match (change.up, change.initial) {
+                        (true, true) => "up at start",
+                        (true, false) => "gained",
+                        (false, true) => "down at start",
+                        (false, false) => "lost",
+                    };
+                    let comparison = if change.up { ">=" } else { "<" };
+                    let line = format!(
+                        "{}: quorum {what} ({} {comparison} {})",
+                        change.virtual_server, change.weight_sum, change.threshold
+                    );
+                    if many {
+                        tracing::debug!("{line}");
+                    } else if change.up {
+                        tracing::info!("{line}");
+                    } else {
+                        tracing::warn!("{line}");
+                    }
                 }
                 Notification::Quorum {
                     virtual_server: change.virtual_server,
