@@ -744,20 +744,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         server.ha_suspend = false;
     }
     if let VirtualServerAddress::Address { port, .. } = server.address {
-        if server.protocol.is_none() {
-            context.warning(
-                pending.span,
-                "no protocol set: keepalived defaults to UDP (the kernel's default); add 'protocol TCP' if that is what you mean",
-            );
-            server.protocol = Some(Protocol::Udp);
-        }
-        if server.flags.one_packet && server.protocol != Some(Protocol::Udp) {
-            context.warning(
-                pending.span,
-                "one-packet scheduling ('ops') requires UDP; keepalived resets it",
-            );
-            server.flags.one_packet = false;
-        }
+        protocol_and_ops(&mut server, pending.span, context);
         if server.persistence_timeout.is_none() && port == 0 {
             context.warning(
                 pending.span,
@@ -1245,6 +1232,25 @@ pub(crate) fn finish_one(
     }
 }
 
+/// keepalived's defaults for an address service: UDP when no protocol is
+/// set, and `ops` (one-packet scheduling) only with UDP.
+fn protocol_and_ops(server: &mut VirtualServer, span: Span, context: &mut Context) {
+    if server.protocol.is_none() {
+        context.warning(
+            span,
+            "no protocol set: keepalived defaults to UDP (the kernel's default); add 'protocol TCP' if that is what you mean",
+        );
+        server.protocol = Some(Protocol::Udp);
+    }
+    if server.flags.one_packet && server.protocol != Some(Protocol::Udp) {
+        context.warning(
+            span,
+            "one-packet scheduling ('ops') requires UDP; keepalived resets it",
+        );
+        server.flags.one_packet = false;
+    }
+}
+
 /// What a virtual server naming a group takes from it.
 fn finish_group(
     server: &mut VirtualServer,
@@ -1280,20 +1286,7 @@ fn finish_group(
         server.ha_suspend = false;
     }
     if has_addresses {
-        if server.protocol.is_none() {
-            context.warning(
-                pending.span,
-                "no protocol set: keepalived defaults to UDP (the kernel's default); add 'protocol TCP' if that is what you mean",
-            );
-            server.protocol = Some(Protocol::Udp);
-        }
-        if server.flags.one_packet && server.protocol != Some(Protocol::Udp) {
-            context.warning(
-                pending.span,
-                "one-packet scheduling ('ops') requires UDP; keepalived resets it",
-            );
-            server.flags.one_packet = false;
-        }
+        protocol_and_ops(server, pending.span, context);
         let portless = group
             .entries
             .iter()
