@@ -6,7 +6,6 @@ use crate::diagnostic::Diagnostics;
 use crate::grammar::Outline;
 use crate::lexer::{self, Options};
 use crate::model::Config;
-use crate::reload::Again;
 use crate::syntax::Sources;
 
 /// A configuration as read: the model, every problem found, and the text
@@ -64,7 +63,7 @@ fn again(sources: &Sources, lexer_diagnostics: &Diagnostics, outline: Outline) -
         return None;
     }
     let text = file.text()?;
-    crate::reload::plain(text.as_bytes()).then_some(Again {
+    plain(text.as_bytes()).then_some(Again {
         items: outline.items,
     })
 }
@@ -87,4 +86,32 @@ pub fn load_str(name: &str, text: &str, options: &Options) -> Loaded {
         config,
         again: None,
     }
+}
+
+/// What a load keeps to read its file again by [`crate::load_again`].
+#[derive(Debug, Clone)]
+pub(crate) struct Again {
+    /// The top-level items, in order (the text is the source file's, which
+    /// holds it).
+    pub items: Vec<crate::grammar::TopLevel>,
+}
+
+/// The text is plain (see the rules of [`crate::reload`]): no byte that can carry
+/// meaning to a later line.
+pub(crate) fn plain(text: &[u8]) -> bool {
+    if memchr::memchr(b'$', text).is_some()
+        || memchr::memmem::find(text, b"~SEQ").is_some()
+        || memchr::memmem::find(text, b"include").is_some()
+    {
+        return false;
+    }
+    // An `@` starting a word may be a conditional (at a line's start, or
+    // after a brace split the line); one inside a word is not.
+    memchr::memchr_iter(b'@', text).all(|at| {
+        at > 0
+            && !matches!(
+                text[at - 1],
+                b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | 0x0b | 0x0c
+            )
+    })
 }

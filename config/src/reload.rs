@@ -44,16 +44,8 @@ use std::path::Path;
 use crate::diagnostic::Diagnostics;
 use crate::grammar;
 use crate::lexer::{self, Options};
-use crate::load::{Loaded, load};
+use crate::load::{Again, Loaded, load, plain};
 use crate::syntax::{FileId, SourceFile, Sources};
-
-/// What a load keeps to read its file again by [`load_again`].
-#[derive(Debug, Clone)]
-pub(crate) struct Again {
-    /// The top-level items, in order (the text is the source file's, which
-    /// holds it).
-    pub items: Vec<grammar::TopLevel>,
-}
 
 /// How a configuration was read again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,26 +56,6 @@ pub enum Reread {
     OneBlock,
     /// The whole file was read.
     Whole,
-}
-
-/// The text is plain (see the module's rules): no byte that can carry
-/// meaning to a later line.
-pub(crate) fn plain(text: &[u8]) -> bool {
-    if memchr::memchr(b'$', text).is_some()
-        || memchr::memmem::find(text, b"~SEQ").is_some()
-        || memchr::memmem::find(text, b"include").is_some()
-    {
-        return false;
-    }
-    // An `@` starting a word may be a conditional (at a line's start, or
-    // after a brace split the line); one inside a word is not.
-    memchr::memchr_iter(b'@', text).all(|at| {
-        at > 0
-            && !matches!(
-                text[at - 1],
-                b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | 0x0b | 0x0c
-            )
-    })
 }
 
 /// Reads the configuration at `path` again, `previous` being its last
