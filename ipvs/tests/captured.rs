@@ -1120,7 +1120,7 @@ fn destination(
 fn listed(destination: Destination) -> Destination {
     Destination {
         counters: Some(ConnectionCounters::default()),
-        statistics: Some(Statistics::default()),
+        statistics: Some(Box::default()),
         ..destination
     }
 }
@@ -1212,7 +1212,7 @@ fn assert_three_connection_attempts(statistics: Statistics, location: &str) -> u
 fn listing() -> Vec<(Service, Vec<Destination>)> {
     let service = |service: Service| Service {
         flags: service.flags | ServiceFlags::HASHED,
-        statistics: Some(Statistics::default()),
+        statistics: Some(Box::default()),
         ..service
     };
     let destinations = |destinations: Vec<Destination>| -> Vec<Destination> {
@@ -1381,7 +1381,11 @@ fn assert_listing(capture: &Capture, traffic: Traffic) {
             .iter()
             .find(|service| service.key == attempted)
             .unwrap_or_else(|| panic!("{location}: no {attempted:?}"));
-        let statistics = listed.statistics.expect("a listed service has statistics");
+        let statistics = listed
+            .statistics
+            .as_deref()
+            .copied()
+            .expect("a listed service has statistics");
         service_byte_rate = Some(assert_three_connection_attempts(
             statistics,
             &format!("{location}: {attempted:?}"),
@@ -1390,7 +1394,7 @@ fn assert_listing(capture: &Capture, traffic: Traffic) {
             .iter_mut()
             .find(|(service, _)| service.key == attempted)
             .expect("the listing has the TCP service");
-        service.statistics = Some(statistics);
+        service.statistics = Some(Box::new(statistics));
     }
     let expected_services: Vec<Service> = expected
         .iter()
@@ -1446,7 +1450,7 @@ fn with_the_attempts(
 ) -> Vec<Destination> {
     let idle = |destination: &Destination| {
         destination.counters == Some(ConnectionCounters::default())
-            && destination.statistics == Some(Statistics::default())
+            && destination.statistics.as_deref() == Some(&Statistics::default())
     };
     let busy: Vec<usize> = (0..listed.len())
         .filter(|&index| !idle(&listed[index]))
@@ -1467,6 +1471,8 @@ fn with_the_attempts(
     );
     let statistics = destination
         .statistics
+        .as_deref()
+        .copied()
         .expect("a listed destination has statistics");
     // Linux 6.1 estimates every service and destination of a namespace in
     // the same pass of its 2-second timer, and the two counted the same
@@ -1478,7 +1484,7 @@ fn with_the_attempts(
     );
     if let Some(expected) = expected.get_mut(chosen) {
         expected.counters = destination.counters;
-        expected.statistics = Some(statistics);
+        expected.statistics = Some(Box::new(statistics));
     }
     expected
 }

@@ -737,7 +737,7 @@ fn statistics_after_real_traffic_then_zero_and_flush() {
     assert_eq!(assert_listing_agrees_with_netlink(&mut client), 1);
     let destinations = client.destinations(&key).unwrap();
     for destination in &destinations {
-        let statistics = destination.statistics.unwrap();
+        let statistics = *destination.statistics.clone().unwrap();
         assert_eq!(
             statistics.connections,
             5,
@@ -808,7 +808,7 @@ fn wait_for_connections(client: &mut Client, key: &ServiceKey, expected: u64) ->
         let statistics = client.service(key).unwrap().statistics.unwrap();
         if statistics.connections == expected || std::time::Instant::now() > deadline {
             assert_eq!(statistics.connections, expected, "{statistics:?}");
-            return statistics;
+            return *statistics;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }

@@ -446,7 +446,7 @@ pub fn service_entry(
     match options.kind {
         ListKind::Stats | ListKind::Rate => {
             pad_right(out, &svc_name, 33);
-            let stats = service.statistics.unwrap_or_default();
+            let stats = service.statistics.as_deref().copied().unwrap_or_default();
             let values = if options.kind == ListKind::Stats {
                 counters(&stats)
             } else {
@@ -827,7 +827,7 @@ fn rates(stats: &Statistics) -> [u64; 5] {
 /// the byte counters keep only their low 32 bits (§5.4).
 fn dest_counters(dest: &Destination) -> [u64; 5] {
     let [conns, inpkts, outpkts, inbytes, outbytes] =
-        counters(&dest.statistics.unwrap_or_default());
+        counters(&dest.statistics.as_deref().copied().unwrap_or_default());
     [
         low32(conns),
         low32(inpkts),
@@ -838,7 +838,7 @@ fn dest_counters(dest: &Destination) -> [u64; 5] {
 }
 
 fn dest_rates(dest: &Destination) -> [u64; 5] {
-    rates(&dest.statistics.unwrap_or_default()).map(low32)
+    rates(&dest.statistics.as_deref().copied().unwrap_or_default()).map(low32)
 }
 
 fn low32(value: u64) -> u64 {

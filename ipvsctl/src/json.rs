@@ -381,7 +381,7 @@ fn service_view(
                 Netmask::Ipv6(prefix) => Some(prefix),
             },
         });
-    let statistics = service.statistics.unwrap_or_default();
+    let statistics = service.statistics.as_deref().copied().unwrap_or_default();
     ServiceView {
         fwmark,
         protocol,
@@ -407,7 +407,11 @@ fn service_view(
 
 fn destination_view(destination: &Destination, options: &ServiceOptions) -> DestinationView {
     let connections = destination.counters.unwrap_or_default();
-    let statistics = destination.statistics.unwrap_or_default();
+    let statistics = destination
+        .statistics
+        .as_deref()
+        .copied()
+        .unwrap_or_default();
     let tunnel = match destination.forwarding {
         Forwarding::Tunnel(tunnel) => Some(match tunnel.kind {
             TunnelKind::Ipip => TunnelView {

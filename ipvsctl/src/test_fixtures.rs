@@ -9,9 +9,9 @@ use ipvs::{
 };
 
 /// Statistics from their ten values, in the struct's order.
-pub fn statistics(values: [u64; 10]) -> Statistics {
+pub fn statistics(values: [u64; 10]) -> Box<Statistics> {
     let [c, ip, op, ib, ob, cr, ipr, opr, ibr, obr] = values;
-    Statistics {
+    Box::new(Statistics {
         connections: c,
         incoming_packets: ip,
         outgoing_packets: op,
@@ -22,7 +22,7 @@ pub fn statistics(values: [u64; 10]) -> Statistics {
         outgoing_packet_rate: opr,
         incoming_byte_rate: ibr,
         outgoing_byte_rate: obr,
-    }
+    })
 }
 
 pub fn address_key(protocol: Protocol, address: &str, port: u16) -> ServiceKey {
@@ -37,7 +37,7 @@ pub fn address_key(protocol: Protocol, address: &str, port: u16) -> ServiceKey {
 pub fn service(key: ServiceKey, scheduler: &str, flags: ServiceFlags) -> Service {
     let mut service = Service::new(key, scheduler);
     service.flags = flags | ServiceFlags::HASHED;
-    service.statistics = Some(Statistics::default());
+    service.statistics = Some(Box::default());
     service
 }
 
@@ -53,7 +53,7 @@ pub fn destination(address: &str, forwarding: Forwarding, weight: u32) -> Destin
     let mut destination = Destination::new(address, forwarding);
     destination.weight = weight;
     destination.counters = Some(ConnectionCounters::default());
-    destination.statistics = Some(Statistics::default());
+    destination.statistics = Some(Box::default());
     destination
 }
 

@@ -750,7 +750,7 @@ fn destination_counters_wrap_at_2_32_but_bytes_do_not() {
         0,
     ]));
     let mut svc_stats = svc.clone();
-    svc_stats.statistics = d.statistics;
+    svc_stats.statistics = d.statistics.clone();
     let mut options = options(ListKind::Stats, true);
     options.exact = true;
     let mut out = String::new();
