@@ -56,17 +56,34 @@ impl Scope {
             precise: desired
                 .services
                 .values()
-                .filter(|entry| {
-                    entry.destinations.iter().any(|destination| {
-                        destination.upper_threshold != 0
-                            || destination.lower_threshold != 0
-                            || matches!(destination.forwarding, ipvs::Forwarding::Tunnel(_))
-                    })
-                })
+                .filter(|entry| needs_netlink(entry))
                 .map(|entry| entry.service.key)
                 .collect(),
         }
     }
+
+    /// This scope once the services `keys` of `desired` were replaced (a
+    /// reload of some virtual servers): the others keep what they had.
+    pub fn updated(&self, desired: &Table, keys: &HashSet<ServiceKey>) -> Scope {
+        let mut precise = self.precise.clone();
+        for key in keys {
+            match desired.service(key) {
+                Some(entry) if needs_netlink(entry) => precise.insert(*key),
+                _ => precise.remove(key),
+            };
+        }
+        Scope { precise }
+    }
+}
+
+/// Whether a service's destinations have what the listing cannot show
+/// (thresholds, tunnel parameters), so that it is read over netlink.
+fn needs_netlink(entry: &TableService) -> bool {
+    entry.destinations.iter().any(|destination| {
+        destination.upper_threshold != 0
+            || destination.lower_threshold != 0
+            || matches!(destination.forwarding, ipvs::Forwarding::Tunnel(_))
+    })
 }
 
 /// One audit's reading of the kernel.

@@ -33,9 +33,16 @@ pub struct Draining {
 }
 
 impl Draining {
-    /// What the move from `before` to `after` (desired tables) removes.
-    pub fn record(&mut self, before: &Table, after: &Table) {
-        for (key, entry) in &before.services {
+    /// What the move from `before` (the services of a desired table that
+    /// the move recomputes: all of them, or a reload's changed ones) to
+    /// `after` removes.
+    pub fn record<'a>(
+        &mut self,
+        before: impl IntoIterator<Item = &'a TableService>,
+        after: &Table,
+    ) {
+        for entry in before {
+            let key = &entry.service.key;
             let Some(kept) = after.service(key) else {
                 self.services.insert(*key);
                 continue;
@@ -216,7 +223,7 @@ mod tests {
         ]);
         let after = table(vec![(web(), vec![destination("10.0.0.1:80", 1, 0, 0)])]);
         let mut draining = Draining::default();
-        draining.record(&before, &after);
+        draining.record(before.services.values(), &after);
         assert_eq!(draining.keys(), HashSet::from([web(), dns]));
 
         // .2 has an active connection, .3 none; the removed service has
@@ -305,7 +312,7 @@ mod tests {
         let before = table(vec![(web(), vec![destination("10.0.0.2:80", 1, 0, 0)])]);
         let after = table(vec![(web(), vec![])]);
         let mut draining = Draining::default();
-        draining.record(&before, &after);
+        draining.record(before.services.values(), &after);
         let kernel = table(vec![(web(), vec![destination("10.0.0.2:80", 1, 4, 0)])]);
         assert_eq!(draining.table(&kernel, &after).services.len(), 1);
         assert!(draining.table(&kernel, &before).services.is_empty());

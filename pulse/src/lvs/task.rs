@@ -324,48 +324,47 @@ impl Reconciler {
     /// configuration drops is drained ([`super::drain`]).
     pub fn reload(&mut self, configuration: Arc<config::Config>) -> Report {
         let started = Instant::now();
-        let changed = self.layout.changed(&self.configuration, &configuration);
         // With the same layout, only the virtual servers whose blocks
         // differ are computed, and only their services planned: a reload
-        // costs what it changes. Otherwise the whole table is computed.
-        let (layout, computed, within) = match changed {
+        // costs what it changes. Otherwise the whole table is computed, with
+        // the new configuration's layout.
+        let (computed, recomputed) = match self.layout.changed(&self.configuration, &configuration)
+        {
             Some(positions) => {
-                let layout = std::mem::take(&mut self.layout);
-                let (positions, keys) = layout.around(positions);
+                let (positions, keys) = self.layout.around(positions);
                 let part = desired_of(
                     &configuration,
-                    &layout,
+                    &self.layout,
                     &positions,
                     &self.health,
                     &self.quorum,
                 );
-                (layout, part, Some(keys))
+                (part, Recomputed::Services(keys))
             }
             None => {
                 let layout = Layout::of(&configuration);
                 let whole = desired_whole(&configuration, &layout, &self.health, &self.quorum);
-                (layout, whole, None)
+                (whole, Recomputed::Whole(layout))
             }
         };
         let computing = started.elapsed();
-        match &within {
-            Some(keys) => {
-                let before = Table::of(
-                    keys.iter()
-                        .filter_map(|key| self.desired.service(key).cloned()),
-                    Default::default(),
-                );
-                self.draining.record(&before, &computed.table);
-            }
-            None => self.draining.record(&self.desired, &computed.table),
+        match &recomputed {
+            Recomputed::Services(keys) => self.draining.record(
+                keys.iter().filter_map(|key| self.desired.service(key)),
+                &computed.table,
+            ),
+            Recomputed::Whole(_) => self
+                .draining
+                .record(self.desired.services.values(), &computed.table),
         }
         tracing::debug!(
             "reload: the desired table computed in {:.1} ms ({}), what it removes found in \
              {:.1} ms",
             computing.as_secs_f64() * 1000.0,
-            match &within {
-                Some(keys) => format!("{} services of changed virtual servers", keys.len()),
-                None => "whole".to_owned(),
+            match &recomputed {
+                Recomputed::Services(keys) =>
+                    format!("{} services of changed virtual servers", keys.len()),
+                Recomputed::Whole(_) => "whole".to_owned(),
             },
             (started.elapsed() - computing).as_secs_f64() * 1000.0
         );
@@ -374,29 +373,26 @@ impl Reconciler {
         // the others' counts may be old, and is not needed).
         let draining = self.draining.keys();
         if let Err(error) = self.read_back(&draining) {
-            if within.is_some() {
-                // The layout was taken from here, and is the running
-                // configuration's too.
-                self.layout = layout;
-            }
             return Report::failed(ReconcileError::Read(error));
         }
-        self.layout = layout;
         self.configuration = configuration;
-        let Some(mut keys) = within else {
-            self.audit_scope
-                .send_replace(Arc::new(audit::Scope::of(&computed.table)));
-            return self.pass_with(Reason::Reload, computed, Scope::Everything);
+        let mut keys = match recomputed {
+            Recomputed::Services(keys) => keys,
+            Recomputed::Whole(layout) => {
+                self.layout = layout;
+                self.audit_scope
+                    .send_replace(Arc::new(audit::Scope::of(&computed.table)));
+                return self.pass_with(Reason::Reload, computed, Scope::Everything);
+            }
         };
         // What drains and what failed before are planned too, as a whole
         // pass would.
         keys.extend(draining);
         keys.extend(self.failing.values().flatten());
         let report = self.pass_with(Reason::Reload, computed, Scope::Services(&keys));
-        if !keys.is_empty() {
-            self.audit_scope
-                .send_replace(Arc::new(audit::Scope::of(&self.desired)));
-        }
+        // The audit's scope, for the services this pass replaced alone.
+        let scope = self.audit_scope.borrow().updated(&self.desired, &keys);
+        self.audit_scope.send_replace(Arc::new(scope));
         report
     }
 
@@ -786,6 +782,14 @@ impl Reconciler {
             .map_err(ReconcileError::Apply)?;
         Ok(stop_notifications(&self.configuration, &self.health, flush))
     }
+}
+
+/// What a reload computed again: the services of the virtual servers
+/// whose blocks changed (the layout is kept), or the whole table with the
+/// new configuration's layout.
+enum Recomputed {
+    Services(HashSet<ServiceKey>),
+    Whole(Layout),
 }
 
 /// What [`Reconciler::apply_plan`] did.
