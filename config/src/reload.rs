@@ -38,7 +38,7 @@
 //! pulse sorts them by place before showing them).
 
 use std::io::Read as _;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 
 use crate::diagnostic::Diagnostics;
@@ -80,21 +80,17 @@ fn one_block(mut previous: Loaded, path: &Path, options: &Options) -> Option<(Lo
     let mut text = Vec::with_capacity(metadata.len() as usize);
     file.read_to_end(&mut text).ok()?;
     let old: &[u8] = old_source.text()?.as_bytes();
-    // A file's text is valid UTF-8 but for what a whole read replaces.
-    let source = |text: &[u8]| {
-        SourceFile::on_disk_with_text(
+    let source = |bytes: Vec<u8>| {
+        SourceFile::on_disk_with_bytes(
             old_source.name.clone(),
             path.to_path_buf(),
             &metadata,
-            match std::str::from_utf8(text) {
-                Ok(text) => text.to_owned(),
-                Err(_) => String::from_utf8_lossy(text).into_owned(),
-            },
+            bytes,
         )
     };
     if text == old {
         let mut sources = Sources::default();
-        sources.add(source(&text));
+        sources.add(source(text));
         return Some((
             Loaded {
                 sources,
@@ -108,17 +104,18 @@ fn one_block(mut previous: Loaded, path: &Path, options: &Options) -> Option<(Lo
     // The bytes that differ: `old[changed.clone()]` became
     // `text[changed.start..changed.end + grown]`.
     let prefix = common_prefix(old, &text);
-    let suffix = common_prefix_reversed(&old[prefix..], &text[prefix..]);
+    let suffix = common_suffix(&old[prefix..], &text[prefix..]);
     let changed = prefix..old.len() - suffix;
     let new_changed = prefix..text.len() - suffix;
-    if memchr::memchr_iter(b'\n', &old[changed.clone()]).count()
-        != memchr::memchr_iter(b'\n', &text[new_changed.clone()]).count()
-    {
+    let changed_newlines = memchr::memchr_iter(b'\n', &old[changed.clone()]).count();
+    if changed_newlines != memchr::memchr_iter(b'\n', &text[new_changed]).count() {
         return None;
     }
-    // The lines holding the difference (1-based), then the block they are in.
-    let first_changed = line_of(old, changed.start);
-    let last_changed = line_of(old, changed.end.max(changed.start + 1) - 1);
+    // The lines holding the difference (1-based), then the block they are
+    // in. The prefix is scanned once: the rest is counted from its end.
+    let first_changed = memchr::memchr_iter(b'\n', &old[..changed.start]).count() as u32 + 1;
+    let ends_a_line = changed.end > changed.start && old[changed.end - 1] == b'\n';
+    let last_changed = first_changed + changed_newlines as u32 - ends_a_line as u32;
     let index = again
         .items
         .partition_point(|item| item.last < first_changed);
@@ -134,7 +131,7 @@ fn one_block(mut previous: Loaded, path: &Path, options: &Options) -> Option<(Lo
     {
         return None;
     }
-    let lines = lines_bytes(old, item.first, item.last);
+    let lines = lines_around(old, changed.start, first_changed, item.first..=item.last);
     let grown = text.len() as isize - old.len() as isize;
     let block = &text[lines.start..(lines.end as isize + grown) as usize];
     if !plain(block) {
@@ -190,18 +187,18 @@ fn one_block(mut previous: Loaded, path: &Path, options: &Options) -> Option<(Lo
     };
     let mut diagnostics = Diagnostics::default();
     let mut new_ones = Some(read_diagnostics.items);
-    for diagnostic in &previous.diagnostics.items {
+    for diagnostic in std::mem::take(&mut previous.diagnostics.items) {
         if inside(&diagnostic.span) {
             diagnostics
                 .items
                 .extend(new_ones.take().into_iter().flatten());
         } else {
-            diagnostics.items.push(diagnostic.clone());
+            diagnostics.items.push(diagnostic);
         }
     }
     diagnostics.items.extend(new_ones.into_iter().flatten());
     let mut sources = Sources::default();
-    sources.add(source(&text));
+    sources.add(source(text));
     Some((
         Loaded {
             sources,
@@ -213,10 +210,12 @@ fn one_block(mut previous: Loaded, path: &Path, options: &Options) -> Option<(Lo
     ))
 }
 
+/// Texts are compared by pages (one memcmp each), then bytes: they are
+/// mostly equal.
+const PAGE: usize = 4096;
+
 /// The length of the longest common prefix.
 fn common_prefix(left: &[u8], right: &[u8]) -> usize {
-    // By pages (one memcmp each), then bytes: the texts are mostly equal.
-    const PAGE: usize = 4096;
     let length = left.len().min(right.len());
     let mut at = 0;
     while at + PAGE <= length && left[at..at + PAGE] == right[at..at + PAGE] {
@@ -229,12 +228,12 @@ fn common_prefix(left: &[u8], right: &[u8]) -> usize {
 }
 
 /// The length of the longest common suffix.
-fn common_prefix_reversed(left: &[u8], right: &[u8]) -> usize {
+fn common_suffix(left: &[u8], right: &[u8]) -> usize {
     let length = left.len().min(right.len());
     let (left, right) = (&left[left.len() - length..], &right[right.len() - length..]);
     let mut at = length;
-    while at >= 4096 && left[at - 4096..at] == right[at - 4096..at] {
-        at -= 4096;
+    while at >= PAGE && left[at - PAGE..at] == right[at - PAGE..at] {
+        at -= PAGE;
     }
     while at > 0 && left[at - 1] == right[at - 1] {
         at -= 1;
@@ -242,28 +241,18 @@ fn common_prefix_reversed(left: &[u8], right: &[u8]) -> usize {
     length - at
 }
 
-/// The 1-based line holding byte `at`.
-fn line_of(text: &[u8], at: usize) -> u32 {
-    memchr::memchr_iter(b'\n', &text[..at]).count() as u32 + 1
-}
-
-/// The bytes of lines `first..=last` (1-based), each with its newline.
-fn lines_bytes(text: &[u8], first: u32, last: u32) -> Range<usize> {
-    let mut newlines = memchr::memchr_iter(b'\n', text);
-    let start = if first == 1 {
-        0
-    } else {
-        newlines
-            .nth(first as usize - 2)
-            .map_or(text.len(), |at| at + 1)
-    };
-    let end = if last < first {
-        start
-    } else {
-        newlines
-            .nth((last - first) as usize)
-            .map_or(text.len(), |at| at + 1)
-    };
+/// The bytes of `lines` (1-based, each with its newline), found from byte
+/// `at`, which lies on line `line` (one of them): back to the start of the
+/// first, on to the end of the last.
+fn lines_around(text: &[u8], at: usize, line: u32, lines: RangeInclusive<u32>) -> Range<usize> {
+    let (first, last) = (*lines.start(), *lines.end());
+    debug_assert!(first <= line && line <= last);
+    let start = memchr::memrchr_iter(b'\n', &text[..at])
+        .nth((line - first) as usize)
+        .map_or(0, |newline| newline + 1);
+    let end = memchr::memchr_iter(b'\n', &text[at..])
+        .nth((last - line) as usize)
+        .map_or(text.len(), |newline| at + newline + 1);
     start..end
 }
 

@@ -488,16 +488,16 @@ impl SourceFile {
 
     /// A file read from disk whole (a reload that compares it with what was
     /// read before): its text is known from the start.
-    pub fn on_disk_with_text(
+    pub fn on_disk_with_bytes(
         name: String,
         path: std::path::PathBuf,
         metadata: &std::fs::Metadata,
-        text: String,
+        bytes: Vec<u8>,
     ) -> Self {
         SourceFile {
             name,
             included_from: None,
-            text: std::sync::OnceLock::from(Some(text)),
+            text: std::sync::OnceLock::from(Some(text_of(bytes))),
             on_disk: Some(OnDisk {
                 path,
                 identity: Identity::of(metadata),
@@ -520,10 +520,7 @@ impl SourceFile {
                     std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
                     Some(bytes)
                 })?;
-                Some(match String::from_utf8(bytes) {
-                    Ok(text) => text,
-                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-                })
+                Some(text_of(bytes))
             })
             .as_deref()
     }
@@ -532,6 +529,16 @@ impl SourceFile {
     /// since it was read.
     pub fn changed(&self) -> bool {
         self.text().is_none()
+    }
+}
+
+/// A file's bytes as the text diagnostics show: the lexer reads invalid
+/// UTF-8 as replacement characters, and so does this (without a copy when
+/// the bytes are valid).
+fn text_of(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
     }
 }
 

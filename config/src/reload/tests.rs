@@ -345,3 +345,15 @@ fn edits_of_the_corpus_virtual_servers_read_again_to_the_whole_files_outcome() {
     eprintln!("{files} plain files, {edits} edits, {fast} read as one block");
     assert!(files == 0 || fast > 0, "no edit was read as one block");
 }
+
+#[test]
+fn the_lines_around_a_byte_are_found_from_it() {
+    let text = b"one\ntwo\nthree\nfour";
+    // Byte 9 is the `h` of `three`, on line 3.
+    assert_eq!(&text[lines_around(text, 9, 3, 3..=3)], b"three\n");
+    assert_eq!(&text[lines_around(text, 9, 3, 2..=4)], b"two\nthree\nfour");
+    assert_eq!(&text[lines_around(text, 9, 3, 1..=3)], b"one\ntwo\nthree\n");
+    // From a line's newline, and from its first byte.
+    assert_eq!(&text[lines_around(text, 3, 1, 1..=1)], b"one\n");
+    assert_eq!(&text[lines_around(text, 4, 2, 2..=2)], b"two\n");
+}
