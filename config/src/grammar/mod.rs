@@ -17,6 +17,7 @@ pub mod checkers;
 mod common;
 pub mod global_defs;
 mod keyword;
+pub mod sdn;
 pub mod tree;
 pub mod values;
 pub mod virtual_server;
@@ -132,6 +133,7 @@ pub(crate) fn read_virtual_server_alone(
                 &pending,
                 &around.virtual_server_groups,
                 &around.global,
+                &around.virtual_networks,
                 &mut context,
             );
             Some(server)
@@ -209,6 +211,8 @@ fn read_top_level(node: &Node, config: &mut Config, context: &mut Context) {
         "virtual_server" => virtual_server::read(node, config, context),
         "SSL" => checkers::read_ssl(node, config, context),
         "bfd_instance" => bfd::read_instance(node, config, context),
+        "virtual_network" => sdn::read_virtual_network(node, config, context),
+        "mux" | "host_agent" => sdn::read_endpoint(node, config, context),
         // Top-level keywords not acted on yet (already reported as such).
         _ => {
             vrrp::check_stored(node, context);
@@ -239,6 +243,10 @@ pub static ROOT: &[Keyword] = &[
     Keyword::block("virtual_server", 1, Some(2), virtual_server::VIRTUAL_SERVER),
     Keyword::block("SSL", 0, Some(0), checkers::SSL),
     Keyword::block("bfd_instance", 1, Some(1), bfd::INSTANCE),
+    // The SDN mode (docs/sdn.md).
+    Keyword::block("virtual_network", 1, Some(1), sdn::VIRTUAL_NETWORK),
+    Keyword::block("mux", 0, Some(0), sdn::ENDPOINT),
+    Keyword::block("host_agent", 0, Some(0), sdn::ENDPOINT),
     Keyword::leaf("net_namespace", 1, Some(1)).not_acted_on(),
     Keyword::leaf("net_namespace_ipvs", 1, Some(1)).not_acted_on(),
     Keyword::leaf("namespace_with_ipsets", 0, Some(0)).not_acted_on(),

@@ -31,104 +31,97 @@ const WEIGHT_MAXIMUM: i128 = i32::MAX as i128;
 
 /// Keywords shared by virtual servers and real servers (the real server's
 /// value overrides the virtual server's, the checker's the real server's).
-macro_rules! check_defaults {
-    () => {
-        [
-            Keyword::leaf("retry", 1, Some(1)),
-            Keyword::leaf("delay_before_retry", 1, Some(1)),
-            Keyword::leaf("warmup", 1, Some(1)),
-            Keyword::leaf("delay_loop", 1, Some(1)),
-            Keyword::leaf("connect_timeout", 1, Some(1)),
-            Keyword::leaf("inhibit_on_failure", 0, Some(1)),
-            Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
-            Keyword::leaf("virtualhost", 1, None),
-            Keyword::leaf("snmp_name", 1, None).not_acted_on(),
-        ]
-    };
+const CHECK_DEFAULTS: [Keyword; 9] = [
+    Keyword::leaf("retry", 1, Some(1)),
+    Keyword::leaf("delay_before_retry", 1, Some(1)),
+    Keyword::leaf("warmup", 1, Some(1)),
+    Keyword::leaf("delay_loop", 1, Some(1)),
+    Keyword::leaf("connect_timeout", 1, Some(1)),
+    Keyword::leaf("inhibit_on_failure", 0, Some(1)),
+    Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("virtualhost", 1, None),
+    Keyword::leaf("snmp_name", 1, None).not_acted_on(),
+];
+
+/// A block's table: the shared keywords, then its own (sized by the
+/// compiler: the arrays' lengths are in their types).
+const fn with_check_defaults<const TOTAL: usize>(own: &[Keyword]) -> [Keyword; TOTAL] {
+    assert!(CHECK_DEFAULTS.len() + own.len() == TOTAL);
+    let mut table = [Keyword::leaf("", 0, None); TOTAL];
+    let mut index = 0;
+    while index < TOTAL {
+        table[index] = if index < CHECK_DEFAULTS.len() {
+            CHECK_DEFAULTS[index]
+        } else {
+            own[index - CHECK_DEFAULTS.len()]
+        };
+        index += 1;
+    }
+    table
 }
 
 const LVS_METHOD_WORDS: Option<u8> = Some(6);
 
-pub static VIRTUAL_SERVER: &[Keyword] = &{
-    let shared = check_defaults!();
-    let own = [
-        Keyword::leaf("ip_family", 1, Some(1)),
-        Keyword::leaf("lb_algo", 1, Some(1)),
-        Keyword::leaf("lvs_sched", 1, Some(1)),
-        Keyword::leaf("hashed", 0, Some(0)),
-        Keyword::leaf("ops", 0, Some(0)),
-        Keyword::leaf("flag-1", 0, Some(0)),
-        Keyword::leaf("flag-2", 0, Some(0)),
-        Keyword::leaf("flag-3", 0, Some(0)),
-        Keyword::leaf("sh-port", 0, Some(0)),
-        Keyword::leaf("sh-fallback", 0, Some(0)),
-        Keyword::leaf("mh-port", 0, Some(0)),
-        Keyword::leaf("mh-fallback", 0, Some(0)),
-        Keyword::leaf("lb_kind", 1, LVS_METHOD_WORDS),
-        Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
-        Keyword::leaf("persistence_engine", 1, Some(1)),
-        Keyword::leaf("persistence_timeout", 0, Some(1)),
-        Keyword::leaf("persistence_granularity", 1, Some(1)),
-        Keyword::leaf("protocol", 1, Some(1)),
-        Keyword::leaf("ha_suspend", 0, Some(0)),
-        Keyword::leaf("alpha", 0, Some(0)),
-        Keyword::leaf("omega", 0, Some(0)),
-        Keyword::leaf("quorum_up", 1, None),
-        Keyword::leaf("quorum_down", 1, None),
-        Keyword::leaf("quorum", 1, Some(1)),
-        Keyword::leaf("hysteresis", 1, Some(1)),
-        Keyword::leaf("weight", 1, Some(1)),
-        Keyword::leaf("sorry_server", 1, Some(2)),
-        Keyword::leaf("sorry_server_inhibit", 0, Some(1)),
-        Keyword::leaf("sorry_server_lvs_method", 1, LVS_METHOD_WORDS),
-        Keyword::block("real_server", 1, Some(2), REAL_SERVER),
-    ];
-    let mut table = [Keyword::leaf("", 0, None); 39];
-    let mut index = 0;
-    while index < shared.len() {
-        table[index] = shared[index];
-        index += 1;
-    }
-    while index < table.len() {
-        table[index] = own[index - shared.len()];
-        index += 1;
-    }
-    table
-};
+const VIRTUAL_SERVER_OWN: [Keyword; 31] = [
+    Keyword::leaf("ip_family", 1, Some(1)),
+    Keyword::leaf("lb_algo", 1, Some(1)),
+    Keyword::leaf("lvs_sched", 1, Some(1)),
+    Keyword::leaf("hashed", 0, Some(0)),
+    Keyword::leaf("ops", 0, Some(0)),
+    Keyword::leaf("flag-1", 0, Some(0)),
+    Keyword::leaf("flag-2", 0, Some(0)),
+    Keyword::leaf("flag-3", 0, Some(0)),
+    Keyword::leaf("sh-port", 0, Some(0)),
+    Keyword::leaf("sh-fallback", 0, Some(0)),
+    Keyword::leaf("mh-port", 0, Some(0)),
+    Keyword::leaf("mh-fallback", 0, Some(0)),
+    Keyword::leaf("lb_kind", 1, LVS_METHOD_WORDS),
+    Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
+    Keyword::leaf("persistence_engine", 1, Some(1)),
+    Keyword::leaf("virtual_network", 1, Some(1)),
+    Keyword::leaf("persistence_timeout", 0, Some(1)),
+    Keyword::leaf("persistence_granularity", 1, Some(1)),
+    Keyword::leaf("protocol", 1, Some(1)),
+    Keyword::leaf("ha_suspend", 0, Some(0)),
+    Keyword::leaf("alpha", 0, Some(0)),
+    Keyword::leaf("omega", 0, Some(0)),
+    Keyword::leaf("quorum_up", 1, None),
+    Keyword::leaf("quorum_down", 1, None),
+    Keyword::leaf("quorum", 1, Some(1)),
+    Keyword::leaf("hysteresis", 1, Some(1)),
+    Keyword::leaf("weight", 1, Some(1)),
+    Keyword::leaf("sorry_server", 1, Some(2)),
+    Keyword::leaf("sorry_server_inhibit", 0, Some(1)),
+    Keyword::leaf("sorry_server_lvs_method", 1, LVS_METHOD_WORDS),
+    Keyword::block("real_server", 1, Some(2), REAL_SERVER),
+];
 
-pub static REAL_SERVER: &[Keyword] = &{
-    let shared = check_defaults!();
-    let own = [
-        Keyword::leaf("weight", 1, Some(1)),
-        Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
-        Keyword::leaf("uthreshold", 1, Some(1)),
-        Keyword::leaf("lthreshold", 1, Some(1)),
-        Keyword::leaf("notify_up", 1, None),
-        Keyword::leaf("notify_down", 1, None),
-        Keyword::leaf("alpha", 0, Some(1)),
-        Keyword::block("TCP_CHECK", 0, Some(0), checkers::TCP),
-        Keyword::block("HTTP_GET", 0, Some(0), checkers::HTTP),
-        Keyword::block("SSL_GET", 0, Some(0), checkers::SSL_GET),
-        Keyword::block("MISC_CHECK", 0, Some(0), checkers::MISC),
-        Keyword::block("SMTP_CHECK", 0, Some(0), checkers::SMTP),
-        Keyword::block("DNS_CHECK", 0, Some(0), checkers::DNS),
-        Keyword::block("UDP_CHECK", 0, Some(0), checkers::UDP),
-        Keyword::block("PING_CHECK", 0, Some(0), checkers::PING),
-        Keyword::block("FILE_CHECK", 0, Some(0), checkers::FILE),
-        Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD),
-    ];
-    let mut table = [Keyword::leaf("", 0, None); 26];
-    let mut index = 0;
-    while index < shared.len() {
-        table[index] = shared[index];
-        index += 1;
-    }
-    while index < table.len() {
-        table[index] = own[index - shared.len()];
-        index += 1;
-    }
-    table
-};
+pub static VIRTUAL_SERVER: &[Keyword] = &with_check_defaults::<
+    { CHECK_DEFAULTS.len() + VIRTUAL_SERVER_OWN.len() },
+>(&VIRTUAL_SERVER_OWN);
+
+const REAL_SERVER_OWN: [Keyword; 17] = [
+    Keyword::leaf("weight", 1, Some(1)),
+    Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
+    Keyword::leaf("uthreshold", 1, Some(1)),
+    Keyword::leaf("lthreshold", 1, Some(1)),
+    Keyword::leaf("notify_up", 1, None),
+    Keyword::leaf("notify_down", 1, None),
+    Keyword::leaf("alpha", 0, Some(1)),
+    Keyword::block("TCP_CHECK", 0, Some(0), checkers::TCP),
+    Keyword::block("HTTP_GET", 0, Some(0), checkers::HTTP),
+    Keyword::block("SSL_GET", 0, Some(0), checkers::SSL_GET),
+    Keyword::block("MISC_CHECK", 0, Some(0), checkers::MISC),
+    Keyword::block("SMTP_CHECK", 0, Some(0), checkers::SMTP),
+    Keyword::block("DNS_CHECK", 0, Some(0), checkers::DNS),
+    Keyword::block("UDP_CHECK", 0, Some(0), checkers::UDP),
+    Keyword::block("PING_CHECK", 0, Some(0), checkers::PING),
+    Keyword::block("FILE_CHECK", 0, Some(0), checkers::FILE),
+    Keyword::block("BFD_CHECK", 0, Some(0), checkers::BFD),
+];
+
+pub static REAL_SERVER: &[Keyword] =
+    &with_check_defaults::<{ CHECK_DEFAULTS.len() + REAL_SERVER_OWN.len() }>(&REAL_SERVER_OWN);
 
 /// Reads a value shared by virtual servers, real servers and checkers.
 /// Returns false if the keyword is not one of them.
@@ -477,6 +470,8 @@ pub struct Pending {
     pub scheduler_written: bool,
     pub protocol_span: Option<Span>,
     pub real_server_spans: Vec<Span>,
+    /// Where `virtual_network NAME` names its network.
+    pub virtual_network: Option<Span>,
 }
 
 /// `virtual_server <IPADDR> [<PORT>] | fwmark <N> | group <NAME> { ... }`.
@@ -506,6 +501,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         sorry_server: None,
         defaults: CheckDefaults::default(),
         real_servers: Vec::new(),
+        virtual_network: None,
     };
     let mut pending = Pending {
         span: node.span(),
@@ -513,6 +509,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         scheduler_written: false,
         protocol_span: None,
         real_server_spans: Vec::new(),
+        virtual_network: None,
     };
     let mut scheduler_name: Option<String> = None;
     let mut sorry: Option<(IpAddr, Option<u16>, Option<ForwardingMethod>, bool)> = None;
@@ -612,6 +609,12 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
                 }
             }
             "persistence_engine" => server.persistence_engine = Some(common::first(child)),
+            "virtual_network" => {
+                if let Some(word) = argument {
+                    server.virtual_network = Some(word.text.to_string());
+                    pending.virtual_network = Some(word.span);
+                }
+            }
             "persistence_timeout" => match argument {
                 None => server.persistence_timeout = Some(DEFAULT_PERSISTENCE_TIMEOUT),
                 Some(word) => {
@@ -1201,7 +1204,14 @@ pub fn finish(config: &mut Config, context: &mut Context) {
     let groups = std::mem::take(&mut config.virtual_server_groups);
     let global = &config.global;
     for (server, pending) in config.virtual_servers.iter_mut().zip(pending.iter()) {
-        finish_one(server, pending, &groups, global, context);
+        finish_one(
+            server,
+            pending,
+            &groups,
+            global,
+            &config.virtual_networks,
+            context,
+        );
     }
     config.virtual_server_groups = groups;
 }
@@ -1213,9 +1223,11 @@ pub(crate) fn finish_one(
     pending: &Pending,
     groups: &[VirtualServerGroup],
     global: &GlobalDefs,
+    networks: &[crate::model::VirtualNetwork],
     context: &mut Context,
 ) {
     finish_group(server, pending, groups, context);
+    super::sdn::check_virtual_server(server, pending, networks, context);
     // Global smtp_alert settings override the per-object defaults.
     let global = global.smtp_alert_checker.or(global.smtp_alert);
     if let Some(global) = global {

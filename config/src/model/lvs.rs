@@ -268,6 +268,10 @@ pub struct VirtualServer {
     /// here.
     pub defaults: CheckDefaults,
     pub real_servers: Vec<RealServer>,
+    /// `virtual_network NAME` (the SDN mode): the VIP of a tenant network,
+    /// whose real servers are that network's DIPs, each real server's port
+    /// the backend port the host agent translates to.
+    pub virtual_network: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

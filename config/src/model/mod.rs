@@ -8,6 +8,7 @@
 mod checkers;
 mod global;
 mod lvs;
+mod sdn;
 mod seconds;
 mod vrrp;
 mod written;
@@ -15,6 +16,7 @@ mod written;
 pub use checkers::*;
 pub use global::*;
 pub use lvs::*;
+pub use sdn::*;
 pub use vrrp::*;
 pub use written::{Unwritten, Written};
 
@@ -43,6 +45,12 @@ pub struct Config {
     /// when it is absent).
     pub ssl: Option<SslContext>,
     pub bfd_instances: Vec<BfdInstance>,
+    /// `virtual_network` blocks (the SDN mode).
+    pub virtual_networks: Vec<VirtualNetwork>,
+    /// `mux { ... }`: this pulse is the SDN mode's Mux.
+    pub mux: Option<Endpoint>,
+    /// `host_agent { ... }`: what fulcrum-agent reads.
+    pub host_agent: Option<Endpoint>,
     /// Top-level keywords stored as written and not yet acted on
     /// (`net_namespace`, `linkbeat_interfaces`, ...).
     pub other: Vec<RawSetting>,

@@ -1,0 +1,163 @@
+//! The SDN mode's blocks (docs/sdn.md): `virtual_network`, `mux`,
+//! `host_agent`, and `virtual_network NAME` inside a `virtual_server`.
+//!
+//! Rules:
+//! - A network has a name and a VNI (1 to 16,777,215, VXLAN's 24 bits); no
+//!   two networks share either: a VNI is the tenant's identity on the
+//!   underlay, and a name is how virtual servers refer to it.
+//! - A virtual server in a network is an address and a port (the VIP and
+//!   frontend port) and names a network the file defines; its real servers
+//!   are DIPs of that network, each real server's port the backend port.
+//!   It writes no `lb_kind`: the Mux forwards the VIP's packets into the
+//!   overlay unchanged and the host agent translates them, so no method of
+//!   keepalived's applies (and DR's reset of a real server's port to the
+//!   virtual server's would lose the backend port).
+//! - `mux` and `host_agent` each appear at most once, with a `vtep`
+//!   address: the daemon's own tunnel endpoint on the underlay.
+
+use super::virtual_server::Pending;
+use super::{Context, Keyword, Node, common, values};
+use crate::model::{Config, Endpoint, VirtualNetwork, VirtualServer, VirtualServerAddress};
+
+/// VXLAN's network identifier is 24 bits.
+pub const VNI_MAXIMUM: u32 = (1 << 24) - 1;
+
+pub static VIRTUAL_NETWORK: &[Keyword] = &[
+    Keyword::leaf("vni", 1, Some(1)),
+    Keyword::leaf("interface", 1, Some(1)),
+];
+
+pub static ENDPOINT: &[Keyword] = &[Keyword::leaf("vtep", 1, Some(1))];
+
+/// `virtual_network NAME { vni N [interface IF] }`.
+pub fn read_virtual_network(node: &Node, config: &mut Config, context: &mut Context) {
+    let name = common::first(node);
+    let mut vni = None;
+    let mut interface = None;
+    for child in node.children {
+        let Some(word) = child.argument(0) else {
+            continue;
+        };
+        match child.name() {
+            "vni" => vni = values::integer(context, word, 1, VNI_MAXIMUM.into(), "vni"),
+            "interface" => interface = Some(word.text.to_string()),
+            _ => context.not_acted_on(child),
+        }
+    }
+    let Some(vni) = vni else {
+        context.error(
+            node.end_span(),
+            format!("virtual_network '{name}' has no valid 'vni': it is ignored"),
+        );
+        return;
+    };
+    if config
+        .virtual_networks
+        .iter()
+        .any(|network| network.name == name)
+    {
+        context.error(
+            node.span(),
+            format!("virtual_network '{name}' is defined twice: this one is ignored"),
+        );
+        return;
+    }
+    if let Some(other) = config
+        .virtual_networks
+        .iter()
+        .find(|network| network.vni == vni)
+    {
+        context.error(
+            node.span(),
+            format!(
+                "virtual_network '{name}' has vni {vni}, which '{}' has already: this one is ignored",
+                other.name
+            ),
+        );
+        return;
+    }
+    config.virtual_networks.push(VirtualNetwork {
+        name,
+        vni,
+        interface,
+    });
+}
+
+/// `mux { vtep ADDRESS }` and `host_agent { vtep ADDRESS }`.
+pub fn read_endpoint(node: &Node, config: &mut Config, context: &mut Context) {
+    let mut vtep = None;
+    for child in node.children {
+        match (child.name(), child.argument(0)) {
+            ("vtep", Some(word)) => vtep = values::address(context, word, "vtep"),
+            _ => context.not_acted_on(child),
+        }
+    }
+    let slot = match node.name() {
+        "mux" => &mut config.mux,
+        _ => &mut config.host_agent,
+    };
+    if slot.is_some() {
+        context.error(
+            node.span(),
+            format!("'{}' is given twice: this one is ignored", node.name()),
+        );
+        return;
+    }
+    match vtep {
+        Some(vtep) => *slot = Some(Endpoint { vtep }),
+        None => context.error(
+            node.end_span(),
+            format!(
+                "'{}' needs a valid 'vtep' address: it is ignored",
+                node.name()
+            ),
+        ),
+    }
+}
+
+/// The checks of a virtual server's `virtual_network`, once the whole file
+/// is read (a network may be defined after the virtual servers in it).
+/// A server that breaks them leaves its network (`virtual_network` becomes
+/// `None`) so that nothing downstream reads it as a tenant's.
+pub(crate) fn check_virtual_server(
+    server: &mut VirtualServer,
+    pending: &Pending,
+    networks: &[VirtualNetwork],
+    context: &mut Context,
+) {
+    let (Some(name), Some(span)) = (&server.virtual_network, pending.virtual_network) else {
+        return;
+    };
+    if !networks.iter().any(|network| &network.name == name) {
+        let mut message = format!("virtual_network '{name}' is not defined");
+        match super::suggestion(name, networks.iter().map(|network| network.name.as_str())) {
+            Some(best) => message.push_str(&format!(" (did you mean '{best}'?)")),
+            None if networks.is_empty() => {
+                message.push_str(": define it with 'virtual_network NAME { vni N }'")
+            }
+            None => {}
+        }
+        context.error(span, message);
+        server.virtual_network = None;
+        return;
+    }
+    if !matches!(server.address, VirtualServerAddress::Address { .. }) {
+        context.error(
+            span,
+            "a virtual network's virtual server is a VIP and a port, not a fwmark or a group",
+        );
+        server.virtual_network = None;
+        return;
+    }
+    if pending.forwarding_written {
+        context.error(
+            span,
+            "a virtual network's virtual server takes no 'lb_kind': the Mux forwards into the \
+             overlay and the host agent translates to each real server's port",
+        );
+        server.virtual_network = None;
+    }
+}
+
+#[cfg(test)]
+mod tests;
