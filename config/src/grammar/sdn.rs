@@ -12,12 +12,19 @@
 //!   overlay unchanged and the host agent translates them, so no method of
 //!   keepalived's applies (and DR's reset of a real server's port to the
 //!   virtual server's would lose the backend port).
+//! - Its real servers' checkers are the probes host agents run: TCP_CHECK,
+//!   HTTP_GET, SSL_GET or PING_CHECK. A MISC_CHECK would run a command of
+//!   the policy's on every host, and FILE_CHECK and BFD_CHECK name objects
+//!   of this file that hosts do not have; DNS, SMTP and UDP checks are not
+//!   carried by the store's schema yet.
 //! - `mux` and `host_agent` each appear at most once, with a `vtep`
 //!   address: the daemon's own tunnel endpoint on the underlay.
 
 use super::virtual_server::Pending;
 use super::{Context, Keyword, Node, common, values};
-use crate::model::{Config, Endpoint, VirtualNetwork, VirtualServer, VirtualServerAddress};
+use crate::model::{
+    CheckerKind, Config, Endpoint, VirtualNetwork, VirtualServer, VirtualServerAddress,
+};
 
 /// VXLAN's network identifier is 24 bits.
 pub const VNI_MAXIMUM: u32 = (1 << 24) - 1;
@@ -156,6 +163,32 @@ pub(crate) fn check_virtual_server(
              overlay and the host agent translates to each real server's port",
         );
         server.virtual_network = None;
+        return;
+    }
+    for (real_server, span) in server.real_servers.iter().zip(&pending.real_server_spans) {
+        for checker in &real_server.checkers {
+            let refused = match checker.kind {
+                CheckerKind::Tcp
+                | CheckerKind::Http(_)
+                | CheckerKind::Ssl(_)
+                | CheckerKind::Ping => {
+                    continue;
+                }
+                CheckerKind::Misc(_) => "MISC_CHECK",
+                CheckerKind::File(_) => "FILE_CHECK",
+                CheckerKind::Bfd(_) => "BFD_CHECK",
+                CheckerKind::Dns(_) => "DNS_CHECK",
+                CheckerKind::Smtp(_) => "SMTP_CHECK",
+                CheckerKind::Udp(_) => "UDP_CHECK",
+            };
+            context.error(
+                *span,
+                format!(
+                    "a tenant's DIP is probed by its host agent with TCP_CHECK, HTTP_GET, SSL_GET \
+                     or PING_CHECK: its {refused} is not carried to hosts"
+                ),
+            );
+        }
     }
 }
 

@@ -502,6 +502,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         defaults: CheckDefaults::default(),
         real_servers: Vec::new(),
         virtual_network: None,
+        place: crate::model::Place(Some(node.span())),
     };
     let mut pending = Pending {
         span: node.span(),

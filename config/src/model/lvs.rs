@@ -272,6 +272,9 @@ pub struct VirtualServer {
     /// whose real servers are that network's DIPs, each real server's port
     /// the backend port the host agent translates to.
     pub virtual_network: Option<String>,
+    /// Its `virtual_server` line.
+    #[serde(skip)]
+    pub place: super::Place,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -56,6 +56,22 @@ pub struct Config {
     pub other: Vec<RawSetting>,
 }
 
+/// Where an object was written, for the reports made about it after the
+/// parse (`pulse --apply`'s checks of a policy). Not part of the object's
+/// value: two objects written at different places but otherwise the same
+/// are equal (a reload compares virtual servers this way), and it is not
+/// serialized.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Place(pub Option<crate::syntax::Span>);
+
+impl PartialEq for Place {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Place {}
+
 /// An address with a prefix length (`10.0.0.1/24`; the length defaults to
 /// the whole address: 32 or 128).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

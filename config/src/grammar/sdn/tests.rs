@@ -168,3 +168,26 @@ fn a_host_agents_network_names_its_segment() {
         Some("br-a")
     );
 }
+
+#[test]
+fn a_tenants_probes_are_those_host_agents_run() {
+    let network = "virtual_network tenant-a {\n  vni 100\n}\n";
+    let misc = TENANT_A.replace(
+        "    TCP_CHECK {\n      connect_timeout 2\n    }\n",
+        "    MISC_CHECK {\n      misc_path /bin/true\n    }\n",
+    );
+    let found = errors(&format!("{network}{misc}"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, 8);
+    assert!(
+        found[0]
+            .1
+            .ends_with("its MISC_CHECK is not carried to hosts"),
+        "{found:?}"
+    );
+    let http = TENANT_A.replace(
+        "    TCP_CHECK {\n      connect_timeout 2\n    }\n",
+        "    HTTP_GET {\n      url {\n        path /health\n      }\n    }\n",
+    );
+    assert_eq!(errors(&format!("{network}{http}")), vec![]);
+}

@@ -1,0 +1,8 @@
+//! The SDN mode's cluster store (docs/sdn.md): the key schema in etcd
+//! ([`schema`]), a policy file as its keys ([`policy`]), writing them in
+//! one transaction and reading the cluster's status ([`store`]).
+
+pub mod policy;
+pub mod schema;
+pub mod status;
+pub mod store;
