@@ -403,7 +403,10 @@ mod tests {
             },
         };
         let text = serde_json::to_string(&probe).unwrap();
-        assert!(text.starts_with(r#"{"type":"HTTP_GET","delay_loop":2.0"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"type":"HTTP_GET","delay_loop":2.0"#),
+            "{text}"
+        );
         assert_eq!(serde_json::from_str::<Probe>(&text).unwrap(), probe);
         // A field of a later minor version is ignored.
         let later = text.replacen('{', r#"{"jitter":0.1,"#, 1);

@@ -1,0 +1,242 @@
+//! The store itself: etcd, through `etcd-client`. Thin effects around the
+//! pure parts: [`crate::policy`] says what a policy's keys are,
+//! [`crate::status`] what a reading of the store means.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp};
+
+use crate::policy::Policy;
+use crate::schema::{self, PolicyRevision};
+
+/// How many times a policy is read and written again when another writer
+/// changed it in between.
+const ATTEMPTS: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no cluster store address given")]
+    NoEndpoint,
+    #[error("cannot reach the cluster store at {endpoints} (no member answered: {failures})")]
+    Connect { endpoints: String, failures: String },
+    #[error("the cluster store failed to {what}: {}", brief(source))]
+    Request {
+        what: &'static str,
+        source: etcd_client::Error,
+    },
+    #[error("the store's {key}: {problem}")]
+    Contents { key: String, problem: String },
+    #[error(
+        "the policy changed under this write {ATTEMPTS} times (another writer): nothing was written"
+    )]
+    Contended,
+}
+
+/// What [`Store::apply`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// The policy's revision now (unchanged if nothing was written).
+    pub revision: u64,
+    /// Keys written and keys deleted; both 0: the store had this policy.
+    pub put: usize,
+    pub deleted: usize,
+}
+
+/// Every key of the schema at one store revision.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// The store's revision the reading was made at.
+    pub store_revision: i64,
+    pub entries: Vec<(String, Vec<u8>)>,
+}
+
+/// A connection to the cluster store.
+pub struct Store {
+    client: Client,
+}
+
+impl Store {
+    /// Connects to the members `endpoints` (`http://HOST:PORT` or
+    /// `HOST:PORT`, as many as the cluster has).
+    pub async fn connect(endpoints: &[String], timeout: Duration) -> Result<Store, StoreError> {
+        if endpoints.is_empty() {
+            return Err(StoreError::NoEndpoint);
+        }
+        let options = ConnectOptions::new()
+            .with_connect_timeout(timeout)
+            .with_timeout(timeout);
+        // One member at a time, the first that answers a read: the
+        // client's balanced channel over all of them sends a request to a
+        // member that is down and fails it ("tcp connect error") rather
+        // than try another, and a member without quorum answers nothing.
+        let mut failures = Vec::new();
+        for endpoint in endpoints {
+            let attempt = async {
+                let mut client = Client::connect([endpoint], Some(options.clone())).await?;
+                client
+                    .get(
+                        schema::policy_revision(),
+                        Some(GetOptions::new().with_count_only()),
+                    )
+                    .await?;
+                Ok::<_, etcd_client::Error>(client)
+            };
+            match attempt.await {
+                Ok(client) => return Ok(Store { client }),
+                Err(error) => failures.push(format!("{endpoint}: {}", brief(&error))),
+            }
+        }
+        Err(StoreError::Connect {
+            endpoints: endpoints.join(","),
+            failures: failures.join("; "),
+        })
+    }
+
+    /// Makes `policy` the store's, in one transaction that holds only if
+    /// no other writer changed the policy since it was read (then it is
+    /// read and tried again): keys it no longer has are deleted, keys
+    /// whose values differ written, and the revision raised. Nothing is
+    /// written when the store has this policy already.
+    pub async fn apply(&mut self, policy: &Policy) -> Result<Written, StoreError> {
+        let revision_key = schema::policy_revision();
+        for _ in 0..ATTEMPTS {
+            let response = self
+                .client
+                .get(
+                    schema::policy_prefix(),
+                    Some(GetOptions::new().with_prefix()),
+                )
+                .await
+                .map_err(|source| StoreError::Request {
+                    what: "read the policy",
+                    source,
+                })?;
+            let mut current = BTreeMap::new();
+            let mut revision = PolicyRevision { revision: 0 };
+            let mut revision_written_at = 0;
+            for entry in response.kvs() {
+                let key = String::from_utf8_lossy(entry.key()).into_owned();
+                if key == revision_key {
+                    revision = serde_json::from_slice(entry.value()).map_err(|error| {
+                        StoreError::Contents {
+                            key: key.clone(),
+                            problem: format!("not a policy revision ({error})"),
+                        }
+                    })?;
+                    revision_written_at = entry.mod_revision();
+                } else {
+                    current.insert(key, entry.value().to_vec());
+                }
+            }
+            let deletes: Vec<&String> = current
+                .keys()
+                .filter(|key| !policy.entries.contains_key(*key))
+                .collect();
+            let puts: Vec<(&String, &String)> = policy
+                .entries
+                .iter()
+                .filter(|(key, value)| {
+                    current.get(*key).map(Vec::as_slice) != Some(value.as_bytes())
+                })
+                .collect();
+            if deletes.is_empty() && puts.is_empty() {
+                return Ok(Written {
+                    revision: revision.revision,
+                    put: 0,
+                    deleted: 0,
+                });
+            }
+            let next = PolicyRevision {
+                revision: revision.revision + 1,
+            };
+            let mut operations: Vec<TxnOp> = deletes
+                .iter()
+                .map(|key| TxnOp::delete(key.as_str(), None))
+                .collect();
+            operations.extend(
+                puts.iter()
+                    .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), None)),
+            );
+            operations.push(TxnOp::put(
+                revision_key.as_str(),
+                serde_json::to_string(&next).expect("a revision serializes"),
+                None,
+            ));
+            // A key that does not exist compares with revision 0.
+            let transaction = Txn::new()
+                .when([Compare::mod_revision(
+                    revision_key.as_str(),
+                    CompareOp::Equal,
+                    revision_written_at,
+                )])
+                .and_then(operations);
+            let outcome =
+                self.client
+                    .txn(transaction)
+                    .await
+                    .map_err(|source| StoreError::Request {
+                        what: "write the policy",
+                        source,
+                    })?;
+            if outcome.succeeded() {
+                return Ok(Written {
+                    revision: next.revision,
+                    put: puts.len(),
+                    deleted: deletes.len(),
+                });
+            }
+        }
+        Err(StoreError::Contended)
+    }
+
+    /// Every key of the schema, read at one revision of the store.
+    pub async fn read(&mut self) -> Result<Reading, StoreError> {
+        let response = self
+            .client
+            .get(schema::ROOT, Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(|source| StoreError::Request {
+                what: "read the cluster's state",
+                source,
+            })?;
+        Ok(Reading {
+            store_revision: response.header().map_or(0, |header| header.revision()),
+            entries: response
+                .kvs()
+                .iter()
+                .map(|entry| {
+                    (
+                        String::from_utf8_lossy(entry.key()).into_owned(),
+                        entry.value().to_vec(),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The underlying client, for the daemons' watches and leases.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
+/// `URL[,URL...]` as the list of members.
+pub fn endpoints(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|endpoint| !endpoint.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An etcd client error in a line: a gRPC status's code and message
+/// (its `Display` adds the transport's whole chain of sources).
+fn brief(error: &etcd_client::Error) -> String {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => {
+            format!("{} ({:?})", status.message(), status.code())
+        }
+        other => other.to_string(),
+    }
+}

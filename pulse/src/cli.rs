@@ -46,6 +46,14 @@ enum Flag {
     VrrpOnly,
     /// `--tcp-check=connect|half-open`: pulse's own, how TCP_CHECK asks.
     TcpCheck,
+    /// `--cluster=URL[,URL...]`: the SDN mode's cluster store.
+    Cluster,
+    /// `--apply=FILE`: write a policy to the cluster store.
+    Apply,
+    /// `--status`: show the cluster's state.
+    Status,
+    /// `--json`: `--status` as JSON.
+    Json,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -107,6 +115,13 @@ const OPTIONS: &[Spec] = &[
     option(Some('h'), "help", Nothing, Help),
     option(None, "dump-config", Nothing, DumpConfig),
     option(None, "tcp-check", Required, TcpCheck),
+    // The SDN mode's (docs/sdn.md). None is a prefix of a keepalived
+    // option, nor has one as a prefix: every abbreviation that meant one
+    // of keepalived's still does.
+    option(None, "cluster", Required, Cluster),
+    option(None, "apply", Required, Apply),
+    option(None, "status", Nothing, Status),
+    option(None, "json", Nothing, Json),
 ];
 
 /// Where `-t` writes its report.
@@ -143,6 +158,12 @@ pub struct Arguments {
     /// `--tcp-check`: TCP_CHECK by a half-open SYN probe rather than
     /// keepalived's full connection (the default).
     pub tcp_check_half_open: bool,
+    /// `--cluster`: the cluster store's members.
+    pub cluster: Option<String>,
+    /// `--apply FILE`.
+    pub apply: Option<PathBuf>,
+    pub status: bool,
+    pub json: bool,
     /// keepalived options accepted but not acted on yet, as written.
     pub not_yet_supported: Vec<String>,
     /// Arguments that are not options: keepalived reports them and goes on.
@@ -168,6 +189,10 @@ impl Default for Arguments {
             check_only: false,
             vrrp_only: false,
             tcp_check_half_open: false,
+            cluster: None,
+            apply: None,
+            status: false,
+            json: false,
             not_yet_supported: Vec::new(),
             unexpected: Vec::new(),
         }
@@ -331,6 +356,10 @@ fn apply(
                 }
             }
         }
+        Cluster => parsed.cluster = value,
+        Apply => parsed.apply = value.map(PathBuf::from),
+        Status => parsed.status = true,
+        Json => parsed.json = true,
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
             None => written.to_string(),
@@ -369,6 +398,15 @@ Usage: pulse [OPTION...]
                                 the server's SYN-ACK, down on its reset; the
                                 server's application never sees a connection;
                                 needs CAP_NET_RAW, else connect, logged once)
+      --cluster=URL[,URL...]   The SDN mode's cluster store (etcd members), for
+                                --apply and --status (docs/sdn.md)
+      --apply=FILE             Check FILE, a policy (keepalived.conf syntax with
+                                virtual_network blocks), and write it to the
+                                cluster store in one transaction; with an error
+                                nothing is written (exit 4)
+      --status                 Show the cluster: VIPs, DIPs, hosts, health, and
+                                the policy revision each Mux and agent applied
+      --json                   --status as one JSON document
   -v, --version                Display the version number
   -h, --help                   Display this help message
 
@@ -376,5 +414,7 @@ Signals: SIGHUP reloads the configuration (refused, with the old one kept, if
 it has errors); SIGTERM and SIGINT stop.
 Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.
 Exit status: 0 clean, 1 bad command line, 3 cannot run (no IPVS, pid file
-held), 4 configuration errors, 5 warnings only with -t (docs/pulse.md).
+held, the cluster store unreachable), 4 configuration errors (--apply: nothing
+written; --status: the store holds what its schema cannot read), 5 warnings
+only with -t (docs/pulse.md).
 ";

@@ -5,6 +5,7 @@
 //! `--dump-config`, and otherwise the daemon ([`daemon`]).
 
 pub mod cli;
+pub mod cluster;
 pub mod daemon;
 pub mod ipvs_start;
 pub mod lvs;
@@ -73,6 +74,13 @@ pub fn run(
             "Unexpected argument(s): {}",
             arguments.unexpected.join(" ")
         )?;
+    }
+    if arguments.cluster.is_some()
+        || arguments.apply.is_some()
+        || arguments.status
+        || arguments.json
+    {
+        return cluster::run(&arguments, stdout, stderr);
     }
     if arguments.config_test.is_none() && !arguments.dump_config {
         stdout.flush()?;

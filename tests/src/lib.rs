@@ -7,6 +7,7 @@
 //! 0.3 s.
 
 pub mod captured;
+pub mod etcd;
 pub mod http;
 mod ipvs_connections;
 pub mod kernel;

@@ -824,7 +824,9 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             .iter()
             .any(|child| child.name() == "lvs_method");
         if !forwarding_written {
-            if !pending.forwarding_written && !warned_forwarding {
+            // A tenant's virtual server has no method to set (grammar/sdn.rs).
+            if !pending.forwarding_written && !warned_forwarding && server.virtual_network.is_none()
+            {
                 context.warning(
                     pending.span,
                     "no forwarding method set (lvs_method): keepalived uses NAT",

@@ -1,4 +1,6 @@
-//! The Debian packages the lab needs, installed with apt-get when missing.
+//! The Debian packages the lab and the tests need, installed with apt-get
+//! when missing (before the workspace is built: etcd-client's build needs
+//! protoc).
 
 use std::process::Command;
 
@@ -21,6 +23,11 @@ pub const PACKAGES: &[&str] = &[
     // `nft list ruleset`: the VRRP interop test compares pulse's drop
     // rules (no_accept) with keepalived's.
     "nftables",
+    // The SDN mode's cluster store, run by the tests on this machine
+    // (labkit::etcd) and in the guest.
+    "etcd-server",
+    // etcd-client's build compiles etcd's protocol definitions.
+    "protobuf-compiler",
 ];
 
 /// Installs whichever of [`PACKAGES`] is not installed yet.
