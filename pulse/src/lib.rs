@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod ipvs_start;
 pub mod lvs;
+pub mod mux;
 pub mod scripts;
 pub mod sync_daemon;
 pub mod vrrp;

@@ -1,0 +1,3 @@
+//! The SDN mode's Mux (docs/sdn.md).
+
+pub mod desired;
