@@ -6,3 +6,6 @@ pub mod policy;
 pub mod schema;
 pub mod status;
 pub mod store;
+
+/// The etcd client the store is reached with, for its watch types.
+pub use etcd_client;

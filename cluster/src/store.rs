@@ -215,9 +215,118 @@ impl Store {
         })
     }
 
-    /// The underlying client, for the daemons' watches and leases.
+    /// Watches every key of the schema from store revision `from` on
+    /// (inclusive). A revision compacted away ends the watch with
+    /// [`etcd_client::WatchResponse::compact_revision`] set: the watcher
+    /// then reads the whole store again.
+    pub async fn watch(&mut self, from: i64) -> Result<etcd_client::WatchStream, StoreError> {
+        self.client
+            .watch(
+                schema::ROOT,
+                Some(
+                    etcd_client::WatchOptions::new()
+                        .with_prefix()
+                        .with_start_revision(from),
+                ),
+            )
+            .await
+            .map_err(|source| StoreError::Request {
+                what: "watch the cluster's state",
+                source,
+            })
+    }
+
+    /// A lease of `ttl` seconds, for a daemon's live keys, and what keeps
+    /// it alive.
+    pub async fn lease(&mut self, ttl: i64) -> Result<Lease, StoreError> {
+        let granted =
+            self.client
+                .lease_grant(ttl, None)
+                .await
+                .map_err(|source| StoreError::Request {
+                    what: "grant a lease",
+                    source,
+                })?;
+        let (keeper, answers) =
+            self.client
+                .lease_keep_alive(granted.id())
+                .await
+                .map_err(|source| StoreError::Request {
+                    what: "keep a lease alive",
+                    source,
+                })?;
+        Ok(Lease {
+            id: granted.id(),
+            keeper,
+            answers,
+        })
+    }
+
+    /// Writes a live key under `lease`.
+    pub async fn put_live(
+        &mut self,
+        key: &str,
+        value: &impl serde::Serialize,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let value = serde_json::to_string(value).expect("the schema's values serialize");
+        self.client
+            .put(
+                key,
+                value,
+                Some(etcd_client::PutOptions::new().with_lease(lease.id)),
+            )
+            .await
+            .map_err(|source| StoreError::Request {
+                what: "write a live key",
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Ends `lease`: its keys go at once (a clean stop).
+    pub async fn revoke(&mut self, lease: &Lease) -> Result<(), StoreError> {
+        self.client
+            .lease_revoke(lease.id)
+            .await
+            .map_err(|source| StoreError::Request {
+                what: "revoke a lease",
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// The underlying client, for what this module does not wrap.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
+    }
+}
+
+/// A lease on the store and its keep-alive stream.
+pub struct Lease {
+    pub id: i64,
+    keeper: etcd_client::LeaseKeeper,
+    answers: etcd_client::LeaseKeepAliveStream,
+}
+
+impl Lease {
+    /// Renews the lease; `Ok(false)` if the store says it has expired.
+    pub async fn renew(&mut self) -> Result<bool, StoreError> {
+        self.keeper
+            .keep_alive()
+            .await
+            .map_err(|source| StoreError::Request {
+                what: "renew a lease",
+                source,
+            })?;
+        match self.answers.message().await {
+            Ok(Some(answer)) => Ok(answer.ttl() > 0),
+            Ok(None) => Ok(false),
+            Err(source) => Err(StoreError::Request {
+                what: "renew a lease",
+                source,
+            }),
+        }
     }
 }
 

@@ -49,12 +49,9 @@ pub fn run(
     if arguments.status {
         return show_status(arguments, &endpoints, stdout, stderr);
     }
-    writeln!(
-        stderr,
-        "pulse: the Mux (-f FILE --cluster URLS) is not built yet; --cluster serves --apply \
-         and --status"
-    )?;
-    Ok(exit::FATAL)
+    stdout.flush()?;
+    stderr.flush()?;
+    Ok(crate::mux::run(arguments, cluster))
 }
 
 /// `--apply FILE`: the file checked as `-t` checks it, then as a policy;

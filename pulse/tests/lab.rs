@@ -23,6 +23,8 @@ mod daemon;
 mod differential;
 #[path = "lab/failover.rs"]
 mod failover;
+#[path = "lab/sdn.rs"]
+mod sdn;
 #[path = "lab/sync_daemon.rs"]
 mod sync_daemon;
 #[path = "lab/traffic.rs"]

@@ -30,8 +30,15 @@ struct Member {
 }
 
 impl Etcd {
-    /// Starts a cluster of `size` members and waits until it has a leader.
+    /// Starts a cluster of `size` members on loopback and waits until it
+    /// has a leader.
     pub fn start(size: usize) -> Result<Etcd> {
+        Etcd::start_on(Ipv4Addr::LOCALHOST, size)
+    }
+
+    /// [`Etcd::start`] on `address` (one of this namespace's), for
+    /// daemons in other namespaces that route to it.
+    pub fn start_on(address: Ipv4Addr, size: usize) -> Result<Etcd> {
         if !std::path::Path::new(ETCD).exists() {
             bail!("{ETCD} is missing: install Debian's etcd-server (cargo xtask test does)");
         }
@@ -45,8 +52,8 @@ impl Etcd {
             .map(|index| -> Result<Member> {
                 Ok(Member {
                     name: format!("member{index}"),
-                    client: free_port()?,
-                    peer: free_port()?,
+                    client: free_port(address)?,
+                    peer: free_port(address)?,
                     process: None,
                 })
             })
@@ -158,9 +165,9 @@ impl Drop for Etcd {
 
 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// A port free now on 127.0.0.1 (the member binds it soon after).
-fn free_port() -> Result<SocketAddr> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?)
+/// A port free now on `address` (the member binds it soon after).
+fn free_port(address: Ipv4Addr) -> Result<SocketAddr> {
+    Ok(TcpListener::bind((address, 0))?.local_addr()?)
 }
 
 /// etcd's `/health` on its client URL: `{"health":"true"}` once it has a

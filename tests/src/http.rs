@@ -1,10 +1,11 @@
 //! A tiny HTTP responder that answers with its own name, and the client that
 //! asks it: enough HTTP/1.0 to see which real server answered.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub struct Responder {
     address: SocketAddr,
     stop: Arc<AtomicBool>,
     served: Arc<AtomicU64>,
+    clients: Arc<Mutex<BTreeSet<IpAddr>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -36,17 +38,20 @@ impl Responder {
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let served = Arc::new(AtomicU64::new(0));
+        let clients = Arc::new(Mutex::new(BTreeSet::new()));
         let body = format!("{name}\n");
         let thread = {
             let stop = stop.clone();
             let served = served.clone();
-            thread::spawn(move || serve(listener, &body, &stop, &served))
+            let clients = clients.clone();
+            thread::spawn(move || serve(listener, &body, &stop, &served, &clients))
         };
         Ok(Responder {
             name: name.to_owned(),
             address,
             stop,
             served,
+            clients,
             thread: Some(thread),
         })
     }
@@ -57,6 +62,12 @@ impl Responder {
 
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The addresses its requests came from (what a direct-return or
+    /// overlay path keeps: the client's own).
+    pub fn clients(&self) -> BTreeSet<IpAddr> {
+        self.clients.lock().expect("not poisoned").clone()
     }
 
     /// How many requests it has answered.
@@ -74,7 +85,13 @@ impl Drop for Responder {
     }
 }
 
-fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &Arc<AtomicU64>) {
+fn serve(
+    listener: TcpListener,
+    body: &str,
+    stop: &AtomicBool,
+    served: &Arc<AtomicU64>,
+    clients: &Mutex<BTreeSet<IpAddr>>,
+) {
     let response: Arc<str> = format!(
         "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -82,7 +99,8 @@ fn serve(listener: TcpListener, body: &str, stop: &AtomicBool, served: &Arc<Atom
     .into();
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
+                clients.lock().expect("not poisoned").insert(peer.ip());
                 // A thread per connection: a client may open a connection
                 // and send its request much later (a long-lived connection
                 // kept across a restart of the director's daemon), which

@@ -59,6 +59,9 @@ pub struct Neighbour {
     pub vtep: IpAddr,
 }
 
+/// A host that registered a DIP, and the MAC it found.
+type Registration = (String, [u8; 6]);
+
 /// The overlay a reading of the store describes.
 pub fn overlay(reading: &Reading) -> Overlay {
     let mut overlay = Overlay::default();
@@ -66,7 +69,7 @@ pub fn overlay(reading: &Reading) -> Overlay {
     let mut vips: Vec<(IpAddr, schema::Protocol, u16, Vip)> = Vec::new();
     let mut hosts: HashMap<String, IpAddr> = HashMap::new();
     // (network, DIP) -> the (host, MAC) of every host that registered it.
-    let mut found: HashMap<(String, IpAddr), Vec<(String, [u8; 6])>> = HashMap::new();
+    let mut found: HashMap<(String, IpAddr), Vec<Registration>> = HashMap::new();
     let mut health: HashMap<(String, String, IpAddr, u16), bool> = HashMap::new();
     for (text, value) in &reading.entries {
         let Ok(key) = Key::parse(text) else {

@@ -1,3 +1,241 @@
-//! The SDN mode's Mux (docs/sdn.md).
+//! The SDN mode's Mux (docs/sdn.md): `pulse -f FILE --cluster URLS`, FILE
+//! holding `mux { vtep ADDRESS }`. It watches the cluster store and keeps
+//! the kernel as the store's policy and live state say ([`desired`] says
+//! what, [`kernel`] does it); it sends no probe of its own.
+//!
+//! Rules of the loop (one task, one `select!`):
+//! - **Whole readings.** Each change the store reports is followed by a
+//!   reading of the whole schema at one revision, from which the overlay
+//!   is computed again: a watch window missed (compacted, or the store
+//!   lost) means a full read, never a guess from the events.
+//! - **Fail static.** Without the store the kernel keeps what it last
+//!   applied: forwarding and the tenants' tables stay, and the Mux tries
+//!   the store again every [`RETRY`] until it answers, then catches up.
+//! - **Applied revision.** After each application the Mux writes the
+//!   policy revision it applied under `live/applied/mux/VTEP`, on a lease
+//!   of [`LEASE_SECONDS`] that it renews: a dead Mux's entry expires.
+//! - **Clean stop.** SIGTERM or SIGINT removes every namespace, device and
+//!   route the Mux made (a restart adopts them instead, when killed).
 
 pub mod desired;
+pub mod kernel;
+pub mod namespace;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use fulcrum_cluster::schema::{self, Applied, Role};
+use fulcrum_cluster::store::{self, Lease, Store, StoreError};
+use fulcrum_config::diagnostic::Severity;
+use fulcrum_config::lexer::Options;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::{cli, exit};
+
+/// How long between attempts to reach a store that does not answer.
+pub const RETRY: Duration = Duration::from_secs(1);
+
+/// The lifetime of the Mux's live keys without renewal.
+pub const LEASE_SECONDS: i64 = 6;
+
+/// How long a request to the store may take.
+const STORE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Runs the Mux; returns the exit status.
+pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
+    crate::daemon::logging::init(crate::daemon::logging::Destinations {
+        console: true,
+        syslog: !arguments.no_syslog,
+        detail: arguments.log_detail,
+    });
+    let options = Options {
+        config_id: arguments.config_id.clone(),
+        all_config: arguments.all_config,
+        random_seed: None,
+    };
+    let loaded = fulcrum_config::load(&arguments.config_file, &options);
+    if loaded.diagnostics.count(Severity::Error) > 0 {
+        eprint!("{}", loaded.diagnostics.render(&loaded.sources));
+        return exit::ERRORS;
+    }
+    let Some(mux) = loaded.config.mux else {
+        eprintln!(
+            "pulse: {} has no 'mux {{ vtep ADDRESS }}': the Mux needs its tunnel endpoint",
+            arguments.config_file.display()
+        );
+        return exit::ERRORS;
+    };
+    let endpoints = store::endpoints(cluster);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("pulse: cannot start: {error}");
+            return exit::FATAL;
+        }
+    };
+    match runtime.block_on(serve(mux.vtep, endpoints)) {
+        Ok(()) => exit::CLEAN,
+        Err(error) => {
+            tracing::error!("mux: {error}");
+            exit::FATAL
+        }
+    }
+}
+
+/// What ended the inner loop.
+enum Ended {
+    Stop,
+    /// The store failed or the watch ended: read it whole again.
+    Again(String),
+}
+
+async fn serve(vtep: IpAddr, endpoints: Vec<String>) -> Result<(), kernel::KernelError> {
+    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
+    let mut kernel = kernel::Kernel::start(vtep).await?;
+    let id = vtep.to_string();
+    tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));
+    let mut applied_revision: Option<u64> = None;
+    loop {
+        let attempt = async {
+            let mut store = Store::connect(&endpoints, STORE_TIMEOUT).await?;
+            let lease = store.lease(LEASE_SECONDS).await?;
+            Ok::<_, StoreError>((store, lease))
+        };
+        let (mut store, mut lease) = tokio::select! {
+            connected = attempt => match connected {
+                Ok(connected) => connected,
+                Err(error) => {
+                    tracing::warn!("mux {id}: {error}; forwarding as last applied, trying again");
+                    tokio::select! {
+                        () = tokio::time::sleep(RETRY) => continue,
+                        _ = terminate.recv() => break,
+                        _ = interrupt.recv() => break,
+                    }
+                }
+            },
+            _ = terminate.recv() => break,
+            _ = interrupt.recv() => break,
+        };
+        let ended = follow(
+            &mut store,
+            &mut lease,
+            &mut kernel,
+            &id,
+            &mut applied_revision,
+            &mut terminate,
+            &mut interrupt,
+        )
+        .await;
+        match ended {
+            Ended::Stop => {
+                let _ = store.revoke(&lease).await;
+                break;
+            }
+            Ended::Again(why) => {
+                tracing::warn!("mux {id}: {why}; forwarding as last applied, reading again");
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+    tracing::info!("mux {id}: stopping, removing what it made");
+    kernel.clear().await
+}
+
+/// Reads the store whole, applies it, and follows its changes until the
+/// store fails or a signal comes.
+async fn follow(
+    store: &mut Store,
+    lease: &mut Lease,
+    kernel: &mut kernel::Kernel,
+    id: &str,
+    applied_revision: &mut Option<u64>,
+    terminate: &mut tokio::signal::unix::Signal,
+    interrupt: &mut tokio::signal::unix::Signal,
+) -> Ended {
+    let mut renew = tokio::time::interval(Duration::from_secs(LEASE_SECONDS as u64 / 3));
+    let mut reading = match store.read().await {
+        Ok(reading) => reading,
+        Err(error) => return Ended::Again(error.to_string()),
+    };
+    let mut watch = match store.watch(reading.store_revision + 1).await {
+        Ok(watch) => watch,
+        Err(error) => return Ended::Again(error.to_string()),
+    };
+    loop {
+        let started = Instant::now();
+        let overlay = desired::overlay(&reading);
+        for problem in &overlay.problems {
+            tracing::warn!("mux {id}: the store's {problem}");
+        }
+        if let Err(error) = kernel.apply(&overlay).await {
+            // The next change or the next reading tries again; what was
+            // applied stays.
+            tracing::error!("mux {id}: {error}");
+        } else {
+            if *applied_revision != Some(overlay.revision) {
+                tracing::info!(
+                    "mux {id}: policy revision {} applied (store revision {}) in {:.1} ms",
+                    overlay.revision,
+                    reading.store_revision,
+                    started.elapsed().as_secs_f64() * 1000.0
+                );
+            } else {
+                tracing::debug!(
+                    "mux {id}: store revision {} applied in {:.1} ms",
+                    reading.store_revision,
+                    started.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            *applied_revision = Some(overlay.revision);
+            let applied = Applied {
+                revision: overlay.revision,
+            };
+            if let Err(error) = store
+                .put_live(&schema::applied(Role::Mux, id), &applied, lease)
+                .await
+            {
+                return Ended::Again(error.to_string());
+            }
+        }
+        // The next change: the watch's events say only that something
+        // changed; the reading says what.
+        loop {
+            tokio::select! {
+                message = watch.message() => match message {
+                    Ok(Some(response)) if response.canceled() || response.compact_revision() > 0 => {
+                        return Ended::Again(format!(
+                            "the store ended the watch (compacted to {})",
+                            response.compact_revision()
+                        ));
+                    }
+                    Ok(Some(response)) if response.events().is_empty() => continue,
+                    Ok(Some(_)) => break,
+                    Ok(None) => return Ended::Again("the store closed the watch".into()),
+                    Err(error) => return Ended::Again(format!("the watch failed: {error}")),
+                },
+                _ = renew.tick() => match lease.renew().await {
+                    Ok(true) => {}
+                    Ok(false) => return Ended::Again("the Mux's lease expired".into()),
+                    Err(error) => return Ended::Again(error.to_string()),
+                },
+                _ = terminate.recv() => return Ended::Stop,
+                _ = interrupt.recv() => return Ended::Stop,
+            }
+        }
+        reading = match store.read().await {
+            Ok(reading) => reading,
+            Err(error) => return Ended::Again(error.to_string()),
+        };
+    }
+}
+
+fn io_error(error: std::io::Error) -> kernel::KernelError {
+    kernel::KernelError {
+        what: "cannot set up signals".into(),
+        cause: error.to_string(),
+    }
+}

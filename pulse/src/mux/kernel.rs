@@ -1,0 +1,661 @@
+//! The Mux's effects: a tenant's namespace, devices, addresses, routes,
+//! neighbour and FDB entries over rtnetlink, its IPVS table over generic
+//! netlink. [`super::desired`] says what; this does it, in an order where
+//! no packet meets a half state.
+//!
+//! Per tenant of VNI N (docs/sdn.md draws it):
+//! - namespace `fulcrum-vniN`, with `lo` up and the tenant's VIPs on it
+//!   (IPVS takes packets for local addresses);
+//! - `fvxN`, the VXLAN device (UDP port 4789, no learning, the Mux's VTEP
+//!   as source), created in the Mux's namespace and moved into the
+//!   tenant's: the kernel keeps its socket where it was created, on the
+//!   underlay;
+//! - `fvmN` (Mux's side) and `fvtN` (tenant's side), a veth pair: the Mux's
+//!   namespace routes each VIP on `fvmN`, with a permanent neighbour entry
+//!   for it (`fvtN`'s MAC), so that no ARP is asked;
+//! - in the tenant's namespace, each reachable DIP is routed on `fvxN`,
+//!   with a permanent neighbour entry (its MAC) and an FDB entry (that MAC
+//!   behind its host's VTEP): IPVS's direct routing rewrites only the
+//!   frame's destination, and the VXLAN device encapsulates it to the host.
+//!
+//! Order of a change (nothing half applied reaches a packet):
+//! 1. VIPs removed stop being routed to the tenant;
+//! 2. new DIPs get their route, neighbour and FDB entries;
+//! 3. new VIPs are made local in the tenant's namespace;
+//! 4. the IPVS table is planned against what the kernel holds and applied
+//!    (new destinations before old ones go: [`crate::lvs::plan`]);
+//! 5. new VIPs are routed to the tenant;
+//! 6. removed VIPs' addresses, then removed DIPs' entries, go.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+
+use futures_util::TryStreamExt;
+use netlink_packet_route::AddressFamily;
+use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
+};
+use netlink_packet_route::route::{RouteScope, RouteType};
+use rtnetlink::{Handle, LinkUnspec, LinkVeth, LinkVxlan, RouteMessageBuilder};
+
+use super::desired::{Neighbour, Overlay, Tenant};
+use super::namespace;
+use crate::lvs::plan::{Ownership, plan, read};
+
+/// VXLAN's IANA port.
+pub const VXLAN_PORT: u16 = 4789;
+
+/// A kernel step that failed, in words.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {cause}")]
+pub struct KernelError {
+    pub what: String,
+    pub cause: String,
+}
+
+fn failed(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> KernelError {
+    let what = what.into();
+    move |error| KernelError {
+        what,
+        cause: match error {
+            rtnetlink::Error::NetlinkError(message) => message.to_io().to_string(),
+            other => other.to_string(),
+        },
+    }
+}
+
+fn io_failed(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> KernelError {
+    let what = what.into();
+    move |error| KernelError {
+        what,
+        cause: error.to_string(),
+    }
+}
+
+/// What the Mux made and programmed.
+pub struct Kernel {
+    runtime: tokio::runtime::Handle,
+    main: Handle,
+    vtep: IpAddr,
+    tenants: BTreeMap<u32, Programmed>,
+}
+
+/// One tenant as programmed.
+struct Programmed {
+    name: String,
+    /// Held open: the namespace lives while the Mux does, whoever
+    /// unmounts its file.
+    _namespace: File,
+    handle: Handle,
+    ipvs: ipvs::Client,
+    vxlan: u32,
+    /// `fvmN`'s index in the Mux's namespace.
+    outer: u32,
+    /// `fvtN`'s MAC.
+    inner_mac: [u8; 6],
+    vips: BTreeSet<IpAddr>,
+    dips: BTreeMap<IpAddr, Neighbour>,
+}
+
+impl Kernel {
+    /// Connects to the Mux's namespace and adopts the tenants' namespaces
+    /// a previous Mux left (what they hold is read, so that what is no
+    /// longer wanted is removed and nothing is flushed).
+    pub async fn start(vtep: IpAddr) -> Result<Kernel, KernelError> {
+        let runtime = tokio::runtime::Handle::current();
+        let (connection, main, _) =
+            rtnetlink::new_connection().map_err(io_failed("cannot open rtnetlink"))?;
+        runtime.spawn(connection);
+        // The Mux routes VIPs from the underlay into the tenants'
+        // namespaces.
+        enable("/proc/sys/net/ipv4/ip_forward", "1")
+            .map_err(io_failed("cannot enable IPv4 forwarding"))?;
+        let mut kernel = Kernel {
+            runtime,
+            main,
+            vtep,
+            tenants: BTreeMap::new(),
+        };
+        for (name, vni) in namespace::existing() {
+            tracing::info!("mux: adopting the namespace {name} of VNI {vni}");
+            let mut programmed = kernel.tenant(vni).await?;
+            programmed.read_back().await?;
+            kernel.tenants.insert(vni, programmed);
+        }
+        Ok(kernel)
+    }
+
+    /// Makes the kernel hold `overlay`.
+    pub async fn apply(&mut self, overlay: &Overlay) -> Result<(), KernelError> {
+        for (vni, tenant) in &overlay.tenants {
+            if !self.tenants.contains_key(vni) {
+                let programmed = self.tenant(*vni).await?;
+                self.tenants.insert(*vni, programmed);
+            }
+            let programmed = self.tenants.get_mut(vni).expect("made above");
+            programmed.apply(&self.main, tenant).await?;
+        }
+        let gone: Vec<u32> = self
+            .tenants
+            .keys()
+            .filter(|vni| !overlay.tenants.contains_key(vni))
+            .copied()
+            .collect();
+        for vni in gone {
+            self.remove(vni).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes everything the Mux made (a clean stop).
+    pub async fn clear(&mut self) -> Result<(), KernelError> {
+        let all: Vec<u32> = self.tenants.keys().copied().collect();
+        for vni in all {
+            self.remove(vni).await?;
+        }
+        Ok(())
+    }
+
+    async fn remove(&mut self, vni: u32) -> Result<(), KernelError> {
+        let Some(mut programmed) = self.tenants.remove(&vni) else {
+            return Ok(());
+        };
+        // No VIP routed into a namespace that is going.
+        programmed.apply(&self.main, &Tenant::empty()).await?;
+        let outer = programmed.outer;
+        let name = programmed.name.clone();
+        drop(programmed);
+        // The veth pair goes with either end; the namespace takes the
+        // VXLAN device and the IPVS table with it.
+        ignore(self.main.link().del(outer).execute().await, &[libc::ENODEV])
+            .map_err(failed(format!("cannot delete fvm{vni}")))?;
+        namespace::remove(&name);
+        tracing::info!("mux: removed the tenant of VNI {vni}");
+        Ok(())
+    }
+
+    /// The tenant of `vni`'s namespace and devices, made where missing.
+    async fn tenant(&self, vni: u32) -> Result<Programmed, KernelError> {
+        let name = namespace::name(vni);
+        let (space, created) = namespace::open_or_create(&name)
+            .map_err(io_failed(format!("cannot make the namespace {name}")))?;
+        if created {
+            tracing::info!("mux: made the namespace {name}");
+        }
+        // A new namespace takes IPv4's settings from the initial one, where
+        // a distribution often sets reverse-path filtering: the tenant's
+        // namespace has no route back to clients (replies go straight from
+        // the hosts), so a filter would drop every request.
+        namespace::run_in(&space, || {
+            enable("/proc/sys/net/ipv4/conf/all/rp_filter", "0")?;
+            enable("/proc/sys/net/ipv4/conf/default/rp_filter", "0")
+        })
+        .and_then(|result| result)
+        .map_err(io_failed(format!(
+            "cannot turn reverse-path filtering off in {name}"
+        )))?;
+        let runtime = self.runtime.clone();
+        let handle = namespace::run_in(&space, move || {
+            let _entered = runtime.enter();
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            runtime.spawn(connection);
+            Ok::<_, std::io::Error>(handle)
+        })
+        .and_then(|result| result)
+        .map_err(io_failed(format!("cannot open rtnetlink in {name}")))?;
+        let ipvs = namespace::run_in(&space, ipvs::Client::connect)
+            .map_err(io_failed(format!("cannot enter {name}")))?
+            .map_err(|error| KernelError {
+                what: format!("cannot reach IPVS in {name}"),
+                cause: error.to_string(),
+            })?;
+        // lo up: without it the namespace has no local table, and IPVS
+        // refuses destinations (it cannot classify addresses).
+        set_up(&handle, 1, &format!("lo in {name}")).await?;
+
+        let vxlan_name = format!("fvx{vni}");
+        let vxlan = match link(&handle, &vxlan_name).await? {
+            Some(link) => link.header.index,
+            None => {
+                let index = match link(&self.main, &vxlan_name).await? {
+                    Some(link) => link.header.index,
+                    None => {
+                        let builder = LinkVxlan::new(&vxlan_name, vni)
+                            .port(VXLAN_PORT)
+                            .learning(false);
+                        let builder = match self.vtep {
+                            IpAddr::V4(address) => builder.local(address),
+                            IpAddr::V6(address) => builder.local6(address),
+                        };
+                        self.main
+                            .link()
+                            .add(builder.build())
+                            .execute()
+                            .await
+                            .map_err(failed(format!("cannot create {vxlan_name}")))?;
+                        self.index(&self.main, &vxlan_name).await?
+                    }
+                };
+                self.move_into(index, &space, &vxlan_name).await?;
+                self.index(&handle, &vxlan_name).await?
+            }
+        };
+        set_up(&handle, vxlan, &vxlan_name).await?;
+
+        let outer_name = format!("fvm{vni}");
+        let inner_name = format!("fvt{vni}");
+        if link(&self.main, &outer_name).await?.is_none() {
+            self.main
+                .link()
+                .add(LinkVeth::new(&outer_name, &inner_name).build())
+                .execute()
+                .await
+                .map_err(failed(format!("cannot create {outer_name}")))?;
+        }
+        if let Some(inner) = link(&self.main, &inner_name).await? {
+            self.move_into(inner.header.index, &space, &inner_name)
+                .await?;
+        }
+        let outer = self.index(&self.main, &outer_name).await?;
+        set_up(&self.main, outer, &outer_name).await?;
+        let inner = link(&handle, &inner_name)
+            .await?
+            .ok_or_else(|| KernelError {
+                what: format!("{inner_name} is not in {name}"),
+                cause: "its veth pair lost it".into(),
+            })?;
+        set_up(&handle, inner.header.index, &inner_name).await?;
+        let inner_mac = mac_of(&inner).ok_or_else(|| KernelError {
+            what: format!("{inner_name} has no MAC address"),
+            cause: "the kernel gave none".into(),
+        })?;
+        Ok(Programmed {
+            name,
+            _namespace: space,
+            handle,
+            ipvs,
+            vxlan,
+            outer,
+            inner_mac,
+            vips: BTreeSet::new(),
+            dips: BTreeMap::new(),
+        })
+    }
+
+    async fn move_into(&self, index: u32, space: &File, what: &str) -> Result<(), KernelError> {
+        self.main
+            .link()
+            .set(
+                LinkUnspec::new_with_index(index)
+                    .setns_by_fd(space.as_raw_fd())
+                    .build(),
+            )
+            .execute()
+            .await
+            .map_err(failed(format!(
+                "cannot move {what} into its tenant's namespace"
+            )))
+    }
+
+    async fn index(&self, handle: &Handle, name: &str) -> Result<u32, KernelError> {
+        Ok(link(handle, name)
+            .await?
+            .ok_or_else(|| KernelError {
+                what: format!("{name} is missing"),
+                cause: "made, then not found".into(),
+            })?
+            .header
+            .index)
+    }
+}
+
+impl Programmed {
+    /// Makes the tenant's part of the kernel `wanted`, in the module's
+    /// order.
+    async fn apply(&mut self, main: &Handle, wanted: &Tenant) -> Result<(), KernelError> {
+        let added_dips: Vec<(IpAddr, Neighbour)> = wanted
+            .dips
+            .iter()
+            .filter(|(address, neighbour)| self.dips.get(address) != Some(neighbour))
+            .map(|(address, neighbour)| (*address, *neighbour))
+            .collect();
+        let removed_dips: Vec<(IpAddr, Neighbour)> = self
+            .dips
+            .iter()
+            .filter(|(address, neighbour)| wanted.dips.get(address) != Some(neighbour))
+            .map(|(address, neighbour)| (*address, *neighbour))
+            .collect();
+        let added_vips: Vec<IpAddr> = wanted.vips.difference(&self.vips).copied().collect();
+        let removed_vips: Vec<IpAddr> = self.vips.difference(&wanted.vips).copied().collect();
+
+        // 1.
+        for vip in &removed_vips {
+            remove_route(main, *vip, self.outer).await?;
+            let _ = main
+                .neighbours()
+                .del(neighbour_message(self.outer, *vip))
+                .execute()
+                .await;
+        }
+        // 2.
+        for (address, neighbour) in &added_dips {
+            if let Some(old) = self
+                .dips
+                .get(address)
+                .filter(|old| old.mac != neighbour.mac)
+            {
+                // Another MAC: the old one's FDB entry goes.
+                let _ = self
+                    .handle
+                    .neighbours()
+                    .del(fdb_message(self.vxlan, old))
+                    .execute()
+                    .await;
+            }
+            self.handle
+                .neighbours()
+                .add_bridge(self.vxlan, &neighbour.mac)
+                .destination(neighbour.vtep)
+                .flags(NeighbourFlags::Own)
+                .replace()
+                .execute()
+                .await
+                .map_err(failed(format!("cannot add the FDB entry of DIP {address}")))?;
+            self.handle
+                .neighbours()
+                .add(self.vxlan, *address)
+                .link_layer_address(&neighbour.mac)
+                .state(NeighbourState::Permanent)
+                .replace()
+                .execute()
+                .await
+                .map_err(failed(format!(
+                    "cannot add the neighbour entry of DIP {address}"
+                )))?;
+            add_route(&self.handle, *address, self.vxlan).await?;
+            self.dips.insert(*address, *neighbour);
+        }
+        // 3.
+        for vip in &added_vips {
+            let length = if vip.is_ipv4() { 32 } else { 128 };
+            let result = self.handle.address().add(1, *vip, length).execute().await;
+            ignore(result, &[libc::EEXIST]).map_err(failed(format!(
+                "cannot make VIP {vip} local in {}",
+                self.name
+            )))?;
+        }
+        // 4.
+        let kernel = read(&mut self.ipvs).map_err(|error| KernelError {
+            what: format!("cannot read IPVS in {}", self.name),
+            cause: error.to_string(),
+        })?;
+        let operations = plan(&kernel, &wanted.table, &Ownership::Everything);
+        if !operations.is_empty() {
+            self.ipvs.apply(&operations).map_err(|error| KernelError {
+                what: format!("IPVS in {} refused a change", self.name),
+                cause: error.to_string(),
+            })?;
+            tracing::info!(
+                "mux: {} IPVS operations applied in {}",
+                operations.len(),
+                self.name
+            );
+        }
+        // 5.
+        for vip in &added_vips {
+            main.neighbours()
+                .add(self.outer, *vip)
+                .link_layer_address(&self.inner_mac)
+                .state(NeighbourState::Permanent)
+                .replace()
+                .execute()
+                .await
+                .map_err(failed(format!(
+                    "cannot add the neighbour entry of VIP {vip}"
+                )))?;
+            add_route(main, *vip, self.outer).await?;
+            self.vips.insert(*vip);
+        }
+        // 6.
+        for vip in &removed_vips {
+            let mut message = netlink_packet_route::address::AddressMessage::default();
+            message.header.index = 1;
+            message.header.family = family(*vip);
+            message.header.prefix_len = if vip.is_ipv4() { 32 } else { 128 };
+            message
+                .attributes
+                .push(netlink_packet_route::address::AddressAttribute::Local(*vip));
+            message
+                .attributes
+                .push(netlink_packet_route::address::AddressAttribute::Address(
+                    *vip,
+                ));
+            let result = self.handle.address().del(message).execute().await;
+            ignore(result, &[libc::EADDRNOTAVAIL, libc::ENOENT])
+                .map_err(failed(format!("cannot remove VIP {vip} in {}", self.name)))?;
+            self.vips.remove(vip);
+        }
+        for (address, neighbour) in &removed_dips {
+            if wanted.dips.contains_key(address) {
+                continue;
+            }
+            remove_route(&self.handle, *address, self.vxlan).await?;
+            let _ = self
+                .handle
+                .neighbours()
+                .del(neighbour_message(self.vxlan, *address))
+                .execute()
+                .await;
+            let _ = self
+                .handle
+                .neighbours()
+                .del(fdb_message(self.vxlan, neighbour))
+                .execute()
+                .await;
+            self.dips.remove(address);
+        }
+        Ok(())
+    }
+
+    /// What a previous Mux left in this tenant: the VIPs local on `lo`
+    /// and the DIPs with neighbour entries on the VXLAN device.
+    async fn read_back(&mut self) -> Result<(), KernelError> {
+        let addresses: Vec<_> = self
+            .handle
+            .address()
+            .get()
+            .set_link_index_filter(1)
+            .execute()
+            .try_collect()
+            .await
+            .map_err(failed(format!(
+                "cannot read the addresses in {}",
+                self.name
+            )))?;
+        for message in addresses {
+            for attribute in &message.attributes {
+                if let netlink_packet_route::address::AddressAttribute::Local(address)
+                | netlink_packet_route::address::AddressAttribute::Address(address) = attribute
+                {
+                    if !address.is_loopback() {
+                        self.vips.insert(*address);
+                    }
+                }
+            }
+        }
+        let neighbours: Vec<_> = self
+            .handle
+            .neighbours()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(failed(format!(
+                "cannot read the neighbours in {}",
+                self.name
+            )))?;
+        for message in neighbours {
+            if message.header.ifindex != self.vxlan {
+                continue;
+            }
+            let mut address = None;
+            let mut mac = None;
+            for attribute in &message.attributes {
+                match attribute {
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
+                        address = Some(IpAddr::V4(*ip))
+                    }
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
+                        address = Some(IpAddr::V6(*ip))
+                    }
+                    NeighbourAttribute::LinkLayerAddress(bytes) => {
+                        mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+                    }
+                    _ => {}
+                }
+            }
+            if let (Some(address), Some(mac)) = (address, mac) {
+                // The VTEP is not read back: a DIP whose entry differs from
+                // the wanted one is written again, FDB entry included.
+                self.dips.insert(
+                    address,
+                    Neighbour {
+                        mac,
+                        vtep: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Tenant {
+    fn empty() -> Tenant {
+        Tenant {
+            network: String::new(),
+            vips: BTreeSet::new(),
+            dips: BTreeMap::new(),
+            table: Default::default(),
+        }
+    }
+}
+
+/// Writes `value` to the sysctl file `path` (of the calling thread's
+/// namespace) unless it holds it already.
+fn enable(path: &str, value: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path)?.trim() != value {
+        std::fs::write(path, value)?;
+        tracing::info!("mux: set {path} to {value}");
+    }
+    Ok(())
+}
+
+async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, KernelError> {
+    let mut links = handle.link().get().match_name(name.to_owned()).execute();
+    match links.try_next().await {
+        Ok(link) => Ok(link),
+        // The kernel says ENODEV for a name it does not know.
+        Err(rtnetlink::Error::NetlinkError(message))
+            if message.to_io().raw_os_error() == Some(libc::ENODEV) =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(failed(format!("cannot look up {name}"))(error)),
+    }
+}
+
+fn mac_of(link: &LinkMessage) -> Option<[u8; 6]> {
+    link.attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        })
+}
+
+async fn set_up(handle: &Handle, index: u32, what: &str) -> Result<(), KernelError> {
+    handle
+        .link()
+        .set(LinkUnspec::new_with_index(index).up().build())
+        .execute()
+        .await
+        .map_err(failed(format!("cannot bring {what} up")))
+}
+
+fn route(address: IpAddr, index: u32) -> netlink_packet_route::route::RouteMessage {
+    let length = if address.is_ipv4() { 32 } else { 128 };
+    RouteMessageBuilder::<IpAddr>::new()
+        .destination_prefix(address, length)
+        .expect("an address and its full length")
+        .output_interface(index)
+        .scope(RouteScope::Link)
+        .kind(RouteType::Unicast)
+        .build()
+}
+
+async fn add_route(handle: &Handle, address: IpAddr, index: u32) -> Result<(), KernelError> {
+    let result = handle
+        .route()
+        .add(route(address, index))
+        .replace()
+        .execute()
+        .await;
+    result.map_err(failed(format!("cannot route {address}")))
+}
+
+async fn remove_route(handle: &Handle, address: IpAddr, index: u32) -> Result<(), KernelError> {
+    let result = handle.route().del(route(address, index)).execute().await;
+    ignore(result, &[libc::ESRCH, libc::ENOENT])
+        .map_err(failed(format!("cannot remove the route of {address}")))
+}
+
+fn family(address: IpAddr) -> AddressFamily {
+    match address {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    }
+}
+
+fn neighbour_message(index: u32, address: IpAddr) -> NeighbourMessage {
+    let mut message = NeighbourMessage::default();
+    message.header.family = family(address);
+    message.header.ifindex = index;
+    message
+        .attributes
+        .push(NeighbourAttribute::Destination(match address {
+            IpAddr::V4(address) => NeighbourAddress::Inet(address),
+            IpAddr::V6(address) => NeighbourAddress::Inet6(address),
+        }));
+    message
+}
+
+fn fdb_message(index: u32, neighbour: &Neighbour) -> NeighbourMessage {
+    let mut message = NeighbourMessage::default();
+    message.header.family = AddressFamily::Bridge;
+    message.header.ifindex = index;
+    message.header.flags = NeighbourFlags::Own;
+    message
+        .attributes
+        .push(NeighbourAttribute::LinkLayerAddress(neighbour.mac.to_vec()));
+    message
+}
+
+/// `result`, with the errors `codes` counted as success (already there,
+/// already gone).
+fn ignore(result: Result<(), rtnetlink::Error>, codes: &[i32]) -> Result<(), rtnetlink::Error> {
+    match result {
+        Err(rtnetlink::Error::NetlinkError(message))
+            if message
+                .to_io()
+                .raw_os_error()
+                .is_some_and(|code| codes.contains(&code)) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}

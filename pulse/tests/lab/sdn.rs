@@ -1,0 +1,515 @@
+//! The SDN mode's Mux in the lab: a real etcd, a routed underlay, two
+//! hosts with tenant networks on VXLAN, the same DIP address in two
+//! tenants. Until fulcrum-agent exists the test writes what host agents
+//! write (hosts, DIPs, health) and the hosts' VXLAN segments are made with
+//! iproute2; the DIPs serve their VIP themselves (backend port = frontend
+//! port), as direct-routing real servers do.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fulcrum_cluster::store::{Store, endpoints};
+use labkit::Namespace;
+use labkit::etcd::Etcd;
+use labkit::http::{Responder, get};
+
+const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+
+const VIP_A: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 10);
+const VIP_B: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 20);
+const MUX_VTEP: &str = "172.30.1.2";
+
+const POLICY: &str = "virtual_network tenant-a {
+    vni 100
+}
+virtual_network tenant-b {
+    vni 200
+}
+virtual_server 203.0.113.10 80 {
+    protocol TCP
+    lb_algo rr
+    virtual_network tenant-a
+    real_server 10.1.0.5 80 {
+    }
+    real_server 10.1.0.6 80 {
+    }
+    real_server 10.1.0.7 80 {
+    }
+}
+virtual_server 203.0.113.20 80 {
+    protocol TCP
+    lb_algo rr
+    virtual_network tenant-b
+    real_server 10.1.0.5 80 {
+    }
+}
+";
+
+/// The namespaces, and the guest's own end of the store's link, removed
+/// when dropped.
+struct Underlay {
+    client: Namespace,
+    mux: Namespace,
+    others: Vec<Namespace>,
+}
+
+impl Underlay {
+    fn namespace(&self, name: &str) -> &Namespace {
+        self.others
+            .iter()
+            .find(|namespace| namespace.name() == name)
+            .unwrap()
+    }
+}
+
+impl Drop for Underlay {
+    fn drop(&mut self) {
+        let _ = labkit::run_ip(None, "link del sdnstore0");
+    }
+}
+
+/// The client and an edge router; the Mux, two hosts and the store each on
+/// a subnet of its own behind the router. host1 holds tenant-a's .5 and .6,
+/// host2 tenant-a's .7 and tenant-b's .5.
+fn underlay() -> Underlay {
+    let names = [
+        "sdn-client",
+        "sdn-router",
+        "sdn-mux",
+        "sdn-host1",
+        "sdn-host2",
+        "sdn-a5",
+        "sdn-a6",
+        "sdn-a7",
+        "sdn-b5",
+    ];
+    let mut namespaces: Vec<Namespace> = names
+        .iter()
+        .map(|name| Namespace::create(name).unwrap())
+        .collect();
+    labkit::run_ip(
+        None,
+        "link add eth0 netns sdn-client type veth peer name client netns sdn-router
+link add eth0 netns sdn-mux type veth peer name mux netns sdn-router
+link add eth0 netns sdn-host1 type veth peer name host1 netns sdn-router
+link add eth0 netns sdn-host2 type veth peer name host2 netns sdn-router
+link add sdnstore0 type veth peer name store netns sdn-router
+link add eth0 netns sdn-a5 address 02:00:00:00:01:05 type veth peer name a5 netns sdn-host1
+link add eth0 netns sdn-a6 address 02:00:00:00:01:06 type veth peer name a6 netns sdn-host1
+link add eth0 netns sdn-a7 address 02:00:00:00:01:07 type veth peer name a7 netns sdn-host2
+link add eth0 netns sdn-b5 address 02:00:00:00:02:05 type veth peer name b5 netns sdn-host2
+addr add 172.30.4.1/24 dev sdnstore0
+link set sdnstore0 up
+route add 172.30.0.0/16 via 172.30.4.2",
+    )
+    .unwrap();
+    let router = &namespaces[1];
+    router
+        .ip("addr add 172.30.0.1/24 dev client
+addr add 172.30.1.1/24 dev mux
+addr add 172.30.2.1/24 dev host1
+addr add 172.30.3.1/24 dev host2
+addr add 172.30.4.2/24 dev store
+link set client up
+link set mux up
+link set host1 up
+link set host2 up
+link set store up
+route add 203.0.113.0/24 via 172.30.1.2")
+        .unwrap();
+    router.sysctl("net/ipv4/ip_forward", "1").unwrap();
+    namespaces[0]
+        .ip("addr add 172.30.0.2/24 dev eth0\nlink set eth0 up\nroute add default via 172.30.0.1")
+        .unwrap();
+    namespaces[2]
+        .ip("addr add 172.30.1.2/24 dev eth0\nlink set eth0 up\nroute add default via 172.30.1.1")
+        .unwrap();
+    let host = |namespace: &Namespace, address: &str, segments: &[(u32, &[&str], &str)]| {
+        let mut commands = format!(
+            "addr add {address}/24 dev eth0\nlink set eth0 up\nroute add default via {}\n",
+            address.rsplit_once('.').unwrap().0.to_owned() + ".1"
+        );
+        for (vni, ports, gateway) in segments {
+            commands.push_str(&format!(
+                "link add vxlan{vni} type vxlan id {vni} local {address} dstport 4789 nolearning
+link add br{vni} type bridge
+link set vxlan{vni} master br{vni}
+addr add {gateway} dev br{vni}
+link set vxlan{vni} up
+link set br{vni} up
+"
+            ));
+            for port in *ports {
+                commands.push_str(&format!(
+                    "link set {port} master br{vni}\nlink set {port} up\n"
+                ));
+            }
+        }
+        namespace.ip(&commands).unwrap();
+        namespace.sysctl("net/ipv4/ip_forward", "1").unwrap();
+    };
+    host(
+        &namespaces[3],
+        "172.30.2.2",
+        &[(100, &["a5", "a6"], "10.1.0.1/24")],
+    );
+    host(
+        &namespaces[4],
+        "172.30.3.2",
+        &[(100, &["a7"], "10.1.0.1/24"), (200, &["b5"], "10.1.0.1/32")],
+    );
+    for (index, dip, vip) in [
+        (5, "10.1.0.5", VIP_A),
+        (6, "10.1.0.6", VIP_A),
+        (7, "10.1.0.7", VIP_A),
+        (8, "10.1.0.5", VIP_B),
+    ] {
+        let namespace = &namespaces[index];
+        namespace
+            .ip(&format!(
+                "addr add {dip}/24 dev eth0\naddr add {vip}/32 dev lo\nlink set eth0 up\n\
+                 route add default via 10.1.0.1"
+            ))
+            .unwrap();
+        // A direct-routing real server: the VIP is its own, but it does
+        // not answer ARP for it.
+        namespace
+            .sysctl("net/ipv4/conf/all/arp_ignore", "1")
+            .unwrap();
+        namespace
+            .sysctl("net/ipv4/conf/all/arp_announce", "2")
+            .unwrap();
+    }
+    let mux = namespaces.remove(2);
+    let client = namespaces.remove(0);
+    Underlay {
+        client,
+        mux,
+        others: namespaces,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Writes `entries` (key, JSON) to the store, as host agents would;
+/// returns when the first write was sent (after connecting).
+fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
+    runtime().block_on(async {
+        let mut store = Store::connect(&endpoints(&etcd.urls()), Duration::from_secs(5))
+            .await
+            .unwrap();
+        let sent = Instant::now();
+        for (key, value) in entries {
+            store.client().put(*key, *value, None).await.unwrap();
+        }
+        sent
+    })
+}
+
+/// The IPVS table of the tenant of `vni`, read in its namespace, as text
+/// lines `SERVICE: DESTINATION wWEIGHT, ...`; empty if it has none.
+fn tenant_table(vni: u32) -> Vec<String> {
+    let Ok(namespace) = File::open(format!("/run/netns/fulcrum-vni{vni}")) else {
+        return Vec::new();
+    };
+    std::thread::spawn(move || {
+        // SAFETY: setns on a namespace file held open, on this thread only.
+        assert_eq!(
+            unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) },
+            0
+        );
+        let mut client = ipvs::Client::connect().unwrap();
+        let mut lines = Vec::new();
+        for service in client.services().unwrap() {
+            let mut destinations: Vec<String> = client
+                .destinations(&service.key)
+                .unwrap()
+                .iter()
+                .map(|destination| {
+                    format!("{} w{}", destination.socket_address(), destination.weight)
+                })
+                .collect();
+            destinations.sort();
+            lines.push(format!("{}: {}", service.key, destinations.join(", ")));
+        }
+        lines.sort();
+        lines
+    })
+    .join()
+    .unwrap()
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    started.elapsed()
+}
+
+/// Who answers `count` requests to `vip` from the client.
+fn answers(underlay: &Underlay, vip: Ipv4Addr, count: usize) -> BTreeSet<String> {
+    (0..count)
+        .map(|_| {
+            get(&underlay.client, SocketAddr::new(IpAddr::V4(vip), 80))
+                .unwrap()
+                .trim()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The packets an nftables counter of the Mux's namespace saw, by rule.
+fn counters(mux: &Namespace) -> Vec<u64> {
+    let output = mux
+        .command("nft")
+        .args(["list", "table", "inet", "sdntest"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split("counter packets ")
+        .skip(1)
+        .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+struct Mux {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Mux {
+    fn start(underlay: &Underlay, directory: &Path, etcd: &Etcd) -> Mux {
+        let configuration = directory.join("mux.conf");
+        std::fs::write(&configuration, format!("mux {{\n    vtep {MUX_VTEP}\n}}\n")).unwrap();
+        let log = directory.join("mux.log");
+        let child = underlay
+            .mux
+            .direct_command(PULSE)
+            .arg("-f")
+            .arg(&configuration)
+            .arg(format!("--cluster={}", etcd.urls()))
+            .args(["-G"])
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Mux { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        // SAFETY: kill on our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+}
+
+#[test]
+#[ignore = "runs in the lab"]
+fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
+    labkit::require_lab();
+    let underlay = underlay();
+    let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
+    std::fs::create_dir_all(&directory).unwrap();
+    let etcd = Etcd::start_on(Ipv4Addr::new(172, 30, 4, 1), 1).unwrap();
+    let responders: Vec<Responder> = [
+        ("sdn-a5", VIP_A, "tenant-a 10.1.0.5"),
+        ("sdn-a6", VIP_A, "tenant-a 10.1.0.6"),
+        ("sdn-a7", VIP_A, "tenant-a 10.1.0.7"),
+        ("sdn-b5", VIP_B, "tenant-b 10.1.0.5"),
+    ]
+    .iter()
+    .map(|(namespace, vip, name)| {
+        Responder::spawn(
+            underlay.namespace(namespace),
+            SocketAddr::new(IpAddr::V4(*vip), 80),
+            name,
+        )
+        .unwrap()
+    })
+    .collect();
+    let mut nft = underlay
+        .mux
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        nft.stdin.as_mut().unwrap(),
+        b"table inet sdntest {
+    chain seen {
+        type filter hook prerouting priority 0;
+        ip saddr 203.0.113.0/24 counter
+        ip daddr 203.0.113.0/24 counter
+    }
+}
+",
+    )
+    .unwrap();
+    drop(nft.stdin.take());
+    assert!(nft.wait().unwrap().success(), "the counters' table");
+
+    let mux = Mux::start(&underlay, &directory, &etcd);
+    let policy = directory.join("policy.conf");
+    std::fs::write(&policy, POLICY).unwrap();
+    let applied = Command::new(PULSE)
+        .arg(format!("--cluster={}", etcd.urls()))
+        .arg("--apply")
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(
+        applied.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    put(
+        &etcd,
+        &[
+            ("/fulcrum/v1/live/hosts/host1", r#"{"vtep":"172.30.2.2"}"#),
+            ("/fulcrum/v1/live/hosts/host2", r#"{"vtep":"172.30.3.2"}"#),
+            (
+                "/fulcrum/v1/live/dips/host1/tenant-a/10.1.0.5",
+                r#"{"vni":100,"mac":"02:00:00:00:01:05"}"#,
+            ),
+            (
+                "/fulcrum/v1/live/dips/host1/tenant-a/10.1.0.6",
+                r#"{"vni":100,"mac":"02:00:00:00:01:06"}"#,
+            ),
+            (
+                "/fulcrum/v1/live/dips/host2/tenant-a/10.1.0.7",
+                r#"{"vni":100,"mac":"02:00:00:00:01:07"}"#,
+            ),
+            (
+                "/fulcrum/v1/live/dips/host2/tenant-b/10.1.0.5",
+                r#"{"vni":200,"mac":"02:00:00:00:02:05"}"#,
+            ),
+        ],
+    );
+    let full_a =
+        vec!["TCP 203.0.113.10:80: 10.1.0.5:80 w1, 10.1.0.6:80 w1, 10.1.0.7:80 w1".to_owned()];
+    wait_until("tenant-a's table", Duration::from_secs(30), || {
+        tenant_table(100) == full_a
+    });
+    assert_eq!(
+        tenant_table(200),
+        ["TCP 203.0.113.20:80: 10.1.0.5:80 w1"],
+        "{}",
+        mux.log()
+    );
+
+    // Each VIP answers from its own tenant's DIPs only, over the overlay.
+    assert_eq!(
+        answers(&underlay, VIP_A, 12),
+        BTreeSet::from([
+            "tenant-a 10.1.0.5".to_owned(),
+            "tenant-a 10.1.0.6".to_owned(),
+            "tenant-a 10.1.0.7".to_owned(),
+        ]),
+        "{}",
+        mux.log()
+    );
+    assert_eq!(
+        answers(&underlay, VIP_B, 4),
+        BTreeSet::from(["tenant-b 10.1.0.5".to_owned()])
+    );
+    // The DIPs saw the client's own address.
+    for responder in &responders {
+        assert_eq!(
+            responder.clients(),
+            BTreeSet::from([IpAddr::V4(Ipv4Addr::new(172, 30, 0, 2))]),
+            "{}",
+            responder.name()
+        );
+    }
+    // Requests crossed the Mux; no reply did.
+    let seen = counters(&underlay.mux);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0], 0, "replies from a VIP crossed the Mux");
+    assert!(seen[1] >= 16 * 3, "requests to the VIPs: {seen:?}");
+
+    // A DIP its host agent reports down leaves the table; the time from
+    // the store's write to the kernel showing it is the benchmark.
+    let written = put(
+        &etcd,
+        &[(
+            "/fulcrum/v1/live/health/host1/tenant-a/10.1.0.6/80",
+            r#"{"up":false}"#,
+        )],
+    );
+    let put_took = written.elapsed();
+    let reached = wait_until("10.1.0.6 leaving", Duration::from_secs(10), || {
+        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:80 w1, 10.1.0.7:80 w1"]
+    });
+    println!(
+        "a DIP's health from the store's write to the kernel without it: {:.1} ms \
+         (the write's acknowledgement {:.1} ms, then {:.1} ms to the kernel's table, read \
+         every millisecond)",
+        (put_took + reached).as_secs_f64() * 1000.0,
+        put_took.as_secs_f64() * 1000.0,
+        reached.as_secs_f64() * 1000.0
+    );
+    assert!(!answers(&underlay, VIP_A, 8).contains("tenant-a 10.1.0.6"));
+    put(
+        &etcd,
+        &[(
+            "/fulcrum/v1/live/health/host1/tenant-a/10.1.0.6/80",
+            r#"{"up":true}"#,
+        )],
+    );
+    wait_until("10.1.0.6 back", Duration::from_secs(10), || {
+        tenant_table(100) == full_a
+    });
+
+    // The status shows the Mux's applied revision.
+    let status = Command::new(PULSE)
+        .arg(format!("--cluster={}", etcd.urls()))
+        .arg("--status")
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        status
+            .lines()
+            .any(|line| line == format!("  {MUX_VTEP}  applied revision 1")),
+        "{status}"
+    );
+
+    // A clean stop removes what the Mux made.
+    let log = mux.log();
+    let stopped = mux.stop();
+    assert!(stopped.success(), "{stopped}: {log}");
+    assert!(!Path::new("/run/netns/fulcrum-vni100").exists());
+    assert!(!Path::new("/run/netns/fulcrum-vni200").exists());
+    let links = underlay
+        .mux
+        .command("ip")
+        .args(["-o", "link"])
+        .output()
+        .unwrap();
+    let links = String::from_utf8_lossy(&links.stdout).into_owned();
+    assert!(
+        !links.contains("fvm100") && !links.contains("fvx"),
+        "{links}"
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}
