@@ -314,6 +314,12 @@ impl Mux {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// SIGKILL: a crash, with nothing cleaned up.
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     fn stop(mut self) -> std::process::ExitStatus {
         // SAFETY: kill on our own child.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
@@ -328,7 +334,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     let underlay = underlay();
     let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
     std::fs::create_dir_all(&directory).unwrap();
-    let etcd = Etcd::start_on(Ipv4Addr::new(172, 30, 4, 1), 1).unwrap();
+    let mut etcd = Etcd::start_on(Ipv4Addr::new(172, 30, 4, 1), 1).unwrap();
     let responders: Vec<Responder> = [
         ("sdn-a5", VIP_A, "tenant-a 10.1.0.5"),
         ("sdn-a6", VIP_A, "tenant-a 10.1.0.6"),
@@ -367,7 +373,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     drop(nft.stdin.take());
     assert!(nft.wait().unwrap().success(), "the counters' table");
 
-    let mux = Mux::start(&underlay, &directory, &etcd);
+    let mut mux = Mux::start(&underlay, &directory, &etcd);
     let policy = directory.join("policy.conf");
     std::fs::write(&policy, POLICY).unwrap();
     let applied = Command::new(PULSE)
@@ -492,6 +498,138 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .lines()
             .any(|line| line == format!("  {MUX_VTEP}  applied revision 1")),
         "{status}"
+    );
+
+    // A policy change (a weight) through `pulse --apply`: its transaction,
+    // then the kernel's table showing it.
+    let urls = etcd.urls();
+    let apply = |text: &str| {
+        std::fs::write(&policy, text).unwrap();
+        let output = Command::new(PULSE)
+            .arg(format!("--cluster={urls}"))
+            .arg("--apply")
+            .arg(&policy)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let weighted = POLICY.replacen(
+        "    real_server 10.1.0.5 80 {\n",
+        "    real_server 10.1.0.5 80 {\n        weight 3\n",
+        1,
+    );
+    let said = apply(&weighted);
+    let reached = wait_until("the weight", Duration::from_secs(10), || {
+        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:80 w3, 10.1.0.6:80 w1, 10.1.0.7:80 w1"]
+    });
+    println!(
+        "a policy change: {} then {:.1} ms from the transaction's return to the kernel's table \
+         (read every millisecond)",
+        said.trim(),
+        reached.as_secs_f64() * 1000.0
+    );
+
+    // Fail static: the Mux cut off from the store keeps forwarding; a
+    // policy written meanwhile is applied once it is back.
+    let store_port = etcd.urls().rsplit(':').next().unwrap().to_owned();
+    let mut nft = underlay
+        .mux
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        nft.stdin.as_mut().unwrap(),
+        format!(
+            "table inet sdncut {{\n    chain out {{\n        type filter hook output priority 0;\n        \
+             ip daddr 172.30.4.1 tcp dport {store_port} drop\n    }}\n}}\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    drop(nft.stdin.take());
+    assert!(nft.wait().unwrap().success(), "the cut");
+    apply(&weighted.replacen("        weight 3\n", "        weight 4\n", 1));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        tenant_table(100),
+        ["TCP 203.0.113.10:80: 10.1.0.5:80 w3, 10.1.0.6:80 w1, 10.1.0.7:80 w1"],
+        "applied without the store"
+    );
+    assert_eq!(
+        answers(&underlay, VIP_A, 6).len(),
+        3,
+        "forwarding while cut off"
+    );
+    assert!(
+        underlay
+            .mux
+            .command("nft")
+            .args(["delete", "table", "inet", "sdncut"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let caught_up = wait_until("catching up", Duration::from_secs(30), || {
+        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:80 w4, 10.1.0.6:80 w1, 10.1.0.7:80 w1"]
+    });
+    println!(
+        "the Mux caught up {:.1} s after the store was reachable again",
+        caught_up.as_secs_f64()
+    );
+    assert!(
+        mux.log().contains("forwarding as last applied"),
+        "{}",
+        mux.log()
+    );
+
+    // The store itself gone (its one member stopped): forwarding goes on;
+    // back, the Mux follows it again.
+    etcd.stop_member(0);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        answers(&underlay, VIP_A, 6).len(),
+        3,
+        "forwarding without the store"
+    );
+    etcd.start_member(0).unwrap();
+    etcd.wait_healthy(Duration::from_secs(30)).unwrap();
+    apply(&weighted.replacen("        weight 3\n", "        weight 5\n", 1));
+    wait_until("following the store again", Duration::from_secs(30), || {
+        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:80 w5, 10.1.0.6:80 w1, 10.1.0.7:80 w1"]
+    });
+
+    // A Mux killed leaves the kernel as it was; the next adopts it without
+    // a flush, and a connection opened before the crash is answered after.
+    let before = (tenant_table(100), tenant_table(200));
+    let open =
+        labkit::http::Connection::open(&underlay.client, SocketAddr::new(IpAddr::V4(VIP_B), 80))
+            .unwrap();
+    mux.kill();
+    assert_eq!(
+        (tenant_table(100), tenant_table(200)),
+        before,
+        "after the crash"
+    );
+    mux = Mux::start(&underlay, &directory, &etcd);
+    wait_until(
+        "the restarted Mux applying",
+        Duration::from_secs(30),
+        || mux.log().contains("policy revision 4 applied"),
+    );
+    assert_eq!((tenant_table(100), tenant_table(200)), before, "adopted");
+    assert_eq!(open.get().unwrap().trim(), "tenant-b 10.1.0.5");
+    assert!(
+        mux.log().contains("adopting the namespace fulcrum-vni100"),
+        "{}",
+        mux.log()
     );
 
     // A clean stop removes what the Mux made.
