@@ -1,0 +1,196 @@
+//! What a host agent does for the policy, from a reading of the store and
+//! its own file: pure, no I/O.
+//!
+//! Rules:
+//! - The agent serves the networks its file names (`virtual_network NAME {
+//!   vni N interface IF }`); the store's policy says which DIPs each has.
+//!   A network its file names but the policy does not define, or defines
+//!   with another VNI, is a problem, said, and not served: terminating the
+//!   wrong VNI on a segment would join two tenants.
+//! - The DIPs it looks for are the policy's DIPs of its networks; one is
+//!   found when the segment's neighbour table has its MAC.
+//! - Its probes are the policy's, written out as keepalived.conf text and
+//!   read by the same parser as any configuration (one grammar, the same
+//!   semantics as keepalived's), each bound to its network's segment
+//!   (`bind_if`): tenants' DIPs may share an address, and a socket bound
+//!   to the segment leaves by it whatever the routing table says.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+
+use fulcrum_cluster::schema::{self, Key, Network, Probe, Vip};
+use fulcrum_cluster::store::Reading;
+
+/// A network of the agent's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub network: String,
+    pub vni: u32,
+    pub interface: String,
+}
+
+/// The policy as it concerns this host.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Local {
+    pub revision: u64,
+    /// The segments served (those the policy agrees with).
+    pub segments: Vec<Segment>,
+    /// (network, DIP) of every DIP to look for.
+    pub dips: BTreeSet<(String, IpAddr)>,
+    /// A VIP (address and frontend port) to its network, to file verdicts.
+    pub vips: BTreeMap<SocketAddr, String>,
+    /// The probes, as keepalived.conf text (empty: none).
+    pub probes: String,
+    pub problems: Vec<String>,
+}
+
+/// What `segments` of the agent's file make of `reading`.
+pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
+    let mut local = Local::default();
+    let mut networks = BTreeMap::new();
+    let mut vips = Vec::new();
+    for (text, value) in &reading.entries {
+        match Key::parse(text) {
+            Ok(Key::PolicyRevision) => {
+                match serde_json::from_slice::<schema::PolicyRevision>(value) {
+                    Ok(revision) => local.revision = revision.revision,
+                    Err(error) => local.problems.push(format!("{text}: {error}")),
+                }
+            }
+            Ok(Key::Network(name)) => match serde_json::from_slice::<Network>(value) {
+                Ok(network) => {
+                    networks.insert(name, network.vni);
+                }
+                Err(error) => local.problems.push(format!("{text}: {error}")),
+            },
+            Ok(Key::Vip {
+                address,
+                protocol,
+                port,
+            }) => match serde_json::from_slice::<Vip>(value) {
+                Ok(vip) => vips.push((address, protocol, port, vip)),
+                Err(error) => local.problems.push(format!("{text}: {error}")),
+            },
+            _ => {}
+        }
+    }
+    for segment in segments {
+        match networks.get(&segment.network) {
+            Some(vni) if *vni == segment.vni => local.segments.push(segment.clone()),
+            Some(vni) => local.problems.push(format!(
+                "network {} has VNI {vni} in the policy, {} in this agent's file: not served",
+                segment.network, segment.vni
+            )),
+            None => local.problems.push(format!(
+                "network {} is not in the policy: not served",
+                segment.network
+            )),
+        }
+    }
+    for (address, protocol, port, vip) in vips {
+        let Some(segment) = local
+            .segments
+            .iter()
+            .find(|segment| segment.network == vip.network)
+        else {
+            continue;
+        };
+        local
+            .vips
+            .insert(SocketAddr::new(address, port), vip.network.clone());
+        for dip in &vip.dips {
+            local.dips.insert((vip.network.clone(), dip.address));
+        }
+        let probed: Vec<_> = vip
+            .dips
+            .iter()
+            .filter(|dip| !dip.probes.is_empty())
+            .collect();
+        if probed.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            local.probes,
+            "virtual_server {address} {port} {{\n    protocol {}\n    lb_kind NAT",
+            protocol.name().to_uppercase()
+        );
+        for dip in probed {
+            let _ = writeln!(
+                local.probes,
+                "    real_server {} {} {{",
+                dip.address, dip.port
+            );
+            for probe in &dip.probes {
+                write_probe(&mut local.probes, probe, &segment.interface);
+            }
+            let _ = writeln!(local.probes, "    }}");
+        }
+        let _ = writeln!(local.probes, "}}");
+    }
+    local
+}
+
+/// One probe as a checker block.
+fn write_probe(text: &mut String, probe: &Probe, interface: &str) {
+    let (name, timing, http) = match probe {
+        Probe::Tcp { timing } => ("TCP_CHECK", timing, None),
+        Probe::Ping { timing } => ("PING_CHECK", timing, None),
+        Probe::Http { timing, http } => ("HTTP_GET", timing, Some(http)),
+        Probe::Ssl { timing, http } => ("SSL_GET", timing, Some(http)),
+    };
+    let _ = writeln!(text, "        {name} {{");
+    let _ = writeln!(
+        text,
+        "            delay_loop {}\n            connect_timeout {}\n            retry {}\n            \
+         delay_before_retry {}\n            warmup {}\n            bind_if {}",
+        timing.delay_loop,
+        timing.connect_timeout,
+        timing.retry,
+        timing.delay_before_retry,
+        timing.warmup,
+        quoted(interface)
+    );
+    if timing.alpha {
+        let _ = writeln!(text, "            alpha");
+    }
+    if let Some(port) = timing.connect_port {
+        let _ = writeln!(text, "            connect_port {port}");
+    }
+    if let Some(http) = http {
+        let _ = writeln!(text, "            http_protocol {}", http.http_protocol);
+        if let Some(host) = &http.virtualhost {
+            let _ = writeln!(text, "            virtualhost {}", quoted(host));
+        }
+        for url in &http.urls {
+            let _ = writeln!(text, "            url {{");
+            if let Some(path) = &url.path {
+                let _ = writeln!(text, "                path {}", quoted(path));
+            }
+            if let Some(digest) = &url.digest {
+                let _ = writeln!(text, "                digest {digest}");
+            }
+            for [low, high] in &url.status_codes {
+                if low == high {
+                    let _ = writeln!(text, "                status_code {low}");
+                } else {
+                    let _ = writeln!(text, "                status_code {low}-{high}");
+                }
+            }
+            if let Some(host) = &url.virtualhost {
+                let _ = writeln!(text, "                virtualhost {}", quoted(host));
+            }
+            let _ = writeln!(text, "            }}");
+        }
+    }
+    let _ = writeln!(text, "        }}");
+}
+
+/// A word as keepalived reads a quoted string (the store's text may hold
+/// spaces or comment characters).
+fn quoted(word: &str) -> String {
+    format!("\"{}\"", word.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+//! The agent's effects on its host, over rtnetlink: a VXLAN device per
+//! network joined to the network's segment (its bridge), and the
+//! segment's neighbour table, where DIPs are found.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+
+use futures_util::TryStreamExt;
+use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState};
+use rtnetlink::{Handle, LinkUnspec, LinkVxlan};
+
+use crate::desired::Segment;
+
+/// VXLAN's IANA port.
+pub const VXLAN_PORT: u16 = 4789;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {cause}")]
+pub struct KernelError {
+    pub what: String,
+    pub cause: String,
+}
+
+fn failed(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> KernelError {
+    let what = what.into();
+    move |error| KernelError {
+        what,
+        cause: match error {
+            rtnetlink::Error::NetlinkError(message) => message.to_io().to_string(),
+            other => other.to_string(),
+        },
+    }
+}
+
+pub struct Kernel {
+    handle: Handle,
+    vtep: IpAddr,
+    /// VNI -> the VXLAN device's index, for those made or adopted.
+    devices: BTreeMap<u32, u32>,
+}
+
+impl Kernel {
+    pub async fn start(vtep: IpAddr) -> Result<Kernel, KernelError> {
+        let (connection, handle, _) = rtnetlink::new_connection().map_err(|error| KernelError {
+            what: "cannot open rtnetlink".into(),
+            cause: error.to_string(),
+        })?;
+        tokio::spawn(connection);
+        Ok(Kernel {
+            handle,
+            vtep,
+            devices: BTreeMap::new(),
+        })
+    }
+
+    /// Terminates the VXLAN of each of `segments` on its segment: a
+    /// device `fvxN` (no learning: the Mux's FDB entries say where DIPs
+    /// are; replies do not come back through it) joined to the segment's
+    /// bridge, made or adopted; devices of networks no longer served go.
+    pub async fn segments(&mut self, segments: &[Segment]) -> Result<(), KernelError> {
+        let wanted: BTreeSet<u32> = segments.iter().map(|segment| segment.vni).collect();
+        for segment in segments {
+            let bridge = link(&self.handle, &segment.interface)
+                .await?
+                .ok_or_else(|| KernelError {
+                    what: format!(
+                        "the segment {} of network {}",
+                        segment.interface, segment.network
+                    ),
+                    cause: "no such interface".into(),
+                })?
+                .header
+                .index;
+            let name = format!("fvx{}", segment.vni);
+            let index = match link(&self.handle, &name).await? {
+                Some(link) => link.header.index,
+                None => {
+                    let builder = LinkVxlan::new(&name, segment.vni)
+                        .port(VXLAN_PORT)
+                        .learning(false);
+                    let builder = match self.vtep {
+                        IpAddr::V4(address) => builder.local(address),
+                        IpAddr::V6(address) => builder.local6(address),
+                    };
+                    self.handle
+                        .link()
+                        .add(builder.build())
+                        .execute()
+                        .await
+                        .map_err(failed(format!("cannot create {name}")))?;
+                    tracing::info!("agent: made {name} for network {}", segment.network);
+                    link(&self.handle, &name)
+                        .await?
+                        .ok_or_else(|| KernelError {
+                            what: format!("{name} is missing"),
+                            cause: "made, then not found".into(),
+                        })?
+                        .header
+                        .index
+                }
+            };
+            self.handle
+                .link()
+                .set(
+                    LinkUnspec::new_with_index(index)
+                        .controller(bridge)
+                        .up()
+                        .build(),
+                )
+                .execute()
+                .await
+                .map_err(failed(format!(
+                    "cannot join {name} to {}",
+                    segment.interface
+                )))?;
+            self.devices.insert(segment.vni, index);
+        }
+        let gone: Vec<(u32, u32)> = self
+            .devices
+            .iter()
+            .filter(|(vni, _)| !wanted.contains(vni))
+            .map(|(vni, index)| (*vni, *index))
+            .collect();
+        for (vni, index) in gone {
+            self.remove(vni, index).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes every device the agent made or adopted (a clean stop).
+    pub async fn clear(&mut self) -> Result<(), KernelError> {
+        let all: Vec<(u32, u32)> = self
+            .devices
+            .iter()
+            .map(|(vni, index)| (*vni, *index))
+            .collect();
+        for (vni, index) in all {
+            self.remove(vni, index).await?;
+        }
+        Ok(())
+    }
+
+    async fn remove(&mut self, vni: u32, index: u32) -> Result<(), KernelError> {
+        match self.handle.link().del(index).execute().await {
+            Err(rtnetlink::Error::NetlinkError(message))
+                if message.to_io().raw_os_error() == Some(libc::ENODEV) => {}
+            result => result.map_err(failed(format!("cannot delete fvx{vni}")))?,
+        }
+        self.devices.remove(&vni);
+        Ok(())
+    }
+
+    /// The MAC of each of `wanted` (network, DIP) found in its segment's
+    /// neighbour table; for the others, a datagram bound to the segment
+    /// (to the discard port) makes the kernel ask, for the next look.
+    pub async fn find(
+        &self,
+        segments: &[Segment],
+        wanted: &BTreeSet<(String, IpAddr)>,
+    ) -> Result<BTreeMap<(String, IpAddr), [u8; 6]>, KernelError> {
+        let mut indexes = BTreeMap::new();
+        for segment in segments {
+            if let Some(link) = link(&self.handle, &segment.interface).await? {
+                indexes.insert(link.header.index, segment);
+            }
+        }
+        let neighbours: Vec<_> = self
+            .handle
+            .neighbours()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(failed("cannot read the neighbour table"))?;
+        let mut found = BTreeMap::new();
+        for message in neighbours {
+            let Some(segment) = indexes.get(&message.header.ifindex) else {
+                continue;
+            };
+            let state = message.header.state;
+            if matches!(
+                state,
+                NeighbourState::Failed | NeighbourState::Incomplete | NeighbourState::Noarp
+            ) {
+                continue;
+            }
+            let mut address = None;
+            let mut mac = None;
+            for attribute in &message.attributes {
+                match attribute {
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
+                        address = Some(IpAddr::V4(*ip))
+                    }
+                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
+                        address = Some(IpAddr::V6(*ip))
+                    }
+                    NeighbourAttribute::LinkLayerAddress(bytes) => {
+                        mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
+                    }
+                    _ => {}
+                }
+            }
+            if let (Some(address), Some(mac)) = (address, mac) {
+                let key = (segment.network.clone(), address);
+                if wanted.contains(&key) {
+                    found.insert(key, mac);
+                }
+            }
+        }
+        for (network, address) in wanted {
+            if found.contains_key(&(network.clone(), *address)) {
+                continue;
+            }
+            if let Some(segment) = segments.iter().find(|segment| &segment.network == network) {
+                ask(&segment.interface, *address);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A datagram to `address`'s discard port, bound to `interface`: the
+/// kernel resolves the address on that segment first (tenants' DIPs may
+/// share an address; the bound socket leaves by the segment).
+fn ask(interface: &str, address: IpAddr) {
+    let domain = socket2::Domain::for_address(SocketAddr::new(address, 9));
+    let Ok(socket) = socket2::Socket::new(domain, socket2::Type::DGRAM, None) else {
+        return;
+    };
+    if socket.bind_device(Some(interface.as_bytes())).is_err() {
+        return;
+    }
+    let _ = socket.set_nonblocking(true);
+    let _ = socket.send_to(&[], &SocketAddr::new(address, 9).into());
+}
+
+async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, KernelError> {
+    let mut links = handle.link().get().match_name(name.to_owned()).execute();
+    match links.try_next().await {
+        Ok(link) => Ok(link),
+        Err(rtnetlink::Error::NetlinkError(message))
+            if message.to_io().raw_os_error() == Some(libc::ENODEV) =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(failed(format!("cannot look up {name}"))(error)),
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn mac_text(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}

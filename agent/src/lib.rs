@@ -1,0 +1,462 @@
+//! `fulcrum-agent`, the SDN mode's host agent (docs/sdn.md).
+//!
+//! It registers its host in the cluster store, terminates each of its
+//! networks' VXLAN on the network's segment, finds the policy's DIPs on
+//! those segments, probes them with nanny's checkers (keepalived's
+//! semantics; the probes leave from the segment, bound to it) and writes
+//! their health. Not yet: translating VIP:port to DIP:backend_port (the
+//! DIPs serve the VIP themselves, as direct-routing servers do).
+//!
+//! Rules of the loop (one task, one `select!`):
+//! - **Live keys under a lease** ([`LEASE_SECONDS`], renewed every third
+//!   of it): its host, the DIPs it found, their health, the policy
+//!   revision it applied. A killed agent's keys expire with the lease, and
+//!   the Mux drops its DIPs.
+//! - **Whole readings**, as the Mux: each change the store reports is
+//!   followed by a reading of the whole schema.
+//! - **Fail static**: without the store the agent keeps its devices and
+//!   its probes running, remembers what it found and measured, and writes
+//!   all of it again under a new lease once the store answers.
+//! - **Finding DIPs** every [`FIND_EVERY`]: a DIP is found while its
+//!   segment's neighbour table has its MAC.
+//! - **Clean stop** (SIGTERM, SIGINT): the lease is revoked (every live key
+//!   goes at once), the probes stop, the devices it made go.
+
+pub mod desired;
+pub mod kernel;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use fulcrum_cluster::etcd_client::{WatchResponse, WatchStream};
+use fulcrum_cluster::schema::{self, Applied, Health, Host, LocalDip, Role};
+use fulcrum_cluster::store::{Lease, Store, StoreError};
+use nanny::scheduler::{Handle, Start, StateChange};
+use nanny::spec::{Plan, VirtualServerKey};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use desired::{Local, Segment};
+
+/// The lifetime of the agent's live keys without renewal.
+pub const LEASE_SECONDS: i64 = 6;
+/// How often the segments' neighbour tables are read for DIPs.
+pub const FIND_EVERY: Duration = Duration::from_secs(1);
+/// How long between attempts to reach a store that does not answer.
+pub const RETRY: Duration = Duration::from_secs(1);
+const STORE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the agent's file says.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub vtep: IpAddr,
+    pub segments: Vec<Segment>,
+}
+
+/// The agent's connection to the store.
+struct Connection {
+    store: Store,
+    lease: Lease,
+    watch: WatchStream,
+}
+
+/// What woke the loop.
+enum Wake {
+    Connect,
+    Watch(Result<Option<WatchResponse>, fulcrum_cluster::etcd_client::Error>),
+    Find,
+    Verdict(Option<StateChange>),
+    Renew,
+    Stop,
+}
+
+/// What the agent knows, whether or not the store answers.
+#[derive(Default)]
+struct Known {
+    local: Local,
+    /// (network, DIP) -> MAC, as found and (when connected) written.
+    found: BTreeMap<(String, IpAddr), [u8; 6]>,
+    /// (network, DIP, backend port) -> up.
+    health: BTreeMap<(String, IpAddr, u16), bool>,
+}
+
+/// Runs the agent until a signal; the error is what stopped it otherwise.
+pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result<()> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut kernel = kernel::Kernel::start(settings.vtep).await?;
+    let host = settings.vtep.to_string();
+    tracing::info!(
+        "agent {host}: started, cluster store {}",
+        endpoints.join(",")
+    );
+    let mut connection: Option<Connection> = None;
+    let mut known = Known::default();
+    let mut probes: Option<Handle> = None;
+    let mut verdicts: Option<mpsc::Receiver<StateChange>> = None;
+    let mut probes_text = String::new();
+    let mut retry = tokio::time::interval(RETRY);
+    let mut find = tokio::time::interval(FIND_EVERY);
+    let mut renew = tokio::time::interval(Duration::from_secs(LEASE_SECONDS as u64 / 3));
+    loop {
+        let wake = tokio::select! {
+            _ = retry.tick(), if connection.is_none() => Wake::Connect,
+            message = next_watch(&mut connection) => Wake::Watch(message),
+            _ = find.tick() => Wake::Find,
+            verdict = next_verdict(&mut verdicts) => Wake::Verdict(verdict),
+            _ = renew.tick(), if connection.is_some() => Wake::Renew,
+            _ = terminate.recv() => Wake::Stop,
+            _ = interrupt.recv() => Wake::Stop,
+        };
+        let stop = matches!(wake, Wake::Stop);
+        let outcome: Result<(), StoreError> = async {
+            match wake {
+                Wake::Connect => {
+                    let mut store = Store::connect(&endpoints, STORE_TIMEOUT).await?;
+                    let lease = store.lease(LEASE_SECONDS).await?;
+                    let reading = store.read().await?;
+                    let watch = store.watch(reading.store_revision + 1).await?;
+                    let mut fresh = Connection {
+                        store,
+                        lease,
+                        watch,
+                    };
+                    fresh
+                        .store
+                        .put_live(
+                            &schema::host(&host),
+                            &Host {
+                                vtep: settings.vtep,
+                            },
+                            &fresh.lease,
+                        )
+                        .await?;
+                    known.local = desired::local(&reading, &settings.segments);
+                    apply(
+                        &mut known,
+                        &mut kernel,
+                        &mut probes,
+                        &mut verdicts,
+                        &mut probes_text,
+                    )
+                    .await;
+                    write_all(&mut fresh, &host, &known).await?;
+                    tracing::info!("agent {host}: following the cluster store");
+                    connection = Some(fresh);
+                }
+                Wake::Watch(Ok(Some(response))) if response.canceled() => {
+                    return Err(StoreError::Contents {
+                        key: schema::ROOT.into(),
+                        problem: format!(
+                            "the watch ended (compacted to {})",
+                            response.compact_revision()
+                        ),
+                    });
+                }
+                Wake::Watch(Ok(Some(response))) if response.events().is_empty() => {}
+                Wake::Watch(Ok(Some(_))) => {
+                    let current = connection.as_mut().expect("a watch has a connection");
+                    let reading = current.store.read().await?;
+                    let before = known.local.dips.clone();
+                    known.local = desired::local(&reading, &settings.segments);
+                    apply(
+                        &mut known,
+                        &mut kernel,
+                        &mut probes,
+                        &mut verdicts,
+                        &mut probes_text,
+                    )
+                    .await;
+                    // DIPs and health the policy no longer has go.
+                    let dips = known.local.dips.clone();
+                    for gone in before.difference(&dips) {
+                        if known.found.remove(gone).is_some() {
+                            let key = schema::local_dip(&host, &gone.0, gone.1);
+                            current
+                                .store
+                                .client()
+                                .delete(key, None)
+                                .await
+                                .map_err(request)?;
+                        }
+                    }
+                    let stale: Vec<_> = known
+                        .health
+                        .keys()
+                        .filter(|(network, address, _)| {
+                            !dips.contains(&(network.clone(), *address))
+                        })
+                        .cloned()
+                        .collect();
+                    for key in stale {
+                        known.health.remove(&key);
+                        let key = schema::health(&host, &key.0, key.1, key.2);
+                        current
+                            .store
+                            .client()
+                            .delete(key, None)
+                            .await
+                            .map_err(request)?;
+                    }
+                    write_applied(current, &host, &known).await?;
+                }
+                Wake::Watch(Ok(None)) => {
+                    return Err(StoreError::Contents {
+                        key: schema::ROOT.into(),
+                        problem: "the store closed the watch".into(),
+                    });
+                }
+                Wake::Watch(Err(source)) => {
+                    return Err(StoreError::Request {
+                        what: "watch the cluster's state",
+                        source,
+                    });
+                }
+                Wake::Find => {
+                    let found = match kernel.find(&known.local.segments, &known.local.dips).await {
+                        Ok(found) => found,
+                        Err(error) => {
+                            tracing::warn!("agent {host}: {error}");
+                            return Ok(());
+                        }
+                    };
+                    let added: Vec<_> = found
+                        .iter()
+                        .filter(|(key, mac)| known.found.get(*key) != Some(*mac))
+                        .map(|(key, mac)| (key.clone(), *mac))
+                        .collect();
+                    let lost: Vec<_> = known
+                        .found
+                        .keys()
+                        .filter(|key| !found.contains_key(*key))
+                        .cloned()
+                        .collect();
+                    for (key, mac) in &added {
+                        tracing::info!(
+                            "agent {host}: found DIP {} of {} ({})",
+                            key.1,
+                            key.0,
+                            kernel::mac_text(mac)
+                        );
+                    }
+                    for key in &lost {
+                        tracing::info!("agent {host}: lost DIP {} of {}", key.1, key.0);
+                    }
+                    known.found = found;
+                    if let Some(current) = connection.as_mut() {
+                        for ((network, address), mac) in &added {
+                            let vni = vni_of(&known.local, network);
+                            current
+                                .store
+                                .put_live(
+                                    &schema::local_dip(&host, network, *address),
+                                    &LocalDip {
+                                        vni,
+                                        mac: kernel::mac_text(mac),
+                                    },
+                                    &current.lease,
+                                )
+                                .await?;
+                        }
+                        for (network, address) in &lost {
+                            let key = schema::local_dip(&host, network, *address);
+                            current
+                                .store
+                                .client()
+                                .delete(key, None)
+                                .await
+                                .map_err(request)?;
+                        }
+                    }
+                }
+                Wake::Verdict(None) => verdicts = None,
+                Wake::Verdict(Some(change)) => {
+                    let address = change.real_server.address;
+                    for server in &change.virtual_servers {
+                        let VirtualServerKey::Address { address: vip, .. } = server else {
+                            continue;
+                        };
+                        let Some(network) = known.local.vips.get(vip).cloned() else {
+                            continue;
+                        };
+                        tracing::info!(
+                            "agent {host}: DIP {address} of {network} is {} ({})",
+                            if change.up { "up" } else { "down" },
+                            change.reason
+                        );
+                        let key = (network.clone(), address.ip(), address.port());
+                        known.health.insert(key, change.up);
+                        if let Some(current) = connection.as_mut() {
+                            current
+                                .store
+                                .put_live(
+                                    &schema::health(&host, &network, address.ip(), address.port()),
+                                    &Health { up: change.up },
+                                    &current.lease,
+                                )
+                                .await?;
+                        }
+                    }
+                }
+                Wake::Renew => {
+                    let current = connection.as_mut().expect("renewed when connected");
+                    if !current.lease.renew().await? {
+                        return Err(StoreError::Contents {
+                            key: schema::host(&host),
+                            problem: "the agent's lease expired".into(),
+                        });
+                    }
+                }
+                Wake::Stop => {}
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(error) = outcome {
+            if connection.take().is_some() {
+                tracing::warn!("agent {host}: {error}; probing on, trying the store again");
+            } else {
+                tracing::debug!("agent {host}: {error}");
+            }
+        }
+        if stop {
+            break;
+        }
+    }
+    tracing::info!("agent {host}: stopping");
+    if let Some(mut current) = connection {
+        let _ = current.store.revoke(&current.lease).await;
+    }
+    if let Some(probes) = probes {
+        probes.shutdown().await;
+    }
+    kernel.clear().await?;
+    Ok(())
+}
+
+/// Applies what the policy means for this host: its segments' devices
+/// and its probes.
+async fn apply(
+    known: &mut Known,
+    kernel: &mut kernel::Kernel,
+    probes: &mut Option<Handle>,
+    verdicts: &mut Option<mpsc::Receiver<StateChange>>,
+    probes_text: &mut String,
+) {
+    for problem in &known.local.problems {
+        tracing::warn!("agent: {problem}");
+    }
+    if let Err(error) = kernel.segments(&known.local.segments).await {
+        tracing::error!("agent: {error}");
+    }
+    if *probes_text == known.local.probes {
+        return;
+    }
+    let loaded = fulcrum_config::load_str(
+        "the store's probes",
+        &known.local.probes,
+        &fulcrum_config::lexer::Options::default(),
+    );
+    if loaded
+        .diagnostics
+        .count(fulcrum_config::diagnostic::Severity::Error)
+        > 0
+    {
+        tracing::error!(
+            "agent: the store's probes do not read; the previous ones go on:\n{}",
+            loaded.diagnostics.render(&loaded.sources)
+        );
+        return;
+    }
+    let plan = Plan::from_config(&loaded.config);
+    match probes {
+        Some(handle) => handle.reload(plan).await,
+        None => {
+            let mut handle = Handle::spawn(plan, Start::Warmup);
+            *verdicts = handle.take_events();
+            *probes = Some(handle);
+        }
+    }
+    *probes_text = known.local.probes.clone();
+}
+
+/// Every live key the agent holds, written under a new lease.
+async fn write_all(
+    connection: &mut Connection,
+    host: &str,
+    known: &Known,
+) -> Result<(), StoreError> {
+    for ((network, address), mac) in &known.found {
+        connection
+            .store
+            .put_live(
+                &schema::local_dip(host, network, *address),
+                &LocalDip {
+                    vni: vni_of(&known.local, network),
+                    mac: kernel::mac_text(mac),
+                },
+                &connection.lease,
+            )
+            .await?;
+    }
+    for ((network, address, port), up) in &known.health {
+        connection
+            .store
+            .put_live(
+                &schema::health(host, network, *address, *port),
+                &Health { up: *up },
+                &connection.lease,
+            )
+            .await?;
+    }
+    write_applied(connection, host, known).await
+}
+
+async fn write_applied(
+    connection: &mut Connection,
+    host: &str,
+    known: &Known,
+) -> Result<(), StoreError> {
+    connection
+        .store
+        .put_live(
+            &schema::applied(Role::Agent, host),
+            &Applied {
+                revision: known.local.revision,
+            },
+            &connection.lease,
+        )
+        .await
+}
+
+fn vni_of(local: &Local, network: &str) -> u32 {
+    local
+        .segments
+        .iter()
+        .find(|segment| segment.network == network)
+        .map_or(0, |segment| segment.vni)
+}
+
+fn request(source: fulcrum_cluster::etcd_client::Error) -> StoreError {
+    StoreError::Request {
+        what: "delete a live key",
+        source,
+    }
+}
+
+async fn next_watch(
+    connection: &mut Option<Connection>,
+) -> Result<Option<WatchResponse>, fulcrum_cluster::etcd_client::Error> {
+    match connection {
+        Some(connection) => connection.watch.message().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_verdict(verdicts: &mut Option<mpsc::Receiver<StateChange>>) -> Option<StateChange> {
+    match verdicts {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
