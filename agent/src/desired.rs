@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
-use fulcrum_cluster::schema::{self, Key, Network, Probe, Vip};
+use fulcrum_cluster::schema::Probe;
+use fulcrum_cluster::state::State;
 use fulcrum_cluster::store::Reading;
 
 /// A network of the agent's file.
@@ -47,37 +48,18 @@ pub struct Local {
 
 /// What `segments` of the agent's file make of `reading`.
 pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
-    let mut local = Local::default();
-    let mut networks = BTreeMap::new();
-    let mut vips = Vec::new();
-    for (text, value) in &reading.entries {
-        match Key::parse(text) {
-            Ok(Key::PolicyRevision) => {
-                match serde_json::from_slice::<schema::PolicyRevision>(value) {
-                    Ok(revision) => local.revision = revision.revision,
-                    Err(error) => local.problems.push(format!("{text}: {error}")),
-                }
-            }
-            Ok(Key::Network(name)) => match serde_json::from_slice::<Network>(value) {
-                Ok(network) => {
-                    networks.insert(name, network.vni);
-                }
-                Err(error) => local.problems.push(format!("{text}: {error}")),
-            },
-            Ok(Key::Vip {
-                address,
-                protocol,
-                port,
-            }) => match serde_json::from_slice::<Vip>(value) {
-                Ok(vip) => vips.push((address, protocol, port, vip)),
-                Err(error) => local.problems.push(format!("{text}: {error}")),
-            },
-            _ => {}
-        }
-    }
+    let state = State::of(reading);
+    let mut local = Local {
+        revision: state.policy_revision,
+        ..Local::default()
+    };
     for segment in segments {
-        match networks.get(&segment.network) {
-            Some(vni) if *vni == segment.vni => local.segments.push(segment.clone()),
+        match state
+            .networks
+            .get(&segment.network)
+            .map(|network| network.vni)
+        {
+            Some(vni) if vni == segment.vni => local.segments.push(segment.clone()),
             Some(vni) => local.problems.push(format!(
                 "network {} has VNI {vni} in the policy, {} in this agent's file: not served",
                 segment.network, segment.vni
@@ -88,7 +70,8 @@ pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
             )),
         }
     }
-    for (address, protocol, port, vip) in vips {
+    for (key, vip) in &state.vips {
+        let (address, protocol, port) = (key.address, key.protocol, key.port);
         let Some(segment) = local
             .segments
             .iter()
@@ -110,6 +93,9 @@ pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
         if probed.is_empty() {
             continue;
         }
+        // NAT, so that keepalived's rules keep each real server's port
+        // (DR resets it to the virtual server's): the probes go to the
+        // backend port.
         let _ = writeln!(
             local.probes,
             "virtual_server {address} {port} {{\n    protocol {}\n    lb_kind NAT",

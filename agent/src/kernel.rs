@@ -5,33 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 
+use fulcrum_overlay::{KernelError, failed, io_failed, link, neighbour_entry, vxlan};
 use futures_util::TryStreamExt;
-use netlink_packet_route::link::LinkMessage;
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState};
-use rtnetlink::{Handle, LinkUnspec, LinkVxlan};
+use netlink_packet_route::neighbour::NeighbourState;
+use rtnetlink::{Handle, LinkUnspec};
 
 use crate::desired::Segment;
-
-/// VXLAN's IANA port.
-pub const VXLAN_PORT: u16 = 4789;
-
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {cause}")]
-pub struct KernelError {
-    pub what: String,
-    pub cause: String,
-}
-
-fn failed(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> KernelError {
-    let what = what.into();
-    move |error| KernelError {
-        what,
-        cause: match error {
-            rtnetlink::Error::NetlinkError(message) => message.to_io().to_string(),
-            other => other.to_string(),
-        },
-    }
-}
 
 pub struct Kernel {
     handle: Handle,
@@ -42,10 +21,8 @@ pub struct Kernel {
 
 impl Kernel {
     pub async fn start(vtep: IpAddr) -> Result<Kernel, KernelError> {
-        let (connection, handle, _) = rtnetlink::new_connection().map_err(|error| KernelError {
-            what: "cannot open rtnetlink".into(),
-            cause: error.to_string(),
-        })?;
+        let (connection, handle, _) =
+            rtnetlink::new_connection().map_err(io_failed("cannot open rtnetlink"))?;
         tokio::spawn(connection);
         Ok(Kernel {
             handle,
@@ -76,16 +53,9 @@ impl Kernel {
             let index = match link(&self.handle, &name).await? {
                 Some(link) => link.header.index,
                 None => {
-                    let builder = LinkVxlan::new(&name, segment.vni)
-                        .port(VXLAN_PORT)
-                        .learning(false);
-                    let builder = match self.vtep {
-                        IpAddr::V4(address) => builder.local(address),
-                        IpAddr::V6(address) => builder.local6(address),
-                    };
                     self.handle
                         .link()
-                        .add(builder.build())
+                        .add(vxlan(&name, segment.vni, self.vtep))
                         .execute()
                         .await
                         .map_err(failed(format!("cannot create {name}")))?;
@@ -185,23 +155,7 @@ impl Kernel {
             ) {
                 continue;
             }
-            let mut address = None;
-            let mut mac = None;
-            for attribute in &message.attributes {
-                match attribute {
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
-                        address = Some(IpAddr::V4(*ip))
-                    }
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
-                        address = Some(IpAddr::V6(*ip))
-                    }
-                    NeighbourAttribute::LinkLayerAddress(bytes) => {
-                        mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
-                    }
-                    _ => {}
-                }
-            }
-            if let (Some(address), Some(mac)) = (address, mac) {
+            if let Some((address, mac)) = neighbour_entry(&message) {
                 let key = (segment.network.clone(), address);
                 if wanted.contains(&key) {
                     found.insert(key, mac);
@@ -233,25 +187,4 @@ fn ask(interface: &str, address: IpAddr) {
     }
     let _ = socket.set_nonblocking(true);
     let _ = socket.send_to(&[], &SocketAddr::new(address, 9).into());
-}
-
-async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, KernelError> {
-    let mut links = handle.link().get().match_name(name.to_owned()).execute();
-    match links.try_next().await {
-        Ok(link) => Ok(link),
-        Err(rtnetlink::Error::NetlinkError(message))
-            if message.to_io().raw_os_error() == Some(libc::ENODEV) =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(failed(format!("cannot look up {name}"))(error)),
-    }
-}
-
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn mac_text(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }

@@ -237,7 +237,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                             "agent {host}: found DIP {} of {} ({})",
                             key.1,
                             key.0,
-                            kernel::mac_text(mac)
+                            fulcrum_overlay::mac_text(mac)
                         );
                     }
                     for key in &lost {
@@ -253,7 +253,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                                     &schema::local_dip(&host, network, *address),
                                     &LocalDip {
                                         vni,
-                                        mac: kernel::mac_text(mac),
+                                        mac: fulcrum_overlay::mac_text(mac),
                                     },
                                     &current.lease,
                                 )
@@ -394,7 +394,7 @@ async fn write_all(
                 &schema::local_dip(host, network, *address),
                 &LocalDip {
                     vni: vni_of(&known.local, network),
-                    mac: kernel::mac_text(mac),
+                    mac: fulcrum_overlay::mac_text(mac),
                 },
                 &connection.lease,
             )

@@ -4,6 +4,7 @@
 
 pub mod policy;
 pub mod schema;
+pub mod state;
 pub mod status;
 pub mod store;
 

@@ -2,22 +2,21 @@
 //! pure, from a [`Reading`].
 //!
 //! Rules:
-//! - Every key of the reading is accounted for: a key or a value this
-//!   schema cannot read is a problem named by its key, and the rest is
-//!   still shown.
+//! - What the schema cannot read is a problem named by its key
+//!   ([`State`]), and the rest is still shown.
 //! - A DIP's host is the host agent that registered it in its network; its
 //!   health is what that agent wrote for the DIP's backend port, and
 //!   `unknown` when the agent wrote none (or no agent has the DIP).
 //! - A Mux or an agent is behind when the revision it applied is older
 //!   than the policy's.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::schema::{self, Applied, Health, Host, Key, LocalDip, Network, PolicyRevision, Vip};
+use crate::schema;
+use crate::state::State;
 use crate::store::Reading;
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -77,97 +76,40 @@ pub struct MuxStatus {
 
 /// The status a reading of the store gives.
 pub fn of(reading: &Reading) -> Status {
+    let state = State::of(reading);
     let mut status = Status {
         schema: "v1",
-        store_revision: reading.store_revision,
+        store_revision: state.store_revision,
+        policy_revision: state.policy_revision,
+        networks: state
+            .networks
+            .iter()
+            .map(|(name, network)| NetworkStatus {
+                name: name.clone(),
+                vni: network.vni,
+            })
+            .collect(),
+        problems: state.problems.clone(),
         ..Status::default()
     };
-    let mut vips = Vec::new();
-    let mut hosts = BTreeMap::new();
-    // (network, DIP address) -> the hosts that found it.
-    let mut found: BTreeMap<(String, IpAddr), Vec<String>> = BTreeMap::new();
-    let mut health = BTreeMap::new();
-    let mut applied = BTreeMap::new();
-    for (key_text, value) in &reading.entries {
-        let key = match Key::parse(key_text) {
-            Ok(key) => key,
-            Err(problem) => {
-                status.problems.push(format!("{key_text}: {problem}"));
-                continue;
-            }
-        };
-        let problem = |error: serde_json::Error| format!("{key_text}: unreadable value ({error})");
-        let outcome: Result<(), String> = (|| {
-            match key {
-                Key::PolicyRevision => {
-                    let revision: PolicyRevision =
-                        serde_json::from_slice(value).map_err(problem)?;
-                    status.policy_revision = revision.revision;
-                }
-                Key::Network(name) => {
-                    let network: Network = serde_json::from_slice(value).map_err(problem)?;
-                    status.networks.push(NetworkStatus {
-                        name,
-                        vni: network.vni,
-                    });
-                }
-                Key::Vip {
-                    address,
-                    protocol,
-                    port,
-                } => {
-                    let vip: Vip = serde_json::from_slice(value).map_err(problem)?;
-                    vips.push((address, protocol, port, vip));
-                }
-                Key::Host(name) => {
-                    let host: Host = serde_json::from_slice(value).map_err(problem)?;
-                    hosts.insert(name, host);
-                }
-                Key::LocalDip {
-                    host,
-                    network,
-                    address,
-                } => {
-                    let _: LocalDip = serde_json::from_slice(value).map_err(problem)?;
-                    found.entry((network, address)).or_default().push(host);
-                }
-                Key::Health {
-                    host,
-                    network,
-                    address,
-                    port,
-                } => {
-                    let value: Health = serde_json::from_slice(value).map_err(problem)?;
-                    health.insert((host, network, address, port), value.up);
-                }
-                Key::Applied { role, id } => {
-                    let value: Applied = serde_json::from_slice(value).map_err(problem)?;
-                    applied.insert((role, id), value.revision);
-                }
-            }
-            Ok(())
-        })();
-        if let Err(problem) = outcome {
-            status.problems.push(problem);
-        }
-    }
-    for ((network, address), holders) in &found {
-        if holders.len() > 1 {
+    let holders = state.holders();
+    for ((network, address), registered) in &holders {
+        if registered.len() > 1 {
             status.problems.push(format!(
                 "DIP {address} of network {network} is found on several hosts: {}",
-                holders.join(", ")
+                registered
+                    .iter()
+                    .map(|registered| registered.host.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
-    for (address, protocol, port, vip) in vips {
-        if !status
-            .networks
-            .iter()
-            .any(|network| network.name == vip.network)
-        {
+    for (key, vip) in &state.vips {
+        if !state.networks.contains_key(&vip.network) {
             status.problems.push(format!(
                 "{}: its network '{}' is not in the policy",
-                schema::vip(address, protocol, port),
+                schema::vip(key.address, key.protocol, key.port),
                 vip.network
             ));
         }
@@ -175,12 +117,13 @@ pub fn of(reading: &Reading) -> Status {
             .dips
             .iter()
             .map(|dip| {
-                let host = found
+                let host = holders
                     .get(&(vip.network.clone(), dip.address))
-                    .and_then(|holders| holders.first())
-                    .cloned();
+                    .and_then(|registered| registered.first())
+                    .map(|registered| registered.host.clone());
                 let up = host.as_ref().and_then(|host| {
-                    health
+                    state
+                        .health
                         .get(&(host.clone(), vip.network.clone(), dip.address, dip.port))
                         .copied()
                 });
@@ -198,31 +141,35 @@ pub fn of(reading: &Reading) -> Status {
             })
             .collect();
         status.vips.push(VipStatus {
-            address,
-            protocol,
-            port,
-            network: vip.network,
-            scheduler: vip.scheduler,
+            address: key.address,
+            protocol: key.protocol,
+            port: key.port,
+            network: vip.network.clone(),
+            scheduler: vip.scheduler.clone(),
             dips,
         });
     }
-    for (name, host) in hosts {
-        let dips = found
-            .values()
-            .filter(|holders| holders.contains(&name))
+    for (name, host) in &state.hosts {
+        let dips = state
+            .dips
+            .iter()
+            .filter(|registered| &registered.host == name)
             .count();
         status.hosts.push(HostStatus {
-            applied: applied.get(&(schema::Role::Agent, name.clone())).copied(),
-            name,
+            applied: state
+                .applied
+                .get(&(schema::Role::Agent, name.clone()))
+                .copied(),
+            name: name.clone(),
             vtep: host.vtep,
             dips,
         });
     }
-    for ((role, id), revision) in applied {
-        if role == schema::Role::Mux {
+    for ((role, id), revision) in &state.applied {
+        if *role == schema::Role::Mux {
             status.muxes.push(MuxStatus {
-                id,
-                applied: revision,
+                id: id.clone(),
+                applied: *revision,
             });
         }
     }

@@ -24,7 +24,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use fulcrum_cluster::schema::{self, Health, Host, Key, LocalDip, Network, Vip};
+use fulcrum_cluster::schema;
+use fulcrum_cluster::state::State;
 use fulcrum_cluster::store::Reading;
 use ipvs::{Destination, Forwarding, Service, ServiceFlags, ServiceKey};
 
@@ -59,107 +60,51 @@ pub struct Neighbour {
     pub vtep: IpAddr,
 }
 
-/// A host that registered a DIP, and the MAC it found.
-type Registration = (String, [u8; 6]);
-
 /// The overlay a reading of the store describes.
 pub fn overlay(reading: &Reading) -> Overlay {
-    let mut overlay = Overlay::default();
-    let mut networks: HashMap<String, u32> = HashMap::new();
-    let mut vips: Vec<(IpAddr, schema::Protocol, u16, Vip)> = Vec::new();
-    let mut hosts: HashMap<String, IpAddr> = HashMap::new();
-    // (network, DIP) -> the (host, MAC) of every host that registered it.
-    let mut found: HashMap<(String, IpAddr), Vec<Registration>> = HashMap::new();
-    let mut health: HashMap<(String, String, IpAddr, u16), bool> = HashMap::new();
-    for (text, value) in &reading.entries {
-        let Ok(key) = Key::parse(text) else {
-            overlay
-                .problems
-                .push(format!("{text}: not a key of the schema"));
-            continue;
-        };
-        let unreadable = |error: serde_json::Error| format!("{text}: unreadable value ({error})");
-        let outcome: Result<(), String> = (|| {
-            match key {
-                Key::PolicyRevision => {
-                    let revision: schema::PolicyRevision =
-                        serde_json::from_slice(value).map_err(unreadable)?;
-                    overlay.revision = revision.revision;
-                }
-                Key::Network(name) => {
-                    let network: Network = serde_json::from_slice(value).map_err(unreadable)?;
-                    networks.insert(name, network.vni);
-                }
-                Key::Vip {
-                    address,
-                    protocol,
-                    port,
-                } => vips.push((
-                    address,
-                    protocol,
-                    port,
-                    serde_json::from_slice(value).map_err(unreadable)?,
-                )),
-                Key::Host(name) => {
-                    let host: Host = serde_json::from_slice(value).map_err(unreadable)?;
-                    hosts.insert(name, host.vtep);
-                }
-                Key::LocalDip {
-                    host,
-                    network,
-                    address,
-                } => {
-                    let dip: LocalDip = serde_json::from_slice(value).map_err(unreadable)?;
-                    let mac = mac(&dip.mac)
-                        .ok_or_else(|| format!("{text}: '{}' is not a MAC address", dip.mac))?;
-                    found
-                        .entry((network, address))
-                        .or_default()
-                        .push((host, mac));
-                }
-                Key::Health {
-                    host,
-                    network,
-                    address,
-                    port,
-                } => {
-                    let value: Health = serde_json::from_slice(value).map_err(unreadable)?;
-                    health.insert((host, network, address, port), value.up);
-                }
-                Key::Applied { .. } => {}
-            }
-            Ok(())
-        })();
-        if let Err(problem) = outcome {
-            overlay.problems.push(problem);
-        }
-    }
+    let state = State::of(reading);
+    let mut overlay = Overlay {
+        revision: state.policy_revision,
+        problems: state.problems.clone(),
+        ..Overlay::default()
+    };
     // Where each registered DIP is, once.
     let mut reachable: HashMap<(String, IpAddr), (String, Neighbour)> = HashMap::new();
-    for ((network, address), holders) in found {
+    for ((network, address), holders) in state.holders() {
         match holders.as_slice() {
-            [(host, mac)] => match hosts.get(host) {
-                Some(vtep) => {
-                    reachable.insert(
-                        (network, address),
-                        (
-                            host.clone(),
-                            Neighbour {
-                                mac: *mac,
-                                vtep: *vtep,
-                            },
-                        ),
-                    );
+            [registered] => {
+                let Some(mac) = fulcrum_overlay::parse_mac(&registered.dip.mac) else {
+                    overlay.problems.push(format!(
+                        "{}: '{}' is not a MAC address",
+                        schema::local_dip(&registered.host, &network, address),
+                        registered.dip.mac
+                    ));
+                    continue;
+                };
+                match state.hosts.get(&registered.host) {
+                    Some(host) => {
+                        reachable.insert(
+                            (network, address),
+                            (
+                                registered.host.clone(),
+                                Neighbour {
+                                    mac,
+                                    vtep: host.vtep,
+                                },
+                            ),
+                        );
+                    }
+                    None => overlay.problems.push(format!(
+                        "DIP {address} of network {network}: its host {} is not registered",
+                        registered.host
+                    )),
                 }
-                None => overlay.problems.push(format!(
-                    "DIP {address} of network {network}: its host {host} is not registered"
-                )),
-            },
+            }
             _ => overlay.problems.push(format!(
                 "DIP {address} of network {network} is registered by several hosts: {}",
                 holders
                     .iter()
-                    .map(|(host, _)| host.as_str())
+                    .map(|registered| registered.host.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
@@ -167,8 +112,9 @@ pub fn overlay(reading: &Reading) -> Overlay {
     }
     // VIPs in key order (the reading's): every Mux adds a service's
     // destinations in the policy's order, so that `mh` chooses alike.
-    for (address, protocol, port, vip) in vips {
-        let Some(&vni) = networks.get(&vip.network) else {
+    for (key, vip) in &state.vips {
+        let (address, protocol, port) = (key.address, key.protocol, key.port);
+        let Some(vni) = state.networks.get(&vip.network).map(|network| network.vni) else {
             overlay.problems.push(format!(
                 "{}: its network '{}' is not in the policy",
                 schema::vip(address, protocol, port),
@@ -203,7 +149,8 @@ pub fn overlay(reading: &Reading) -> Overlay {
                 continue;
             };
             tenant.dips.insert(dip.address, *neighbour);
-            let reported = health
+            let reported = state
+                .health
                 .get(&(host.clone(), vip.network.clone(), dip.address, dip.port))
                 .copied();
             let alpha = dip.probes.iter().any(|probe| match probe {
@@ -228,20 +175,6 @@ pub fn overlay(reading: &Reading) -> Overlay {
         });
     }
     overlay
-}
-
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn mac(text: &str) -> Option<[u8; 6]> {
-    let mut bytes = [0; 6];
-    let mut parts = text.split(':');
-    for byte in &mut bytes {
-        let part = parts.next()?;
-        if part.len() != 2 {
-            return None;
-        }
-        *byte = u8::from_str_radix(part, 16).ok()?;
-    }
-    parts.next().is_none().then_some(bytes)
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use std::fs::File;
 use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 
+use fulcrum_overlay::{KernelError, failed, ignore, io_failed, link, neighbour_entry, vxlan};
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
@@ -39,41 +40,11 @@ use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
 };
 use netlink_packet_route::route::{RouteScope, RouteType};
-use rtnetlink::{Handle, LinkUnspec, LinkVeth, LinkVxlan, RouteMessageBuilder};
+use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use super::desired::{Neighbour, Overlay, Tenant};
 use super::namespace;
 use crate::lvs::plan::{Ownership, plan, read};
-
-/// VXLAN's IANA port.
-pub const VXLAN_PORT: u16 = 4789;
-
-/// A kernel step that failed, in words.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {cause}")]
-pub struct KernelError {
-    pub what: String,
-    pub cause: String,
-}
-
-fn failed(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> KernelError {
-    let what = what.into();
-    move |error| KernelError {
-        what,
-        cause: match error {
-            rtnetlink::Error::NetlinkError(message) => message.to_io().to_string(),
-            other => other.to_string(),
-        },
-    }
-}
-
-fn io_failed(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> KernelError {
-    let what = what.into();
-    move |error| KernelError {
-        what,
-        cause: error.to_string(),
-    }
-}
 
 /// What the Mux made and programmed.
 pub struct Kernel {
@@ -223,16 +194,9 @@ impl Kernel {
                 let index = match link(&self.main, &vxlan_name).await? {
                     Some(link) => link.header.index,
                     None => {
-                        let builder = LinkVxlan::new(&vxlan_name, vni)
-                            .port(VXLAN_PORT)
-                            .learning(false);
-                        let builder = match self.vtep {
-                            IpAddr::V4(address) => builder.local(address),
-                            IpAddr::V6(address) => builder.local6(address),
-                        };
                         self.main
                             .link()
-                            .add(builder.build())
+                            .add(vxlan(&vxlan_name, vni, self.vtep))
                             .execute()
                             .await
                             .map_err(failed(format!("cannot create {vxlan_name}")))?;
@@ -501,23 +465,7 @@ impl Programmed {
             if message.header.ifindex != self.vxlan {
                 continue;
             }
-            let mut address = None;
-            let mut mac = None;
-            for attribute in &message.attributes {
-                match attribute {
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
-                        address = Some(IpAddr::V4(*ip))
-                    }
-                    NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
-                        address = Some(IpAddr::V6(*ip))
-                    }
-                    NeighbourAttribute::LinkLayerAddress(bytes) => {
-                        mac = <[u8; 6]>::try_from(bytes.as_slice()).ok()
-                    }
-                    _ => {}
-                }
-            }
-            if let (Some(address), Some(mac)) = (address, mac) {
+            if let Some((address, mac)) = neighbour_entry(&message) {
                 // The VTEP is not read back: a DIP whose entry differs from
                 // the wanted one is written again, FDB entry included.
                 self.dips.insert(
@@ -552,20 +500,6 @@ fn enable(path: &str, value: &str) -> std::io::Result<()> {
         tracing::info!("mux: set {path} to {value}");
     }
     Ok(())
-}
-
-async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, KernelError> {
-    let mut links = handle.link().get().match_name(name.to_owned()).execute();
-    match links.try_next().await {
-        Ok(link) => Ok(link),
-        // The kernel says ENODEV for a name it does not know.
-        Err(rtnetlink::Error::NetlinkError(message))
-            if message.to_io().raw_os_error() == Some(libc::ENODEV) =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(failed(format!("cannot look up {name}"))(error)),
-    }
 }
 
 fn mac_of(link: &LinkMessage) -> Option<[u8; 6]> {
@@ -642,20 +576,4 @@ fn fdb_message(index: u32, neighbour: &Neighbour) -> NeighbourMessage {
         .attributes
         .push(NeighbourAttribute::LinkLayerAddress(neighbour.mac.to_vec()));
     message
-}
-
-/// `result`, with the errors `codes` counted as success (already there,
-/// already gone).
-fn ignore(result: Result<(), rtnetlink::Error>, codes: &[i32]) -> Result<(), rtnetlink::Error> {
-    match result {
-        Err(rtnetlink::Error::NetlinkError(message))
-            if message
-                .to_io()
-                .raw_os_error()
-                .is_some_and(|code| codes.contains(&code)) =>
-        {
-            Ok(())
-        }
-        other => other,
-    }
 }

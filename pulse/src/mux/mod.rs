@@ -28,6 +28,7 @@ use fulcrum_cluster::schema::{self, Applied, Role};
 use fulcrum_cluster::store::{self, Lease, Store, StoreError};
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_config::lexer::Options;
+use fulcrum_overlay::KernelError;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{cli, exit};
@@ -92,7 +93,7 @@ enum Ended {
     Again(String),
 }
 
-async fn serve(vtep: IpAddr, endpoints: Vec<String>) -> Result<(), kernel::KernelError> {
+async fn serve(vtep: IpAddr, endpoints: Vec<String>) -> Result<(), KernelError> {
     let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
     let mut kernel = kernel::Kernel::start(vtep).await?;
@@ -233,9 +234,6 @@ async fn follow(
     }
 }
 
-fn io_error(error: std::io::Error) -> kernel::KernelError {
-    kernel::KernelError {
-        what: "cannot set up signals".into(),
-        cause: error.to_string(),
-    }
+fn io_error(error: std::io::Error) -> KernelError {
+    fulcrum_overlay::io_failed("cannot set up signals")(error)
 }
