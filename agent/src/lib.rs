@@ -61,6 +61,13 @@ struct Connection {
     watch: WatchStream,
 }
 
+impl Connection {
+    /// Writes a live key under the agent's lease.
+    async fn put(&mut self, key: &str, value: &impl serde::Serialize) -> Result<(), StoreError> {
+        self.store.put_live(key, value, &self.lease).await
+    }
+}
+
 /// What woke the loop.
 enum Wake {
     Connect,
@@ -123,13 +130,11 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         watch,
                     };
                     fresh
-                        .store
-                        .put_live(
+                        .put(
                             &schema::host(&host),
                             &Host {
                                 vtep: settings.vtep,
                             },
-                            &fresh.lease,
                         )
                         .await?;
                     known.local = desired::local(&reading, &settings.segments);
@@ -246,16 +251,10 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                     known.found = found;
                     if let Some(current) = connection.as_mut() {
                         for ((network, address), mac) in &added {
-                            let vni = vni_of(&known.local, network);
                             current
-                                .store
-                                .put_live(
+                                .put(
                                     &schema::local_dip(&host, network, *address),
-                                    &LocalDip {
-                                        vni,
-                                        mac: fulcrum_overlay::mac_text(mac),
-                                    },
-                                    &current.lease,
+                                    &dip_value(&known.local, network, mac),
                                 )
                                 .await?;
                         }
@@ -289,11 +288,9 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         known.health.insert(key, change.up);
                         if let Some(current) = connection.as_mut() {
                             current
-                                .store
-                                .put_live(
+                                .put(
                                     &schema::health(&host, &network, address.ip(), address.port()),
                                     &Health { up: change.up },
-                                    &current.lease,
                                 )
                                 .await?;
                         }
@@ -389,24 +386,17 @@ async fn write_all(
 ) -> Result<(), StoreError> {
     for ((network, address), mac) in &known.found {
         connection
-            .store
-            .put_live(
+            .put(
                 &schema::local_dip(host, network, *address),
-                &LocalDip {
-                    vni: vni_of(&known.local, network),
-                    mac: fulcrum_overlay::mac_text(mac),
-                },
-                &connection.lease,
+                &dip_value(&known.local, network, mac),
             )
             .await?;
     }
     for ((network, address, port), up) in &known.health {
         connection
-            .store
-            .put_live(
+            .put(
                 &schema::health(host, network, *address, *port),
                 &Health { up: *up },
-                &connection.lease,
             )
             .await?;
     }
@@ -419,23 +409,25 @@ async fn write_applied(
     known: &Known,
 ) -> Result<(), StoreError> {
     connection
-        .store
-        .put_live(
+        .put(
             &schema::applied(Role::Agent, host),
             &Applied {
                 revision: known.local.revision,
             },
-            &connection.lease,
         )
         .await
 }
 
-fn vni_of(local: &Local, network: &str) -> u32 {
-    local
-        .segments
-        .iter()
-        .find(|segment| segment.network == network)
-        .map_or(0, |segment| segment.vni)
+/// A found DIP's value in the store.
+fn dip_value(local: &Local, network: &str, mac: &[u8; 6]) -> LocalDip {
+    LocalDip {
+        vni: local
+            .segments
+            .iter()
+            .find(|segment| segment.network == network)
+            .map_or(0, |segment| segment.vni),
+        mac: fulcrum_overlay::mac_text(mac),
+    }
 }
 
 fn request(source: fulcrum_cluster::etcd_client::Error) -> StoreError {

@@ -170,6 +170,17 @@ pub struct Arguments {
     pub unexpected: Vec<String>,
 }
 
+impl Arguments {
+    /// How the configuration is read (`-i`, `-e`).
+    pub fn reading_options(&self) -> fulcrum_config::lexer::Options {
+        fulcrum_config::lexer::Options {
+            config_id: self.config_id.clone(),
+            all_config: self.all_config,
+            random_seed: None,
+        }
+    }
+}
+
 impl Default for Arguments {
     fn default() -> Self {
         Arguments {

@@ -8,7 +8,6 @@ use std::time::Duration;
 use fulcrum_cluster::store::{self, Store};
 use fulcrum_cluster::{policy, status};
 use fulcrum_config::diagnostic::Severity;
-use fulcrum_config::lexer::Options;
 
 use crate::{cli, exit, summary};
 
@@ -63,11 +62,7 @@ fn apply(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
-    let options = Options {
-        config_id: arguments.config_id.clone(),
-        all_config: arguments.all_config,
-        random_seed: None,
-    };
+    let options = arguments.reading_options();
     let mut loaded = fulcrum_config::load(path, &options);
     let policy = if loaded.diagnostics.count(Severity::Error) == 0 {
         match policy::of(&loaded.config) {

@@ -17,7 +17,6 @@ pub mod vrrp;
 use std::io::Write;
 
 use fulcrum_config::diagnostic::Severity;
-use fulcrum_config::lexer::Options;
 use fulcrum_scripts::review::Part;
 
 /// Exit statuses, keepalived's where they apply (see docs/pulse.md).
@@ -96,11 +95,7 @@ fn check(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
-    let options = Options {
-        config_id: arguments.config_id.clone(),
-        all_config: arguments.all_config,
-        random_seed: None,
-    };
+    let options = arguments.reading_options();
     let mut loaded = fulcrum_config::load(&arguments.config_file, &options);
     // The model as read, before the review below resolves and takes out
     // scripts.

@@ -90,11 +90,7 @@ pub fn run(arguments: &Arguments) -> i32 {
     }
     let settings = Settings {
         config_file: arguments.config_file.clone(),
-        options: Options {
-            config_id: arguments.config_id.clone(),
-            all_config: arguments.all_config,
-            random_seed: None,
-        },
+        options: arguments.reading_options(),
         pid_file: arguments
             .pid_file
             .clone()

@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use fulcrum_cluster::schema::{self, Applied, Role};
 use fulcrum_cluster::store::{self, Lease, Store, StoreError};
 use fulcrum_config::diagnostic::Severity;
-use fulcrum_config::lexer::Options;
 use fulcrum_overlay::KernelError;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -49,11 +48,7 @@ pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
         syslog: !arguments.no_syslog,
         detail: arguments.log_detail,
     });
-    let options = Options {
-        config_id: arguments.config_id.clone(),
-        all_config: arguments.all_config,
-        random_seed: None,
-    };
+    let options = arguments.reading_options();
     let loaded = fulcrum_config::load(&arguments.config_file, &options);
     if loaded.diagnostics.count(Severity::Error) > 0 {
         eprint!("{}", loaded.diagnostics.render(&loaded.sources));
