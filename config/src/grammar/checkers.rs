@@ -6,12 +6,17 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use super::common;
-use super::virtual_server::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_DELAY_LOOP};
 use super::{Context, Keyword, Node, values};
 use crate::model::{
     BfdCheck, Checker, CheckerCommon, CheckerKind, Config, Connection, DnsCheck, DnsType,
     FileCheck, HttpCheck, HttpProtocol, MiscCheck, SmtpCheck, SslContext, UdpCheck, Url,
 };
+
+/// keepalived's default `delay_loop` (a checker's, inherited from its real
+/// and virtual servers).
+pub const DEFAULT_DELAY_LOOP: Duration = Duration::from_secs(60);
+/// keepalived's default `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The options every connecting checker has (keepalived's
 /// `install_checker_common_keywords`).

@@ -20,11 +20,11 @@
 //! - `mux` and `host_agent` each appear at most once, with a `vtep`
 //!   address: the daemon's own tunnel endpoint on the underlay.
 
-use super::virtual_server::Pending;
 use super::{Context, Keyword, Node, common, values};
 use crate::model::{
     CheckerKind, Config, Endpoint, VirtualNetwork, VirtualServer, VirtualServerAddress,
 };
+use crate::syntax::Span;
 
 /// VXLAN's network identifier is 24 bits.
 pub const VNI_MAXIMUM: u32 = (1 << 24) - 1;
@@ -122,17 +122,28 @@ pub fn read_endpoint(node: &Node, config: &mut Config, context: &mut Context) {
     }
 }
 
+/// Where a virtual server's reader found what these checks report on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Written<'a> {
+    /// `virtual_network NAME`'s name.
+    pub virtual_network: Option<Span>,
+    /// Whether `lb_kind` was written.
+    pub forwarding: bool,
+    /// Each real server's line.
+    pub real_servers: &'a [Span],
+}
+
 /// The checks of a virtual server's `virtual_network`, once the whole file
 /// is read (a network may be defined after the virtual servers in it).
 /// A server that breaks them leaves its network (`virtual_network` becomes
 /// `None`) so that nothing downstream reads it as a tenant's.
 pub(crate) fn check_virtual_server(
     server: &mut VirtualServer,
-    pending: &Pending,
+    written: Written<'_>,
     networks: &[VirtualNetwork],
     context: &mut Context,
 ) {
-    let (Some(name), Some(span)) = (&server.virtual_network, pending.virtual_network) else {
+    let (Some(name), Some(span)) = (&server.virtual_network, written.virtual_network) else {
         return;
     };
     if !networks.iter().any(|network| &network.name == name) {
@@ -156,7 +167,7 @@ pub(crate) fn check_virtual_server(
         server.virtual_network = None;
         return;
     }
-    if pending.forwarding_written {
+    if written.forwarding {
         context.error(
             span,
             "a virtual network's virtual server takes no 'lb_kind': the Mux forwards into the \
@@ -165,7 +176,7 @@ pub(crate) fn check_virtual_server(
         server.virtual_network = None;
         return;
     }
-    for (real_server, span) in server.real_servers.iter().zip(&pending.real_server_spans) {
+    for (real_server, span) in server.real_servers.iter().zip(written.real_servers) {
         for checker in &real_server.checkers {
             let refused = match checker.kind {
                 CheckerKind::Tcp

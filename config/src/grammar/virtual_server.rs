@@ -10,6 +10,7 @@ use nom::bytes::complete::take_while1;
 use nom::character::complete::char;
 use nom::combinator::{all_consuming, opt};
 
+use super::checkers::DEFAULT_DELAY_LOOP;
 use super::common::{self, ignored_duplicate};
 use super::{Context, Keyword, Node, checkers, values};
 use crate::model::GlobalDefs;
@@ -22,10 +23,6 @@ use crate::syntax::{Span, Word};
 
 /// keepalived's `IPVS_SVC_PERSISTENT_TIMEOUT`: a bare `persistence_timeout`.
 pub const DEFAULT_PERSISTENCE_TIMEOUT: Duration = Duration::from_secs(360);
-/// keepalived's default `delay_loop`.
-pub const DEFAULT_DELAY_LOOP: Duration = Duration::from_secs(60);
-/// keepalived's default `connect_timeout`.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// keepalived's `IPVS_WEIGHT_MAX`.
 const WEIGHT_MAXIMUM: i128 = i32::MAX as i128;
 
@@ -1230,7 +1227,16 @@ pub(crate) fn finish_one(
     context: &mut Context,
 ) {
     finish_group(server, pending, groups, context);
-    super::sdn::check_virtual_server(server, pending, networks, context);
+    super::sdn::check_virtual_server(
+        server,
+        super::sdn::Written {
+            virtual_network: pending.virtual_network,
+            forwarding: pending.forwarding_written,
+            real_servers: &pending.real_server_spans,
+        },
+        networks,
+        context,
+    );
     // Global smtp_alert settings override the per-object defaults.
     let global = global.smtp_alert_checker.or(global.smtp_alert);
     if let Some(global) = global {

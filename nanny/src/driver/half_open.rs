@@ -249,7 +249,7 @@ impl Prober {
             socket.bind_device(Some(interface.as_bytes()))?;
         }
         if let Some(mark) = key.mark {
-            super::tcp::set_mark(socket.as_raw_fd(), mark)?;
+            super::set_mark(socket.as_raw_fd(), mark)?;
         }
         if key.ipv6 {
             // The kernel computes the checksum of what is sent and checks
@@ -477,7 +477,7 @@ impl Prober {
                 })?;
         }
         if let Some(mark) = self.mark {
-            super::tcp::set_mark(socket.as_raw_fd(), mark).map_err(|error| {
+            super::set_mark(socket.as_raw_fd(), mark).map_err(|error| {
                 ProbeError::Failed(Failure::Bind(format!("fwmark {mark}: {error}")))
             })?;
         }

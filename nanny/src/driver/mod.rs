@@ -100,3 +100,14 @@ pub(crate) fn set_int_option(
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// Sets SO_MARK (`fwmark`) on a socket.
+pub(crate) fn set_mark(descriptor: std::os::fd::RawFd, mark: u32) -> std::io::Result<()> {
+    // The mark's bits as the kernel's u32 (an int in setsockopt's call).
+    set_int_option(
+        descriptor,
+        libc::SOL_SOCKET,
+        libc::SO_MARK,
+        mark as libc::c_int,
+    )
+}

@@ -42,7 +42,7 @@ pub async fn check(endpoint: &Endpoint, connect_timeout: Duration) -> Outcome {
     }
     if let Some(mark) = endpoint.fwmark {
         use std::os::fd::AsRawFd;
-        super::tcp::set_mark(socket.as_raw_fd(), mark)
+        super::set_mark(socket.as_raw_fd(), mark)
             .map_err(|error| Failure::Bind(format!("fwmark {mark}: {error}")))?;
     }
     // The port means nothing to ICMP; the kernel ignores it.

@@ -249,7 +249,7 @@ fn open(endpoint: &Endpoint) -> Result<Socket, Failure> {
             .map_err(|error| Failure::Bind(format!("interface {interface}: {error}")))?;
     }
     if let Some(mark) = endpoint.fwmark {
-        set_mark(socket.as_raw_fd(), mark)
+        super::set_mark(socket.as_raw_fd(), mark)
             .map_err(|error| Failure::Bind(format!("fwmark {mark}: {error}")))?;
     }
     if endpoint.bind_address.is_some() || endpoint.bind_port.is_some() {
@@ -271,17 +271,6 @@ fn open(endpoint: &Endpoint) -> Result<Socket, Failure> {
             .map_err(|error| Failure::Bind(format!("{local}: {error}")))?;
     }
     Ok(socket)
-}
-
-/// Sets SO_MARK (`fwmark`) on a socket.
-pub(crate) fn set_mark(descriptor: std::os::fd::RawFd, mark: u32) -> std::io::Result<()> {
-    // The mark's bits as the kernel's u32 (an int in setsockopt's call).
-    super::set_int_option(
-        descriptor,
-        libc::SOL_SOCKET,
-        libc::SO_MARK,
-        mark as libc::c_int,
-    )
 }
 
 #[cfg(test)]

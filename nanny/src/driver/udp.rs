@@ -71,7 +71,7 @@ pub(crate) async fn connected_socket(endpoint: &Endpoint) -> Result<UdpSocket, F
             .map_err(|error| Failure::Bind(format!("interface {interface}: {error}")))?;
     }
     if let Some(mark) = endpoint.fwmark {
-        super::tcp::set_mark(socket.as_raw_fd(), mark)
+        super::set_mark(socket.as_raw_fd(), mark)
             .map_err(|error| Failure::Bind(format!("fwmark {mark}: {error}")))?;
     }
     socket
