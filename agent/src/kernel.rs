@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 
-use fulcrum_overlay::{KernelError, failed, io_failed, link, neighbour_entry, vxlan};
-use futures_util::TryStreamExt;
+use fulcrum_overlay::{KernelError, failed, io_failed, link, neighbours, vxlan};
 use netlink_packet_route::neighbour::NeighbourState;
 use rtnetlink::{Handle, LinkUnspec};
 
@@ -135,31 +134,20 @@ impl Kernel {
                 indexes.insert(link.header.index, segment);
             }
         }
-        let neighbours: Vec<_> = self
-            .handle
-            .neighbours()
-            .get()
-            .execute()
-            .try_collect()
-            .await
-            .map_err(failed("cannot read the neighbour table"))?;
         let mut found = BTreeMap::new();
-        for message in neighbours {
-            let Some(segment) = indexes.get(&message.header.ifindex) else {
+        for entry in neighbours(&self.handle, "of the host").await? {
+            let Some(segment) = indexes.get(&entry.index) else {
                 continue;
             };
-            let state = message.header.state;
             if matches!(
-                state,
+                entry.state,
                 NeighbourState::Failed | NeighbourState::Incomplete | NeighbourState::Noarp
             ) {
                 continue;
             }
-            if let Some((address, mac)) = neighbour_entry(&message) {
-                let key = (segment.network.clone(), address);
-                if wanted.contains(&key) {
-                    found.insert(key, mac);
-                }
+            let key = (segment.network.clone(), entry.address);
+            if wanted.contains(&key) {
+                found.insert(key, entry.mac);
             }
         }
         for (network, address) in wanted {

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use fulcrum_cluster::etcd_client::{WatchResponse, WatchStream};
 use fulcrum_cluster::schema::{self, Applied, Health, Host, LocalDip, Role};
-use fulcrum_cluster::store::{Lease, Store, StoreError};
+use fulcrum_cluster::store::{Lease, Store, StoreError, watch_ended};
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Plan, VirtualServerKey};
 use tokio::signal::unix::{SignalKind, signal};
@@ -68,6 +68,58 @@ impl Connection {
     }
 }
 
+/// nanny's checkers running the policy's probes, and the text they were
+/// read from.
+#[derive(Default)]
+struct Probes {
+    handle: Option<Handle>,
+    verdicts: Option<mpsc::Receiver<StateChange>>,
+    text: String,
+}
+
+impl Probes {
+    /// Runs the probes of `text` (keepalived.conf), in place of those
+    /// running; text that does not read leaves them as they are.
+    async fn follow(&mut self, text: &str) {
+        if self.text == text {
+            return;
+        }
+        let loaded = fulcrum_config::load_str(
+            "the store's probes",
+            text,
+            &fulcrum_config::lexer::Options::default(),
+        );
+        if loaded
+            .diagnostics
+            .count(fulcrum_config::diagnostic::Severity::Error)
+            > 0
+        {
+            tracing::error!(
+                "agent: the store's probes do not read; the previous ones go on:\n{}",
+                loaded.diagnostics.render(&loaded.sources)
+            );
+            return;
+        }
+        let plan = Plan::from_config(&loaded.config);
+        match &self.handle {
+            Some(handle) => handle.reload(plan).await,
+            None => {
+                let mut handle = Handle::spawn(plan, Start::Warmup);
+                self.verdicts = handle.take_events();
+                self.handle = Some(handle);
+            }
+        }
+        text.clone_into(&mut self.text);
+    }
+
+    async fn next_verdict(&mut self) -> Option<StateChange> {
+        match &mut self.verdicts {
+            Some(receiver) => receiver.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// What woke the loop.
 enum Wake {
     Connect,
@@ -100,9 +152,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     );
     let mut connection: Option<Connection> = None;
     let mut known = Known::default();
-    let mut probes: Option<Handle> = None;
-    let mut verdicts: Option<mpsc::Receiver<StateChange>> = None;
-    let mut probes_text = String::new();
+    let mut probes = Probes::default();
     let mut retry = tokio::time::interval(RETRY);
     let mut find = tokio::time::interval(FIND_EVERY);
     let mut renew = tokio::time::interval(Duration::from_secs(LEASE_SECONDS as u64 / 3));
@@ -111,7 +161,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
             _ = retry.tick(), if connection.is_none() => Wake::Connect,
             message = next_watch(&mut connection) => Wake::Watch(message),
             _ = find.tick() => Wake::Find,
-            verdict = next_verdict(&mut verdicts) => Wake::Verdict(verdict),
+            verdict = probes.next_verdict() => Wake::Verdict(verdict),
             _ = renew.tick(), if connection.is_some() => Wake::Renew,
             _ = terminate.recv() => Wake::Stop,
             _ = interrupt.recv() => Wake::Stop,
@@ -137,53 +187,29 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                             },
                         )
                         .await?;
-                    known.local = desired::local(&reading, &settings.segments);
-                    apply(
-                        &mut known,
-                        &mut kernel,
-                        &mut probes,
-                        &mut verdicts,
-                        &mut probes_text,
-                    )
-                    .await;
+                    follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
                     write_all(&mut fresh, &host, &known).await?;
                     tracing::info!("agent {host}: following the cluster store");
                     connection = Some(fresh);
                 }
-                Wake::Watch(Ok(Some(response))) if response.canceled() => {
+                Wake::Watch(Ok(Some(response))) if watch_ended(&response).is_some() => {
                     return Err(StoreError::Contents {
                         key: schema::ROOT.into(),
-                        problem: format!(
-                            "the watch ended (compacted to {})",
-                            response.compact_revision()
-                        ),
+                        problem: watch_ended(&response).unwrap_or_default(),
                     });
                 }
                 Wake::Watch(Ok(Some(response))) if response.events().is_empty() => {}
                 Wake::Watch(Ok(Some(_))) => {
                     let current = connection.as_mut().expect("a watch has a connection");
                     let reading = current.store.read().await?;
-                    let before = known.local.dips.clone();
-                    known.local = desired::local(&reading, &settings.segments);
-                    apply(
-                        &mut known,
-                        &mut kernel,
-                        &mut probes,
-                        &mut verdicts,
-                        &mut probes_text,
-                    )
-                    .await;
+                    let before =
+                        follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
                     // DIPs and health the policy no longer has go.
                     let dips = known.local.dips.clone();
-                    for gone in before.difference(&dips) {
+                    for gone in before.dips.difference(&dips) {
                         if known.found.remove(gone).is_some() {
                             let key = schema::local_dip(&host, &gone.0, gone.1);
-                            current
-                                .store
-                                .client()
-                                .delete(key, None)
-                                .await
-                                .map_err(request)?;
+                            current.store.delete(&key).await?;
                         }
                     }
                     let stale: Vec<_> = known
@@ -197,12 +223,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                     for key in stale {
                         known.health.remove(&key);
                         let key = schema::health(&host, &key.0, key.1, key.2);
-                        current
-                            .store
-                            .client()
-                            .delete(key, None)
-                            .await
-                            .map_err(request)?;
+                        current.store.delete(&key).await?;
                     }
                     write_applied(current, &host, &known).await?;
                 }
@@ -260,16 +281,11 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         }
                         for (network, address) in &lost {
                             let key = schema::local_dip(&host, network, *address);
-                            current
-                                .store
-                                .client()
-                                .delete(key, None)
-                                .await
-                                .map_err(request)?;
+                            current.store.delete(&key).await?;
                         }
                     }
                 }
-                Wake::Verdict(None) => verdicts = None,
+                Wake::Verdict(None) => probes.verdicts = None,
                 Wake::Verdict(Some(change)) => {
                     let address = change.real_server.address;
                     for server in &change.virtual_servers {
@@ -325,57 +341,34 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     if let Some(mut current) = connection {
         let _ = current.store.revoke(&current.lease).await;
     }
-    if let Some(probes) = probes {
-        probes.shutdown().await;
+    if let Some(handle) = probes.handle {
+        handle.shutdown().await;
     }
     kernel.clear().await?;
     Ok(())
 }
 
-/// Applies what the policy means for this host: its segments' devices
-/// and its probes.
-async fn apply(
+/// Takes `reading`'s policy as this host's: its segments' devices and its
+/// probes. Returns the policy it replaces.
+async fn follow(
     known: &mut Known,
     kernel: &mut kernel::Kernel,
-    probes: &mut Option<Handle>,
-    verdicts: &mut Option<mpsc::Receiver<StateChange>>,
-    probes_text: &mut String,
-) {
+    probes: &mut Probes,
+    reading: &fulcrum_cluster::store::Reading,
+    settings: &Settings,
+) -> Local {
+    let before = std::mem::replace(
+        &mut known.local,
+        desired::local(reading, &settings.segments),
+    );
     for problem in &known.local.problems {
         tracing::warn!("agent: {problem}");
     }
     if let Err(error) = kernel.segments(&known.local.segments).await {
         tracing::error!("agent: {error}");
     }
-    if *probes_text == known.local.probes {
-        return;
-    }
-    let loaded = fulcrum_config::load_str(
-        "the store's probes",
-        &known.local.probes,
-        &fulcrum_config::lexer::Options::default(),
-    );
-    if loaded
-        .diagnostics
-        .count(fulcrum_config::diagnostic::Severity::Error)
-        > 0
-    {
-        tracing::error!(
-            "agent: the store's probes do not read; the previous ones go on:\n{}",
-            loaded.diagnostics.render(&loaded.sources)
-        );
-        return;
-    }
-    let plan = Plan::from_config(&loaded.config);
-    match probes {
-        Some(handle) => handle.reload(plan).await,
-        None => {
-            let mut handle = Handle::spawn(plan, Start::Warmup);
-            *verdicts = handle.take_events();
-            *probes = Some(handle);
-        }
-    }
-    *probes_text = known.local.probes.clone();
+    probes.follow(&known.local.probes).await;
+    before
 }
 
 /// Every live key the agent holds, written under a new lease.
@@ -430,25 +423,11 @@ fn dip_value(local: &Local, network: &str, mac: &[u8; 6]) -> LocalDip {
     }
 }
 
-fn request(source: fulcrum_cluster::etcd_client::Error) -> StoreError {
-    StoreError::Request {
-        what: "delete a live key",
-        source,
-    }
-}
-
 async fn next_watch(
     connection: &mut Option<Connection>,
 ) -> Result<Option<WatchResponse>, fulcrum_cluster::etcd_client::Error> {
     match connection {
         Some(connection) => connection.watch.message().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn next_verdict(verdicts: &mut Option<mpsc::Receiver<StateChange>>) -> Option<StateChange> {
-    match verdicts {
-        Some(receiver) => receiver.recv().await,
         None => std::future::pending().await,
     }
 }

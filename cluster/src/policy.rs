@@ -37,7 +37,7 @@ pub fn of(config: &Config) -> Result<Policy, Vec<Diagnostic>> {
     for network in &config.virtual_networks {
         policy.entries.insert(
             schema::network(&network.name),
-            to_json(&Network { vni: network.vni }),
+            schema::to_json(&Network { vni: network.vni }),
         );
         policy.networks += 1;
     }
@@ -90,7 +90,7 @@ pub fn of(config: &Config) -> Result<Policy, Vec<Diagnostic>> {
         policy.vips += 1;
         policy.entries.insert(
             schema::vip(address, protocol, port),
-            to_json(&Vip {
+            schema::to_json(&Vip {
                 network: network.clone(),
                 scheduler: server.scheduler.name().to_owned(),
                 persistence_timeout: server
@@ -177,10 +177,6 @@ fn probe(checker: &config::Checker, place: Span, errors: &mut Vec<Diagnostic>) -
         // The grammar refuses the others on a tenant's DIP.
         _ => return None,
     })
-}
-
-fn to_json(value: &impl serde::Serialize) -> String {
-    serde_json::to_string(value).expect("the schema's values serialize")
 }
 
 #[cfg(test)]

@@ -62,6 +62,11 @@ pub fn applied(role: Role, id: &str) -> String {
     format!("{ROOT}live/applied/{}/{id}", role.name())
 }
 
+/// A value of the schema as the store holds it.
+pub fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("the schema's values serialize")
+}
+
 /// `policy/revision`: raised by every policy transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyRevision {
@@ -148,6 +153,18 @@ pub enum Probe {
         #[serde(flatten)]
         timing: Timing,
     },
+}
+
+impl Probe {
+    /// What every probe has.
+    pub fn timing(&self) -> &Timing {
+        match self {
+            Probe::Tcp { timing }
+            | Probe::Http { timing, .. }
+            | Probe::Ssl { timing, .. }
+            | Probe::Ping { timing } => timing,
+        }
+    }
 }
 
 /// What every probe has: keepalived's values, resolved (durations in

@@ -108,10 +108,7 @@ impl Store {
                     Some(GetOptions::new().with_prefix()),
                 )
                 .await
-                .map_err(|source| StoreError::Request {
-                    what: "read the policy",
-                    source,
-                })?;
+                .map_err(request("read the policy"))?;
             let mut current = BTreeMap::new();
             let mut revision = PolicyRevision { revision: 0 };
             let mut revision_written_at = 0;
@@ -160,7 +157,7 @@ impl Store {
             );
             operations.push(TxnOp::put(
                 revision_key.as_str(),
-                serde_json::to_string(&next).expect("a revision serializes"),
+                schema::to_json(&next),
                 None,
             ));
             // A key that does not exist compares with revision 0.
@@ -171,14 +168,11 @@ impl Store {
                     revision_written_at,
                 )])
                 .and_then(operations);
-            let outcome =
-                self.client
-                    .txn(transaction)
-                    .await
-                    .map_err(|source| StoreError::Request {
-                        what: "write the policy",
-                        source,
-                    })?;
+            let outcome = self
+                .client
+                .txn(transaction)
+                .await
+                .map_err(request("write the policy"))?;
             if outcome.succeeded() {
                 return Ok(Written {
                     revision: next.revision,
@@ -196,10 +190,7 @@ impl Store {
             .client
             .get(schema::ROOT, Some(GetOptions::new().with_prefix()))
             .await
-            .map_err(|source| StoreError::Request {
-                what: "read the cluster's state",
-                source,
-            })?;
+            .map_err(request("read the cluster's state"))?;
         Ok(Reading {
             store_revision: response.header().map_or(0, |header| header.revision()),
             entries: response
@@ -230,31 +221,22 @@ impl Store {
                 ),
             )
             .await
-            .map_err(|source| StoreError::Request {
-                what: "watch the cluster's state",
-                source,
-            })
+            .map_err(request("watch the cluster's state"))
     }
 
     /// A lease of `ttl` seconds, for a daemon's live keys, and what keeps
     /// it alive.
     pub async fn lease(&mut self, ttl: i64) -> Result<Lease, StoreError> {
-        let granted =
-            self.client
-                .lease_grant(ttl, None)
-                .await
-                .map_err(|source| StoreError::Request {
-                    what: "grant a lease",
-                    source,
-                })?;
-        let (keeper, answers) =
-            self.client
-                .lease_keep_alive(granted.id())
-                .await
-                .map_err(|source| StoreError::Request {
-                    what: "keep a lease alive",
-                    source,
-                })?;
+        let granted = self
+            .client
+            .lease_grant(ttl, None)
+            .await
+            .map_err(request("grant a lease"))?;
+        let (keeper, answers) = self
+            .client
+            .lease_keep_alive(granted.id())
+            .await
+            .map_err(request("keep a lease alive"))?;
         Ok(Lease {
             id: granted.id(),
             keeper,
@@ -269,7 +251,7 @@ impl Store {
         value: &impl serde::Serialize,
         lease: &Lease,
     ) -> Result<(), StoreError> {
-        let value = serde_json::to_string(value).expect("the schema's values serialize");
+        let value = schema::to_json(value);
         self.client
             .put(
                 key,
@@ -277,10 +259,17 @@ impl Store {
                 Some(etcd_client::PutOptions::new().with_lease(lease.id)),
             )
             .await
-            .map_err(|source| StoreError::Request {
-                what: "write a live key",
-                source,
-            })?;
+            .map_err(request("write a live key"))?;
+        Ok(())
+    }
+
+    /// Deletes a live key (one whose object is gone before its writer's
+    /// lease).
+    pub async fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete(key, None)
+            .await
+            .map_err(request("delete a live key"))?;
         Ok(())
     }
 
@@ -289,10 +278,7 @@ impl Store {
         self.client
             .lease_revoke(lease.id)
             .await
-            .map_err(|source| StoreError::Request {
-                what: "revoke a lease",
-                source,
-            })?;
+            .map_err(request("revoke a lease"))?;
         Ok(())
     }
 
@@ -315,18 +301,34 @@ impl Lease {
         self.keeper
             .keep_alive()
             .await
-            .map_err(|source| StoreError::Request {
-                what: "renew a lease",
-                source,
-            })?;
+            .map_err(request("renew a lease"))?;
         match self.answers.message().await {
             Ok(Some(answer)) => Ok(answer.ttl() > 0),
             Ok(None) => Ok(false),
-            Err(source) => Err(StoreError::Request {
-                what: "renew a lease",
-                source,
-            }),
+            Err(source) => Err(request("renew a lease")(source)),
         }
+    }
+}
+
+/// Maps a client error to [`StoreError::Request`] saying what failed.
+fn request(what: &'static str) -> impl FnOnce(etcd_client::Error) -> StoreError {
+    move |source| StoreError::Request { what, source }
+}
+
+/// Why the store ended a watch, if `response` says it did: a watcher then
+/// reads the whole store again (a compacted revision is never guessed at).
+pub fn watch_ended(response: &etcd_client::WatchResponse) -> Option<String> {
+    if response.canceled() || response.compact_revision() > 0 {
+        Some(format!(
+            "the store ended the watch (compacted to {}{})",
+            response.compact_revision(),
+            match response.cancel_reason() {
+                "" => String::new(),
+                reason => format!(": {reason}"),
+            }
+        ))
+    } else {
+        None
     }
 }
 

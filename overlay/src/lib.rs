@@ -7,7 +7,9 @@ use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
 use netlink_packet_route::link::LinkMessage;
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage};
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+};
 use rtnetlink::{Handle, LinkVxlan};
 
 /// VXLAN's IANA port.
@@ -86,8 +88,43 @@ pub fn vxlan(name: &str, vni: u32, vtep: IpAddr) -> LinkMessage {
     .build()
 }
 
+/// A neighbour entry with an address and a MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeighbourEntry {
+    /// The interface it is on.
+    pub index: u32,
+    pub state: NeighbourState,
+    pub address: IpAddr,
+    pub mac: [u8; 6],
+}
+
+/// Every neighbour entry of `handle`'s namespace that has an address and
+/// a MAC (`where_` names the namespace in an error).
+pub async fn neighbours(handle: &Handle, where_: &str) -> Result<Vec<NeighbourEntry>, KernelError> {
+    let messages: Vec<NeighbourMessage> =
+        handle
+            .neighbours()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(failed(format!("cannot read the neighbours {where_}")))?;
+    Ok(messages
+        .iter()
+        .filter_map(|message| {
+            let (address, mac) = neighbour_entry(message)?;
+            Some(NeighbourEntry {
+                index: message.header.ifindex,
+                state: message.header.state,
+                address,
+                mac,
+            })
+        })
+        .collect())
+}
+
 /// The address and MAC of a neighbour entry, if it has both.
-pub fn neighbour_entry(message: &NeighbourMessage) -> Option<(IpAddr, [u8; 6])> {
+fn neighbour_entry(message: &NeighbourMessage) -> Option<(IpAddr, [u8; 6])> {
     let mut address = None;
     let mut mac = None;
     for attribute in &message.attributes {

@@ -153,12 +153,7 @@ pub fn overlay(reading: &Reading) -> Overlay {
                 .health
                 .get(&(host.clone(), vip.network.clone(), dip.address, dip.port))
                 .copied();
-            let alpha = dip.probes.iter().any(|probe| match probe {
-                schema::Probe::Tcp { timing }
-                | schema::Probe::Http { timing, .. }
-                | schema::Probe::Ssl { timing, .. }
-                | schema::Probe::Ping { timing } => timing.alpha,
-            });
+            let alpha = dip.probes.iter().any(|probe| probe.timing().alpha);
             if !reported.unwrap_or(!alpha) {
                 continue;
             }

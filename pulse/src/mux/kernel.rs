@@ -32,7 +32,7 @@ use std::fs::File;
 use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 
-use fulcrum_overlay::{KernelError, failed, ignore, io_failed, link, neighbour_entry, vxlan};
+use fulcrum_overlay::{KernelError, failed, ignore, io_failed, link, neighbours, vxlan};
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
@@ -286,10 +286,11 @@ impl Programmed {
             .filter(|(address, neighbour)| self.dips.get(address) != Some(neighbour))
             .map(|(address, neighbour)| (*address, *neighbour))
             .collect();
+        // A DIP whose entry changed is rewritten in step 2, not removed.
         let removed_dips: Vec<(IpAddr, Neighbour)> = self
             .dips
             .iter()
-            .filter(|(address, neighbour)| wanted.dips.get(address) != Some(neighbour))
+            .filter(|(address, _)| !wanted.dips.contains_key(address))
             .map(|(address, neighbour)| (*address, *neighbour))
             .collect();
         let added_vips: Vec<IpAddr> = wanted.vips.difference(&self.vips).copied().collect();
@@ -403,9 +404,6 @@ impl Programmed {
             self.vips.remove(vip);
         }
         for (address, neighbour) in &removed_dips {
-            if wanted.dips.contains_key(address) {
-                continue;
-            }
             remove_route(&self.handle, *address, self.vxlan).await?;
             let _ = self
                 .handle
@@ -450,28 +448,14 @@ impl Programmed {
                 }
             }
         }
-        let neighbours: Vec<_> = self
-            .handle
-            .neighbours()
-            .get()
-            .execute()
-            .try_collect()
-            .await
-            .map_err(failed(format!(
-                "cannot read the neighbours in {}",
-                self.name
-            )))?;
-        for message in neighbours {
-            if message.header.ifindex != self.vxlan {
-                continue;
-            }
-            if let Some((address, mac)) = neighbour_entry(&message) {
+        for entry in neighbours(&self.handle, &format!("in {}", self.name)).await? {
+            if entry.index == self.vxlan {
                 // The VTEP is not read back: a DIP whose entry differs from
                 // the wanted one is written again, FDB entry included.
                 self.dips.insert(
-                    address,
+                    entry.address,
                     Neighbour {
-                        mac,
+                        mac: entry.mac,
                         vtep: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
                     },
                 );

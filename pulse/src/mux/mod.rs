@@ -202,14 +202,11 @@ async fn follow(
         loop {
             tokio::select! {
                 message = watch.message() => match message {
-                    Ok(Some(response)) if response.canceled() || response.compact_revision() > 0 => {
-                        return Ended::Again(format!(
-                            "the store ended the watch (compacted to {})",
-                            response.compact_revision()
-                        ));
-                    }
-                    Ok(Some(response)) if response.events().is_empty() => continue,
-                    Ok(Some(_)) => break,
+                    Ok(Some(response)) => match store::watch_ended(&response) {
+                        Some(why) => return Ended::Again(why),
+                        None if response.events().is_empty() => continue,
+                        None => break,
+                    },
                     Ok(None) => return Ended::Again("the store closed the watch".into()),
                     Err(error) => return Ended::Again(format!("the watch failed: {error}")),
                 },

@@ -302,6 +302,19 @@ fn counters(mux: &Namespace) -> Vec<u64> {
         .collect()
 }
 
+/// Loads the nftables `ruleset` (`nft -f -`) in `namespace`.
+fn nft(namespace: &Namespace, ruleset: &str) {
+    let mut nft = namespace
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(nft.stdin.as_mut().unwrap(), ruleset.as_bytes()).unwrap();
+    drop(nft.stdin.take());
+    assert!(nft.wait().unwrap().success(), "nft -f -: {ruleset}");
+}
+
 /// A daemon of the test (the Mux, an agent), its standard error in a file.
 struct Daemon {
     child: Child,
@@ -411,16 +424,9 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         )
     })
     .collect();
-    let mut nft = underlay
-        .mux
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(
-        nft.stdin.as_mut().unwrap(),
-        b"table inet sdntest {
+    nft(
+        &underlay.mux,
+        "table inet sdntest {
     chain seen {
         type filter hook prerouting priority 0;
         ip saddr 203.0.113.0/24 counter
@@ -428,10 +434,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     }
 }
 ",
-    )
-    .unwrap();
-    drop(nft.stdin.take());
-    assert!(nft.wait().unwrap().success(), "the counters' table");
+    );
 
     let mut mux = Daemon::mux(&underlay, &directory, &etcd);
     let policy = directory.join("policy.conf");
@@ -657,24 +660,13 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     // Fail static: the Mux cut off from the store keeps forwarding; a
     // policy written meanwhile is applied once it is back.
     let store_port = etcd.urls().rsplit(':').next().unwrap().to_owned();
-    let mut nft = underlay
-        .mux
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(
-        nft.stdin.as_mut().unwrap(),
-        format!(
+    nft(
+        &underlay.mux,
+        &format!(
             "table inet sdncut {{\n    chain out {{\n        type filter hook output priority 0;\n        \
              ip daddr 172.30.4.1 tcp dport {store_port} drop\n    }}\n}}\n"
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    drop(nft.stdin.take());
-    assert!(nft.wait().unwrap().success(), "the cut");
+        ),
+    );
     apply(&weighted.replacen("        weight 3\n", "        weight 4\n", 1));
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
