@@ -29,13 +29,12 @@ use std::fs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
+use fulcrum_nftables::table::TableAttribute;
+use fulcrum_nftables::{Acknowledgements, Batch, NftablesMessage, netlink_message};
 use labkit::captured::{Direction, Line};
 use netlink_packet_core::{NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
-use pulse::vrrp::firewall::batch::{get_table, netlink_message};
-use pulse::vrrp::firewall::table::TableAttribute;
-use pulse::vrrp::firewall::{
-    Acknowledgements, Batch, DropState, Firewall, FirewallError, NftablesMessage, TableFamily,
-};
+use pulse::vrrp::firewall::drop_state::get_table;
+use pulse::vrrp::firewall::{DropState, Firewall, FirewallError, TableFamily};
 
 #[path = "nftables/capture.rs"]
 mod capture;

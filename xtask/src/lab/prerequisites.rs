@@ -26,8 +26,12 @@ pub const PACKAGES: &[&str] = &[
     // The SDN mode's cluster store, run by the tests on this machine
     // (labkit::etcd) and in the guest.
     "etcd-server",
-    // etcd-client's build compiles etcd's protocol definitions.
+    // etcd-client's build compiles etcd's protocol definitions, which
+    // import protobuf's own (descriptor.proto...): those are in the -dev
+    // package, only a recommendation of the compiler's, and recommends are
+    // not installed.
     "protobuf-compiler",
+    "libprotobuf-dev",
 ];
 
 /// Installs whichever of [`PACKAGES`] is not installed yet.

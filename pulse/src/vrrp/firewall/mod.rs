@@ -8,82 +8,30 @@
 //! of the set. pulse sends the same messages keepalived does, so that an
 //! operator's `nft` scripts and listings keep working.
 //!
-//! The messages are typed as rust-netlink's crates type theirs, on
-//! netlink-packet-core: [`NftablesMessage`] (the nfgenmsg header and one
-//! object's attributes, [`message`]) in a `NetlinkMessage`, one module per
-//! kernel object ([`table`], [`chain`], [`set`], [`set_element`],
-//! [`rule`] and its [`expression`]s, the [`data`] they hold), each
-//! attribute an enum variant that parses and emits itself. What a change
-//! needs sent is worked out without I/O ([`DropState`] filling a
-//! [`Batch`], in [`batch`]); [`Firewall`] sends it over a non-blocking
-//! socket and reads the kernel's acknowledgements ([`socket`]).
-//!
-//! No nftables crate: they wrap libnftnl (C) or cover far more than the
-//! few messages this needs.
+//! The messages are fulcrum-nftables's; what a change needs sent is
+//! worked out without I/O ([`DropState`] filling a [`Batch`], in
+//! [`drop_state`]); [`Firewall`] sends it and reads the kernel's
+//! acknowledgements.
 //!
 //! Not done: IPv6 link-local virtual addresses, which keepalived drops in
 //! the `in_link_local`/`out_link_local` chains per interface; pulse creates
 //! the chains empty and leaves those addresses alone.
 
-mod attribute;
-pub mod batch;
-pub mod chain;
-pub mod data;
-pub mod expression;
-pub mod header;
-pub mod message;
-pub mod rule;
-pub mod set;
-pub mod set_element;
-pub mod socket;
-pub mod table;
+pub mod drop_state;
 
-use std::io;
 use std::net::IpAddr;
-use std::time::Duration;
 
-use netlink_packet_core::{DecodeError, NLM_F_ACK, NLM_F_REQUEST};
+use fulcrum_nftables::{Batch, Connection};
+use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
 
-pub use batch::{
-    Batch, DropState, INPUT_CHAIN, INPUT_LINK_LOCAL_CHAIN, NEIGHBOR_DISCOVERY_SET, OUTPUT_CHAIN,
+pub use drop_state::{
+    DropState, INPUT_CHAIN, INPUT_LINK_LOCAL_CHAIN, NEIGHBOR_DISCOVERY_SET, OUTPUT_CHAIN,
     OUTPUT_LINK_LOCAL_CHAIN, SET, TABLE, TableFamily,
 };
-pub use message::{NfGenHeader, NftablesMessage, ParseError};
-pub use socket::{Acknowledgements, Refusal};
-
-use socket::Connection;
-
 /// Why a change did not reach the kernel. A refused batch changed nothing
 /// (nftables applies a batch all or nothing), and pulse's idea of what is
 /// dropped stays what it was.
-#[derive(Debug, thiserror::Error)]
-pub enum FirewallError {
-    #[error("cannot open a netfilter netlink socket: {0}")]
-    Open(#[source] io::Error),
-    #[error("cannot send to the kernel: {0}")]
-    Send(#[source] io::Error),
-    #[error("cannot read the kernel's answer: {0}")]
-    Receive(#[source] io::Error),
-    #[error("cannot parse the kernel's answer: {0}")]
-    Parse(#[source] DecodeError),
-    #[error("no answer from the kernel within {timeout:?} for {waiting_for}")]
-    Timeout {
-        timeout: Duration,
-        waiting_for: String,
-    },
-    /// Each message the kernel refused: `NEWSETELEM ip keepalived vips:
-    /// File exists (os error 17)`.
-    #[error("{}", refusals(.0))]
-    Refused(Vec<Refusal>),
-}
-
-fn refusals(refusals: &[Refusal]) -> String {
-    refusals
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use fulcrum_nftables::Error as FirewallError;
 
 /// The nftables firewall: [`DropState`] and a netfilter netlink socket,
 /// opened when first needed (within the tokio runtime). Each call is one
@@ -149,17 +97,14 @@ impl Firewall {
         let mut leftovers = Vec::new();
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             let sequence = connection.take_sequences(1);
-            let question = batch::netlink_message(
-                batch::get_table(family),
+            let question = fulcrum_nftables::netlink_message(
+                drop_state::get_table(family),
                 NLM_F_REQUEST | NLM_F_ACK,
                 sequence,
             );
             match connection.exchange(&[question]).await {
                 Ok(_) => leftovers.push(family),
-                Err(FirewallError::Refused(refusals))
-                    if refusals
-                        .iter()
-                        .all(|refusal| refusal.error.raw_os_error() == Some(libc::ENOENT)) => {}
+                Err(error) if error.refused_only_for(libc::ENOENT) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -167,13 +112,6 @@ impl Firewall {
     }
 
     async fn apply(&mut self, batch: Batch) -> Result<(), FirewallError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let connection = self.connection()?;
-        let count = batch.messages().count() + 2;
-        let messages = batch.into_netlink(connection.take_sequences(count));
-        connection.exchange(&messages).await?;
-        Ok(())
+        self.connection()?.apply(batch).await
     }
 }

@@ -1,7 +1,8 @@
 //! A rule's expressions: each an element of `NFTA_RULE_EXPRESSIONS`
 //! holding its name (`NFTA_EXPR_NAME`) and its data (`NFTA_EXPR_DATA`),
-//! whose attributes depend on the name. The five keepalived's drop rules
-//! use are typed; others keep their data as they came.
+//! whose attributes depend on the name. Those pulse's drop rules and the
+//! host agent's NAT use are typed; others keep their data as they came.
+//! The constructors at the end build what nft builds for the same words.
 
 use netlink_packet_core::{
     DecodeError, DefaultNla, Emitable, ErrorContext, NLA_F_NESTED, Nla, NlaBuffer, NlasIterator,
@@ -11,7 +12,7 @@ use netlink_packet_core::{
 use super::attribute::{
     emit_nested, emit_string, nested_length, parse_nested, parse_string, string_length,
 };
-use super::data::DataAttribute;
+use super::data::{DataAttribute, VerdictAttribute};
 
 const NFTA_LIST_ELEM: u16 = 1;
 const NFTA_EXPR_NAME: u16 = 1;
@@ -29,7 +30,15 @@ pub enum Expression {
     Lookup(Vec<LookupAttribute>),
     /// `immediate`: loads data or a verdict into a register.
     Immediate(Vec<ImmediateAttribute>),
-    /// Any other expression (`counter`, `meta`...), its data unparsed.
+    /// `meta`: loads a packet's metadata (its input interface, its
+    /// layer 4 protocol...) into a register, or sets it from one.
+    Meta(Vec<MetaAttribute>),
+    /// `ct`: loads a connection's tracking state into a register, or sets
+    /// it (its zone) from one.
+    Ct(Vec<CtAttribute>),
+    /// `nat`: translates the addresses and ports registers hold.
+    Nat(Vec<NatAttribute>),
+    /// Any other expression (`counter`...), its data unparsed.
     Other {
         name: String,
         data: Option<Vec<DefaultNla>>,
@@ -44,6 +53,9 @@ impl Expression {
             Self::Bitwise(_) => "bitwise",
             Self::Lookup(_) => "lookup",
             Self::Immediate(_) => "immediate",
+            Self::Meta(_) => "meta",
+            Self::Ct(_) => "ct",
+            Self::Nat(_) => "nat",
             Self::Other { name, .. } => name,
         }
     }
@@ -56,6 +68,9 @@ impl Expression {
             Self::Bitwise(nest) => nested_length(nest),
             Self::Lookup(nest) => nested_length(nest),
             Self::Immediate(nest) => nested_length(nest),
+            Self::Meta(nest) => nested_length(nest),
+            Self::Ct(nest) => nested_length(nest),
+            Self::Nat(nest) => nested_length(nest),
             Self::Other { data, .. } => nested_length(data.as_ref()?),
         })
     }
@@ -67,6 +82,9 @@ impl Expression {
             Self::Bitwise(nest) => emit_nested(nest, buffer),
             Self::Lookup(nest) => emit_nested(nest, buffer),
             Self::Immediate(nest) => emit_nested(nest, buffer),
+            Self::Meta(nest) => emit_nested(nest, buffer),
+            Self::Ct(nest) => emit_nested(nest, buffer),
+            Self::Nat(nest) => emit_nested(nest, buffer),
             Self::Other { data, .. } => {
                 if let Some(data) = data {
                     emit_nested(data, buffer)
@@ -176,6 +194,15 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for Expression {
             "immediate" => Self::Immediate(
                 parse_nested(required(data, &name)?)
                     .context("invalid immediate expression data")?,
+            ),
+            "meta" => Self::Meta(
+                parse_nested(required(data, &name)?).context("invalid meta expression data")?,
+            ),
+            "ct" => Self::Ct(
+                parse_nested(required(data, &name)?).context("invalid ct expression data")?,
+            ),
+            "nat" => Self::Nat(
+                parse_nested(required(data, &name)?).context("invalid nat expression data")?,
             ),
             _ => {
                 let data = match data {
@@ -522,5 +549,257 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for ImmediateAttri
                 Self::Other(DefaultNla::parse(buffer).context("invalid NFTA_IMMEDIATE attribute")?)
             }
         })
+    }
+}
+
+/// An expression's attributes that are all 32-bit big-endian numbers
+/// (registers, keys, types), each beside its constant.
+macro_rules! numbers {
+    ($(#[$doc:meta])* $name:ident, $nest:literal {
+        $($(#[$variant_doc:meta])* $variant:ident = $constant:ident = $value:literal,)*
+    }) => {
+        $(const $constant: u16 = $value;)*
+
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$variant_doc])* $variant(u32),)*
+            Other(DefaultNla),
+        }
+
+        impl Nla for $name {
+            fn value_len(&self) -> usize {
+                match self {
+                    Self::Other(attribute) => attribute.value_len(),
+                    _ => 4,
+                }
+            }
+
+            fn kind(&self) -> u16 {
+                match self {
+                    $(Self::$variant(_) => $constant,)*
+                    Self::Other(attribute) => attribute.kind(),
+                }
+            }
+
+            fn emit_value(&self, buffer: &mut [u8]) {
+                match self {
+                    $(Self::$variant(value))|* => emit_u32_be(buffer, *value).expect("4 bytes"),
+                    Self::Other(attribute) => attribute.emit_value(buffer),
+                }
+            }
+        }
+
+        impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for $name {
+            fn parse(buffer: &NlaBuffer<&'a T>) -> Result<Self, DecodeError> {
+                Ok(match buffer.kind() {
+                    $($constant => Self::$variant(
+                        parse_u32_be(buffer.value())
+                            .context(concat!("invalid ", stringify!($constant), " value"))?,
+                    ),)*
+                    _ => Self::Other(
+                        DefaultNla::parse(buffer).context(concat!("invalid ", $nest, " attribute"))?,
+                    ),
+                })
+            }
+        }
+    };
+}
+
+numbers! {
+    /// `NFTA_META_*`
+    MetaAttribute, "NFTA_META" {
+        /// `NFTA_META_DREG`: the register loaded.
+        DestinationRegister = NFTA_META_DREG = 1,
+        /// `NFTA_META_KEY` (NFT_META_*): what is loaded or set.
+        Key = NFTA_META_KEY = 2,
+        /// `NFTA_META_SREG`: the register a set takes its value from.
+        SourceRegister = NFTA_META_SREG = 3,
+    }
+}
+
+numbers! {
+    /// `NFTA_CT_*` (a direction, a u8, is kept as `Other`).
+    CtAttribute, "NFTA_CT" {
+        /// `NFTA_CT_DREG`: the register loaded.
+        DestinationRegister = NFTA_CT_DREG = 1,
+        /// `NFTA_CT_KEY` (NFT_CT_*): what is loaded or set.
+        Key = NFTA_CT_KEY = 2,
+        /// `NFTA_CT_SREG`: the register a set takes its value from.
+        SourceRegister = NFTA_CT_SREG = 4,
+    }
+}
+
+numbers! {
+    /// `NFTA_NAT_*`
+    NatAttribute, "NFTA_NAT" {
+        /// `NFTA_NAT_TYPE`: NFT_NAT_SNAT or NFT_NAT_DNAT.
+        Type = NFTA_NAT_TYPE = 1,
+        /// `NFTA_NAT_FAMILY`: NFPROTO_IPV4 or NFPROTO_IPV6.
+        Family = NFTA_NAT_FAMILY = 2,
+        /// `NFTA_NAT_REG_ADDR_MIN`: the register holding the address.
+        AddressMinimum = NFTA_NAT_REG_ADDR_MIN = 3,
+        /// `NFTA_NAT_REG_ADDR_MAX`, for a range.
+        AddressMaximum = NFTA_NAT_REG_ADDR_MAX = 4,
+        /// `NFTA_NAT_REG_PROTO_MIN`: the register holding the port.
+        PortMinimum = NFTA_NAT_REG_PROTO_MIN = 5,
+        /// `NFTA_NAT_REG_PROTO_MAX`, for a range.
+        PortMaximum = NFTA_NAT_REG_PROTO_MAX = 6,
+        /// `NFTA_NAT_FLAGS` (NF_NAT_RANGE_*).
+        Flags = NFTA_NAT_FLAGS = 7,
+    }
+}
+
+/// The registers (`NFT_REG_*`: 16 bytes each; the verdict's is 0).
+pub mod register {
+    pub const VERDICT: u32 = 0;
+    pub const R1: u32 = 1;
+    pub const R2: u32 = 2;
+}
+
+/// `NFT_PAYLOAD_*_HEADER`: which header a payload's offset counts from.
+pub mod header {
+    pub const LINK_LAYER: u32 = 0;
+    pub const NETWORK: u32 = 1;
+    pub const TRANSPORT: u32 = 2;
+}
+
+/// `NFT_META_*` keys.
+pub mod meta {
+    /// The input interface's name (IFNAMSIZ bytes, NUL padded).
+    pub const INPUT_INTERFACE_NAME: u32 = 6;
+    /// The output interface's name.
+    pub const OUTPUT_INTERFACE_NAME: u32 = 7;
+    /// The layer 4 protocol (one byte: IPPROTO_*).
+    pub const LAYER4_PROTOCOL: u32 = 16;
+    /// The packet's type (one byte: PACKET_HOST, PACKET_OTHERHOST...).
+    pub const PACKET_TYPE: u32 = 19;
+}
+
+/// `NFT_CT_*` keys.
+pub mod conntrack {
+    /// The connection's zone (two bytes, host order).
+    pub const ZONE: u32 = 17;
+}
+
+/// `NFT_NAT_*`
+pub mod nat {
+    pub const SOURCE: u32 = 0;
+    pub const DESTINATION: u32 = 1;
+}
+
+/// `NFT_CMP_*`
+pub mod comparison {
+    pub const EQUAL: u32 = 0;
+    pub const NOT_EQUAL: u32 = 1;
+}
+
+/// The interface name's length in a register (IFNAMSIZ).
+const INTERFACE_NAME_LENGTH: usize = 16;
+
+impl Expression {
+    /// Loads `length` bytes at `offset` of `base`'s header into register 1.
+    pub fn payload(base: u32, offset: u32, length: u32) -> Expression {
+        Expression::Payload(vec![
+            PayloadAttribute::DestinationRegister(register::R1),
+            PayloadAttribute::Base(base),
+            PayloadAttribute::Offset(offset),
+            PayloadAttribute::Length(length),
+        ])
+    }
+
+    /// Register 1 compared with `value` (`comparison::EQUAL`...).
+    pub fn compare(operation: u32, value: Vec<u8>) -> Expression {
+        Expression::Cmp(vec![
+            CmpAttribute::SourceRegister(register::R1),
+            CmpAttribute::Operation(operation),
+            CmpAttribute::Data(vec![DataAttribute::Value(value)]),
+        ])
+    }
+
+    /// Register 1 equals `value`.
+    pub fn equal(value: Vec<u8>) -> Expression {
+        Expression::compare(comparison::EQUAL, value)
+    }
+
+    /// Register 1 is in `set`, named rather than by id: a set created
+    /// earlier in the same batch is found by name too.
+    pub fn lookup(set: &str) -> Expression {
+        Expression::Lookup(vec![
+            LookupAttribute::SourceRegister(register::R1),
+            LookupAttribute::Set(set.to_owned()),
+        ])
+    }
+
+    /// A verdict (`verdict::*`), with the chain of a jump or goto.
+    pub fn verdict(code: i32, chain: Option<&str>) -> Expression {
+        let mut verdict = vec![VerdictAttribute::Code(code)];
+        verdict.extend(chain.map(|chain| VerdictAttribute::Chain(chain.to_owned())));
+        Expression::Immediate(vec![
+            ImmediateAttribute::DestinationRegister(register::VERDICT),
+            ImmediateAttribute::Data(vec![DataAttribute::Verdict(verdict)]),
+        ])
+    }
+
+    /// Loads `value` into `register`.
+    pub fn immediate(register: u32, value: Vec<u8>) -> Expression {
+        Expression::Immediate(vec![
+            ImmediateAttribute::DestinationRegister(register),
+            ImmediateAttribute::Data(vec![DataAttribute::Value(value)]),
+        ])
+    }
+
+    /// Loads the metadata `key` (`meta::*`) into register 1.
+    pub fn meta(key: u32) -> Expression {
+        Expression::Meta(vec![
+            MetaAttribute::Key(key),
+            MetaAttribute::DestinationRegister(register::R1),
+        ])
+    }
+
+    /// `meta KEY set VALUE`: two expressions, the value loaded, then set.
+    pub fn set_meta(key: u32, value: Vec<u8>) -> [Expression; 2] {
+        [
+            Expression::immediate(register::R1, value),
+            Expression::Meta(vec![
+                MetaAttribute::Key(key),
+                MetaAttribute::SourceRegister(register::R1),
+            ]),
+        ]
+    }
+
+    /// `iifname NAME` (or `oifname`, with `meta::OUTPUT_INTERFACE_NAME`):
+    /// the name as the register holds it, NUL padded.
+    pub fn interface_name(key: u32, name: &str) -> [Expression; 2] {
+        let mut padded = name.as_bytes().to_vec();
+        padded.resize(INTERFACE_NAME_LENGTH, 0);
+        [Expression::meta(key), Expression::equal(padded)]
+    }
+
+    /// `ct zone set ZONE`.
+    pub fn set_zone(zone: u16) -> [Expression; 2] {
+        [
+            Expression::immediate(register::R1, zone.to_ne_bytes().to_vec()),
+            Expression::Ct(vec![
+                CtAttribute::Key(conntrack::ZONE),
+                CtAttribute::SourceRegister(register::R1),
+            ]),
+        ]
+    }
+
+    /// `dnat ip to ADDRESS:PORT` (`family` NFPROTO_IPV4 or _IPV6, the
+    /// address's octets): the address in register 1, the port (network
+    /// order, as the kernel reads it) in register 2.
+    pub fn destination_nat(family: u8, address: &[u8], port: u16) -> [Expression; 3] {
+        [
+            Expression::immediate(register::R1, address.to_vec()),
+            Expression::immediate(register::R2, port.to_be_bytes().to_vec()),
+            Expression::Nat(vec![
+                NatAttribute::Type(nat::DESTINATION),
+                NatAttribute::Family(u32::from(family)),
+                NatAttribute::AddressMinimum(register::R1),
+                NatAttribute::PortMinimum(register::R2),
+            ]),
+        ]
     }
 }

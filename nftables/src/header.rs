@@ -7,9 +7,12 @@ use netlink_packet_core::{DecodeError, Emitable, Nla, NlaBuffer, Parseable};
 
 use super::attribute::parse_nested;
 
-/// `NFPROTO_*`, the nfgenmsg family of the tables pulse uses.
+/// `NFPROTO_*`, the nfgenmsg family of a table.
 pub const NFPROTO_UNSPEC: u8 = 0;
+pub const NFPROTO_INET: u8 = 1;
 pub const NFPROTO_IPV4: u8 = 2;
+pub const NFPROTO_NETDEV: u8 = 5;
+pub const NFPROTO_BRIDGE: u8 = 7;
 pub const NFPROTO_IPV6: u8 = 10;
 
 /// `struct nfgenmsg`, after the netlink header.

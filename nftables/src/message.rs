@@ -10,7 +10,8 @@ use netlink_packet_core::{
 
 use super::chain::{ChainAttribute, ChainMessage};
 pub use super::header::{
-    NFGENMSG_LENGTH, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_UNSPEC, NfGenHeader, ObjectMessage,
+    NFGENMSG_LENGTH, NFPROTO_BRIDGE, NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_NETDEV,
+    NFPROTO_UNSPEC, NfGenHeader, ObjectMessage,
 };
 use super::rule::{RuleAttribute, RuleMessage};
 use super::set::{SetAttribute, SetMessage};
@@ -223,6 +224,9 @@ impl fmt::Display for NftablesMessage {
         match self.header().family {
             NFPROTO_IPV4 => formatter.write_str(" ip")?,
             NFPROTO_IPV6 => formatter.write_str(" ip6")?,
+            NFPROTO_INET => formatter.write_str(" inet")?,
+            NFPROTO_NETDEV => formatter.write_str(" netdev")?,
+            NFPROTO_BRIDGE => formatter.write_str(" bridge")?,
             NFPROTO_UNSPEC => {}
             family => write!(formatter, " family {family}")?,
         }

@@ -7,22 +7,18 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use netlink_packet_core::{
-    NLM_F_ACK, NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader,
-    NetlinkMessage, NetlinkPayload,
-};
-
-use super::chain::{ChainAttribute, ChainMessage, HookAttribute};
-use super::data::{DataAttribute, VerdictAttribute};
-use super::expression::{
-    BitwiseAttribute, CmpAttribute, Expression, ImmediateAttribute, LookupAttribute,
-    PayloadAttribute,
-};
-use super::message::{NFPROTO_IPV4, NFPROTO_IPV6, NftablesMessage};
-use super::rule::{RuleAttribute, RuleMessage};
-use super::set::{SetAttribute, SetMessage};
-use super::set_element::{SetElement, SetElementListAttribute, SetElementMessage};
-use super::table::{TableAttribute, TableMessage};
+use fulcrum_nftables::batch::BaseChain;
+use fulcrum_nftables::chain::{ChainAttribute, ChainMessage};
+use fulcrum_nftables::data::DataAttribute;
+use fulcrum_nftables::expression::register::R1 as NFT_REG_1;
+use fulcrum_nftables::expression::{BitwiseAttribute, Expression};
+use fulcrum_nftables::message::{NFPROTO_IPV4, NFPROTO_IPV6, NftablesMessage};
+use fulcrum_nftables::set::{SetAttribute, SetMessage};
+use fulcrum_nftables::set_element::{SetElement, SetElementListAttribute, SetElementMessage};
+use fulcrum_nftables::table::{TableAttribute, TableMessage};
+use fulcrum_nftables::verdict::{ACCEPT as NF_ACCEPT, DROP as NF_DROP, GOTO as NFT_GOTO};
+use fulcrum_nftables::{Batch, hook};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 
 /// keepalived's names (DEFAULT_NFTABLES_TABLE and its chains and sets).
 pub const TABLE: &str = "keepalived";
@@ -33,16 +29,10 @@ pub const OUTPUT_CHAIN: &str = "out";
 pub const INPUT_LINK_LOCAL_CHAIN: &str = "in_link_local";
 pub const OUTPUT_LINK_LOCAL_CHAIN: &str = "out_link_local";
 
-const NF_INET_LOCAL_IN: u32 = 1;
-const NF_INET_LOCAL_OUT: u32 = 3;
-const NF_DROP: i32 = 0;
-const NF_ACCEPT: i32 = 1;
-const NFT_GOTO: i32 = -4;
-const NFT_REG_VERDICT: u32 = 0;
-const NFT_REG_1: u32 = 1;
-const NFT_PAYLOAD_NETWORK_HEADER: u32 = 1;
-const NFT_PAYLOAD_TRANSPORT_HEADER: u32 = 2;
-const NFT_CMP_EQ: u32 = 0;
+const NF_INET_LOCAL_IN: u32 = hook::LOCAL_IN;
+const NF_INET_LOCAL_OUT: u32 = hook::LOCAL_OUT;
+const NFT_PAYLOAD_NETWORK_HEADER: u32 = fulcrum_nftables::expression::header::NETWORK;
+const NFT_PAYLOAD_TRANSPORT_HEADER: u32 = fulcrum_nftables::expression::header::TRANSPORT;
 const NFT_SET_CONSTANT: u32 = 0x2;
 /// nft's data types, which `nft list` shows the sets' keys as.
 const TYPE_IPADDR: u32 = 7;
@@ -152,67 +142,23 @@ fn table_message(family: TableFamily) -> TableMessage {
     )
 }
 
-/// One nfnetlink transaction: messages the kernel applies all or nothing
-/// once they are put between a batch begin and end. Each asks for an
-/// acknowledgement (keepalived's do too), so that the kernel says which
-/// of them failed, and when it is done.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Batch {
-    /// Each with its NLM_F_* flags beyond NLM_F_REQUEST | NLM_F_ACK.
-    messages: Vec<(NftablesMessage, u16)>,
+/// The messages keepalived sends, as a [`Batch`] takes them.
+trait KeepalivedBatch {
+    fn table(&mut self, family: TableFamily);
+    fn vips(&mut self, family: TableFamily, set_ids: &mut u32);
+    fn base_chain(&mut self, family: TableFamily, name: &str, hook: u32);
+    fn chain(&mut self, family: TableFamily, name: &str);
+    fn set(&mut self, family: TableFamily, shape: &SetShape, id: u32);
+    fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>);
+    fn elements(&mut self, family: TableFamily, addresses: &[IpAddr], drop: bool);
 }
 
-impl Batch {
-    pub fn new() -> Batch {
-        Batch::default()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-    }
-
-    /// The messages in order, without the batch delimiters.
-    pub fn messages(&self) -> impl Iterator<Item = &NftablesMessage> {
-        self.messages.iter().map(|(message, _)| message)
-    }
-
-    /// The netlink messages to send, batch begin and end around them,
-    /// numbered from `first_sequence`.
-    pub fn into_netlink(self, first_sequence: u32) -> Vec<NetlinkMessage<NftablesMessage>> {
-        let messages = std::iter::once((NftablesMessage::batch_begin(), NLM_F_REQUEST))
-            .chain(
-                self.messages
-                    .into_iter()
-                    .map(|(message, flags)| (message, NLM_F_REQUEST | NLM_F_ACK | flags)),
-            )
-            .chain(std::iter::once((
-                NftablesMessage::batch_end(),
-                NLM_F_REQUEST,
-            )));
-        messages
-            .zip(0u32..)
-            .map(|((message, flags), index)| {
-                netlink_message(message, flags, first_sequence.wrapping_add(index))
-            })
-            .collect()
-    }
-
-    fn push(&mut self, message: NftablesMessage, flags: u16) {
-        self.messages.push((message, flags));
-    }
-
-    fn delete_table(&mut self, family: TableFamily) {
-        self.push(NftablesMessage::DeleteTable(table_message(family)), 0);
-    }
-
+impl KeepalivedBatch for Batch {
     /// `nft add table FAMILY keepalived` and `add chain FAMILY keepalived
     /// out { type filter hook output priority -1; policy accept; }`
     /// (nft_setup_ipv4/nft_setup_ipv6).
     fn table(&mut self, family: TableFamily) {
-        self.push(
-            NftablesMessage::NewTable(table_message(family)),
-            NLM_F_CREATE,
-        );
+        self.add_table(family.protocol(), TABLE);
         self.base_chain(family, OUTPUT_CHAIN, NF_INET_LOCAL_OUT);
     }
 
@@ -225,7 +171,7 @@ impl Batch {
         };
         self.base_chain(family, INPUT_CHAIN, NF_INET_LOCAL_IN);
         let (source, destination, length) = family.address_fields();
-        let network = |offset| payload(NFT_PAYLOAD_NETWORK_HEADER, offset, length);
+        let network = |offset| Expression::payload(NFT_PAYLOAD_NETWORK_HEADER, offset, length);
         match family {
             TableFamily::Ipv4 => {
                 self.set(family, &VIPS_IPV4, next_set_id());
@@ -267,11 +213,11 @@ impl Batch {
                         family,
                         chain,
                         vec![
-                            payload(NFT_PAYLOAD_NETWORK_HEADER, 6, 1),
-                            equal(vec![ICMPV6]),
-                            payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1),
-                            lookup(NEIGHBOR_DISCOVERY_SET),
-                            verdict(NF_ACCEPT, None),
+                            Expression::payload(NFT_PAYLOAD_NETWORK_HEADER, 6, 1),
+                            Expression::equal(vec![ICMPV6]),
+                            Expression::payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1),
+                            Expression::lookup(NEIGHBOR_DISCOVERY_SET),
+                            Expression::verdict(NF_ACCEPT, None),
                         ],
                     );
                     // ip6 daddr fe80::/10 goto in_link_local (saddr for
@@ -290,8 +236,8 @@ impl Batch {
                                 )]),
                                 BitwiseAttribute::Xor(vec![DataAttribute::Value(vec![0; 16])]),
                             ]),
-                            equal(link_local.to_vec()),
-                            verdict(NFT_GOTO, Some(link_local_chain)),
+                            Expression::equal(link_local.to_vec()),
+                            Expression::verdict(NFT_GOTO, Some(link_local_chain)),
                         ],
                     );
                 }
@@ -302,28 +248,23 @@ impl Batch {
             self.rule(
                 family,
                 chain,
-                vec![network(offset), lookup(SET), verdict(NF_DROP, None)],
+                vec![
+                    network(offset),
+                    Expression::lookup(SET),
+                    Expression::verdict(NF_DROP, None),
+                ],
             );
         }
     }
 
     fn base_chain(&mut self, family: TableFamily, name: &str, hook: u32) {
-        self.push(
-            NftablesMessage::NewChain(ChainMessage::new(
-                family.protocol(),
-                vec![
-                    ChainAttribute::Table(TABLE.to_owned()),
-                    ChainAttribute::Name(name.to_owned()),
-                    ChainAttribute::Hook(vec![
-                        HookAttribute::Number(hook),
-                        HookAttribute::Priority(PRIORITY),
-                    ]),
-                    ChainAttribute::Policy(NF_ACCEPT as u32),
-                    ChainAttribute::Type("filter".to_owned()),
-                ],
-            )),
-            NLM_F_CREATE,
-        );
+        let base = BaseChain {
+            kind: "filter",
+            hook,
+            priority: PRIORITY,
+            device: None,
+        };
+        self.add_base_chain(family.protocol(), TABLE, name, base);
     }
 
     fn chain(&mut self, family: TableFamily, name: &str) {
@@ -360,17 +301,7 @@ impl Batch {
     }
 
     fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>) {
-        self.push(
-            NftablesMessage::NewRule(RuleMessage::new(
-                family.protocol(),
-                vec![
-                    RuleAttribute::Table(TABLE.to_owned()),
-                    RuleAttribute::Chain(chain.to_owned()),
-                    RuleAttribute::Expressions(expressions),
-                ],
-            )),
-            NLM_F_CREATE | NLM_F_APPEND,
-        );
+        self.add_rule(family.protocol(), TABLE, chain, expressions);
     }
 
     /// The addresses of `family` in `addresses` into (`drop`) or out of
@@ -409,57 +340,6 @@ impl Batch {
             self.push(NftablesMessage::DeleteSetElement(message), 0);
         }
     }
-}
-
-/// A message with its header filled in.
-pub fn netlink_message(
-    message: NftablesMessage,
-    flags: u16,
-    sequence: u32,
-) -> NetlinkMessage<NftablesMessage> {
-    let mut header = NetlinkHeader::default();
-    header.flags = flags;
-    header.sequence_number = sequence;
-    let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(message));
-    message.finalize();
-    message
-}
-
-/// Loads `length` bytes at `offset` of a header into register 1.
-fn payload(base: u32, offset: u32, length: u32) -> Expression {
-    Expression::Payload(vec![
-        PayloadAttribute::DestinationRegister(NFT_REG_1),
-        PayloadAttribute::Base(base),
-        PayloadAttribute::Offset(offset),
-        PayloadAttribute::Length(length),
-    ])
-}
-
-/// Register 1 equals `value`.
-fn equal(value: Vec<u8>) -> Expression {
-    Expression::Cmp(vec![
-        CmpAttribute::SourceRegister(NFT_REG_1),
-        CmpAttribute::Operation(NFT_CMP_EQ),
-        CmpAttribute::Data(vec![DataAttribute::Value(value)]),
-    ])
-}
-
-/// Register 1 is in `set`, named rather than by id, as keepalived does: a
-/// set created earlier in the same batch is found by name too.
-fn lookup(set: &str) -> Expression {
-    Expression::Lookup(vec![
-        LookupAttribute::SourceRegister(NFT_REG_1),
-        LookupAttribute::Set(set.to_owned()),
-    ])
-}
-
-fn verdict(code: i32, chain: Option<&str>) -> Expression {
-    let mut verdict = vec![VerdictAttribute::Code(code)];
-    verdict.extend(chain.map(|chain| VerdictAttribute::Chain(chain.to_owned())));
-    Expression::Immediate(vec![
-        ImmediateAttribute::DestinationRegister(NFT_REG_VERDICT),
-        ImmediateAttribute::Data(vec![DataAttribute::Verdict(verdict)]),
-    ])
 }
 
 /// What is dropped, without I/O: how many masters drop each address (two
@@ -515,7 +395,7 @@ impl DropState {
             if self.tables.is_empty() {
                 for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
                     if leftovers.contains(&leftover) {
-                        batch.delete_table(leftover);
+                        batch.delete_table(leftover.protocol(), TABLE);
                     }
                 }
             }
@@ -553,7 +433,7 @@ impl DropState {
         self.users.clear();
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             if self.tables.contains(&family) {
-                batch.delete_table(family);
+                batch.delete_table(family.protocol(), TABLE);
             }
         }
         self.tables.clear();
@@ -655,23 +535,5 @@ mod tests {
             .filter(|name| name.starts_with("NEWTABLE"))
             .count();
         assert_eq!(tables, 2);
-    }
-
-    #[test]
-    fn a_batch_is_numbered_from_its_begin_and_asks_for_acknowledgements() {
-        let mut state = DropState::default();
-        let mut batch = Batch::new();
-        state.drop_addresses(&[V4], &[], &mut batch);
-        let messages = batch.into_netlink(u32::MAX - 1);
-        let sequences: Vec<u32> = messages
-            .iter()
-            .map(|message| message.header.sequence_number)
-            .collect();
-        assert_eq!(sequences[..3], [u32::MAX - 1, u32::MAX, 0]);
-        for message in &messages[1..messages.len() - 1] {
-            assert_eq!(message.header.flags & NLM_F_ACK, NLM_F_ACK);
-        }
-        assert_eq!(messages[0].header.flags, NLM_F_REQUEST);
-        assert_eq!(messages[messages.len() - 1].header.flags, NLM_F_REQUEST);
     }
 }

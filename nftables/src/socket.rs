@@ -10,7 +10,8 @@ use std::time::Duration;
 use netlink_packet_core::{NLM_F_ACK, NetlinkMessage, NetlinkPayload};
 use netlink_sys::{AsyncSocket, AsyncSocketExt, SocketAddr, TokioSocket, protocols};
 
-use super::FirewallError;
+use super::Error;
+use super::batch::Batch;
 use super::message::NftablesMessage;
 
 /// How long the kernel has to answer. nfnetlink handles a datagram within
@@ -19,7 +20,7 @@ use super::message::NftablesMessage;
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A NETLINK_NETFILTER socket and the next sequence number.
-pub(super) struct Connection {
+pub struct Connection {
     socket: TokioSocket,
     sequence: u32,
 }
@@ -35,7 +36,7 @@ impl fmt::Debug for Connection {
 
 impl Connection {
     /// Within a tokio runtime (the socket registers with its reactor).
-    pub(super) fn open() -> io::Result<Connection> {
+    pub fn open() -> io::Result<Connection> {
         let mut socket = TokioSocket::new(protocols::NETLINK_NETFILTER)?;
         socket.socket_mut().bind_auto()?;
         Ok(Connection {
@@ -45,18 +46,30 @@ impl Connection {
     }
 
     /// The next `count` sequence numbers, the first returned.
-    pub(super) fn take_sequences(&mut self, count: usize) -> u32 {
+    pub fn take_sequences(&mut self, count: usize) -> u32 {
         let first = self.sequence;
         self.sequence = self.sequence.wrapping_add(count as u32);
         first
     }
 
+    /// Sends `batch` and waits until the kernel took it (or refused it
+    /// all). An empty batch sends nothing.
+    pub async fn apply(&mut self, batch: Batch) -> Result<(), Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let count = batch.messages().count() + 2;
+        let messages = batch.into_netlink(self.take_sequences(count));
+        self.exchange(&messages).await?;
+        Ok(())
+    }
+
     /// Sends `messages` in one datagram and waits for every acknowledgement
     /// they ask for; the kernel's other answers (a GETTABLE's table).
-    pub(super) async fn exchange(
+    pub async fn exchange(
         &mut self,
         messages: &[NetlinkMessage<NftablesMessage>],
-    ) -> Result<Vec<NftablesMessage>, FirewallError> {
+    ) -> Result<Vec<NftablesMessage>, Error> {
         let mut datagram = Vec::new();
         for message in messages {
             let start = datagram.len();
@@ -70,18 +83,15 @@ impl Connection {
             let sent = socket
                 .send_to(&datagram, &kernel)
                 .await
-                .map_err(FirewallError::Send)?;
+                .map_err(Error::Send)?;
             if sent != datagram.len() {
-                return Err(FirewallError::Send(io::Error::other(format!(
+                return Err(Error::Send(io::Error::other(format!(
                     "sent {sent} of {} bytes",
                     datagram.len()
                 ))));
             }
             while !acknowledgements.is_complete() {
-                let (answer, _) = socket
-                    .recv_from_full()
-                    .await
-                    .map_err(FirewallError::Receive)?;
+                let (answer, _) = socket.recv_from_full().await.map_err(Error::Receive)?;
                 for message in split(&answer)? {
                     acknowledgements.receive(message);
                 }
@@ -91,7 +101,7 @@ impl Connection {
         match tokio::time::timeout(ANSWER_TIMEOUT, exchange).await {
             Ok(exchanged) => exchanged?,
             Err(_) => {
-                return Err(FirewallError::Timeout {
+                return Err(Error::Timeout {
                     timeout: ANSWER_TIMEOUT,
                     waiting_for: acknowledgements.pending_description(),
                 });
@@ -102,11 +112,11 @@ impl Connection {
 }
 
 /// The netlink messages of a datagram from the kernel.
-fn split(mut datagram: &[u8]) -> Result<Vec<NetlinkMessage<NftablesMessage>>, FirewallError> {
+fn split(mut datagram: &[u8]) -> Result<Vec<NetlinkMessage<NftablesMessage>>, Error> {
     let mut messages = Vec::new();
     while !datagram.is_empty() {
-        let message = NetlinkMessage::<NftablesMessage>::deserialize(datagram)
-            .map_err(FirewallError::Parse)?;
+        let message =
+            NetlinkMessage::<NftablesMessage>::deserialize(datagram).map_err(Error::Parse)?;
         let length = (message.header.length as usize).next_multiple_of(4);
         messages.push(message);
         datagram = &datagram[length.min(datagram.len())..];
@@ -228,31 +238,43 @@ impl Acknowledgements {
 
     /// The kernel's answers other than acknowledgements, or what it
     /// refused.
-    pub fn finish(self) -> Result<Vec<NftablesMessage>, FirewallError> {
+    pub fn finish(self) -> Result<Vec<NftablesMessage>, Error> {
         if self.refusals.is_empty() {
             Ok(self.answers)
         } else {
-            Err(FirewallError::Refused(self.refusals))
+            Err(Error::Refused(self.refusals))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::net::{IpAddr, Ipv4Addr};
     use std::num::NonZeroI32;
 
     use netlink_packet_core::{ErrorMessage, NetlinkHeader};
 
     use super::*;
-    use crate::vrrp::firewall::{Batch, DropState};
+    use crate::batch::BaseChain;
+    use crate::message::NFPROTO_IPV4;
 
-    const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 100));
-
-    /// A batch dropping V4 for the first time, numbered from 100.
+    /// A batch of seven messages, numbered from 100.
     fn batch() -> Vec<NetlinkMessage<NftablesMessage>> {
         let mut batch = Batch::new();
-        DropState::default().drop_addresses(&[V4], &[], &mut batch);
+        batch.add_table(NFPROTO_IPV4, "keepalived");
+        for name in ["in", "out", "a", "b", "c"] {
+            batch.add_base_chain(
+                NFPROTO_IPV4,
+                "keepalived",
+                name,
+                BaseChain {
+                    kind: "filter",
+                    hook: crate::hook::LOCAL_IN,
+                    priority: -1,
+                    device: None,
+                },
+            );
+        }
+        batch.delete_table(NFPROTO_IPV4, "vips");
         batch.into_netlink(100)
     }
 
@@ -270,7 +292,7 @@ mod tests {
     fn every_message_but_the_delimiters_is_waited_for_and_refusals_are_named() {
         let messages = batch();
         let mut acknowledgements = Acknowledgements::new(&messages);
-        // NEWTABLE... NEWSETELEM: 101 to 107.
+        // NEWTABLE... DELTABLE: 101 to 107.
         assert_eq!(
             acknowledgements.pending_description(),
             "NEWTABLE ip keepalived and 6 more"
@@ -281,16 +303,13 @@ mod tests {
             acknowledgements.receive(answer(sequence, 0));
         }
         assert!(!acknowledgements.is_complete());
-        assert_eq!(
-            acknowledgements.pending_description(),
-            "NEWSETELEM ip keepalived vips"
-        );
+        assert_eq!(acknowledgements.pending_description(), "DELTABLE ip vips");
         acknowledgements.receive(answer(107, -libc::EEXIST));
         assert!(acknowledgements.is_complete());
         let error = acknowledgements.finish().expect_err("refused");
         assert_eq!(
             error.to_string(),
-            "NEWSETELEM ip keepalived vips: File exists (os error 17)"
+            "DELTABLE ip vips: File exists (os error 17)"
         );
     }
 
