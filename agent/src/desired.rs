@@ -9,7 +9,10 @@
 //!   wrong VNI on a segment would join two tenants.
 //! - The DIPs it looks for are the policy's DIPs of its networks; one is
 //!   found when the segment's neighbour table has its MAC.
-//! - Its probes are the policy's, written out as keepalived.conf text and
+//! - **Translations**: each VIP rule (address, protocol, frontend port) of
+//!   a served network, for each of its DIPs, is translated to the DIP's
+//!   address and backend port ([`crate::nat`] says how).
+//! - Its probes are the policy's for the DIPs it found, written out as keepalived.conf text and
 //!   read by the same parser as any configuration (one grammar, the same
 //!   semantics as keepalived's), each bound to its network's segment
 //!   (`bind_if`): tenants' DIPs may share an address, and a socket bound
@@ -19,8 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
-use fulcrum_cluster::schema::Probe;
+use fulcrum_cluster::schema::{Probe, Protocol, Vip};
 use fulcrum_cluster::state::State;
+use fulcrum_cluster::state::VipKey;
 use fulcrum_cluster::store::Reading;
 
 /// A network of the agent's file.
@@ -29,6 +33,18 @@ pub struct Segment {
     pub network: String,
     pub vni: u32,
     pub interface: String,
+    /// The network's conntrack zone and routing table on this host (see
+    /// [`crate::nat`]): its place in the agent's file, from 1.
+    pub zone: u16,
+}
+
+/// A VIP rule as one DIP serves it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Translation {
+    pub network: String,
+    pub vip: SocketAddr,
+    pub protocol: Protocol,
+    pub dip: SocketAddr,
 }
 
 /// The policy as it concerns this host.
@@ -41,8 +57,10 @@ pub struct Local {
     pub dips: BTreeSet<(String, IpAddr)>,
     /// A VIP (address and frontend port) to its network, to file verdicts.
     pub vips: BTreeMap<SocketAddr, String>,
-    /// The probes, as keepalived.conf text (empty: none).
-    pub probes: String,
+    /// Every VIP rule of the served networks, for each DIP.
+    pub translations: Vec<Translation>,
+    /// The policy's VIPs of the served networks, for their probes.
+    pub vip_rules: Vec<(VipKey, Vip, String)>,
     pub problems: Vec<String>,
 }
 
@@ -84,11 +102,33 @@ pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
             .insert(SocketAddr::new(address, port), vip.network.clone());
         for dip in &vip.dips {
             local.dips.insert((vip.network.clone(), dip.address));
+            local.translations.push(Translation {
+                network: vip.network.clone(),
+                vip: SocketAddr::new(address, port),
+                protocol,
+                dip: SocketAddr::new(dip.address, dip.port),
+            });
         }
+        local
+            .vip_rules
+            .push((*key, vip.clone(), segment.interface.clone()));
+    }
+    local
+}
+
+/// The probes of the DIPs of `local` that this host holds (`found`), as
+/// keepalived.conf text (empty: none): another host's DIPs are its
+/// agent's to probe.
+pub fn probes(local: &Local, found: &BTreeMap<(String, IpAddr), [u8; 6]>) -> String {
+    let mut text = String::new();
+    for (key, vip, interface) in &local.vip_rules {
+        let (address, protocol, port) = (key.address, key.protocol, key.port);
         let probed: Vec<_> = vip
             .dips
             .iter()
-            .filter(|dip| !dip.probes.is_empty())
+            .filter(|dip| {
+                !dip.probes.is_empty() && found.contains_key(&(vip.network.clone(), dip.address))
+            })
             .collect();
         if probed.is_empty() {
             continue;
@@ -97,24 +137,20 @@ pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
         // (DR resets it to the virtual server's): the probes go to the
         // backend port.
         let _ = writeln!(
-            local.probes,
+            text,
             "virtual_server {address} {port} {{\n    protocol {}\n    lb_kind NAT",
             protocol.name().to_uppercase()
         );
         for dip in probed {
-            let _ = writeln!(
-                local.probes,
-                "    real_server {} {} {{",
-                dip.address, dip.port
-            );
+            let _ = writeln!(text, "    real_server {} {} {{", dip.address, dip.port);
             for probe in &dip.probes {
-                write_probe(&mut local.probes, probe, &segment.interface);
+                write_probe(&mut text, probe, interface);
             }
-            let _ = writeln!(local.probes, "    }}");
+            let _ = writeln!(text, "    }}");
         }
-        let _ = writeln!(local.probes, "}}");
+        let _ = writeln!(text, "}}");
     }
-    local
+    text
 }
 
 /// One probe as a checker block.

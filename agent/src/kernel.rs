@@ -1,21 +1,52 @@
-//! The agent's effects on its host, over rtnetlink: a VXLAN device per
-//! network joined to the network's segment (its bridge), and the
-//! segment's neighbour table, where DIPs are found.
+//! The agent's effects on its host: over rtnetlink, a VXLAN device per
+//! network, routed (not bridged) to the network's segment, with a routing
+//! rule and table of its own; over nfnetlink, the translation rules
+//! ([`crate::nat`]); the segment's neighbour table, where DIPs are found.
+//!
+//! Order of a change (no packet meets a half state): the devices and
+//! routes of the networks served are made first, then the rules replaced
+//! in one batch, then what served networks no longer served goes.
+//!
+//! Sysctls (IPv4): the VXLAN device forwards, without reverse-path
+//! filtering (a request's source is a client, whose route is not the
+//! overlay); the segment forwards too (the DIPs' replies go from it to the
+//! host's gateway). The segment's forwarding is put back as it was on a
+//! clean stop.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use fulcrum_overlay::{KernelError, failed, io_failed, link, neighbours, vxlan};
+use fulcrum_nftables::{Batch, Connection};
+use fulcrum_overlay::{
+    KernelError, failed, ignore, io_failed, link, neighbours, overlay_mtu, sysctl, vxlan,
+};
 use netlink_packet_route::neighbour::NeighbourState;
-use rtnetlink::{Handle, LinkUnspec};
+use netlink_packet_route::route::{RouteMessage, RouteScope};
+use netlink_packet_route::rule::{RuleAction, RuleMessage};
+use rtnetlink::{Handle, LinkUnspec, RouteMessageBuilder};
 
-use crate::desired::Segment;
+use crate::desired::{Local, Segment};
+use crate::nat;
 
 pub struct Kernel {
     handle: Handle,
     vtep: IpAddr,
-    /// VNI -> the VXLAN device's index, for those made or adopted.
-    devices: BTreeMap<u32, u32>,
+    /// The overlay's MTU: the underlay's less VXLAN's encapsulation.
+    mtu: u32,
+    firewall: Connection,
+    /// VNI -> what was made or adopted for it.
+    made: BTreeMap<u32, Made>,
+    /// The rules last applied.
+    rules: Option<Batch>,
+}
+
+/// A served network's device and settings.
+struct Made {
+    segment: Segment,
+    /// The VXLAN device's index.
+    device: u32,
+    /// The segment's forwarding before the agent set it.
+    forwarding: String,
 }
 
 impl Kernel {
@@ -23,100 +54,213 @@ impl Kernel {
         let (connection, handle, _) =
             rtnetlink::new_connection().map_err(io_failed("cannot open rtnetlink"))?;
         tokio::spawn(connection);
+        let mtu = overlay_mtu(&handle, vtep).await?;
+        let firewall = Connection::open().map_err(io_failed("cannot open nfnetlink"))?;
         Ok(Kernel {
             handle,
             vtep,
-            devices: BTreeMap::new(),
+            mtu,
+            firewall,
+            made: BTreeMap::new(),
+            rules: None,
         })
     }
 
-    /// Terminates the VXLAN of each of `segments` on its segment: a
-    /// device `fvxN` (no learning: the Mux's FDB entries say where DIPs
-    /// are; replies do not come back through it) joined to the segment's
-    /// bridge, made or adopted; devices of networks no longer served go.
-    pub async fn segments(&mut self, segments: &[Segment]) -> Result<(), KernelError> {
-        let wanted: BTreeSet<u32> = segments.iter().map(|segment| segment.vni).collect();
-        for segment in segments {
-            let bridge = link(&self.handle, &segment.interface)
-                .await?
-                .ok_or_else(|| KernelError {
-                    what: format!(
-                        "the segment {} of network {}",
-                        segment.interface, segment.network
-                    ),
-                    cause: "no such interface".into(),
-                })?
-                .header
-                .index;
-            let name = format!("fvx{}", segment.vni);
-            let index = match link(&self.handle, &name).await? {
-                Some(link) => link.header.index,
-                None => {
-                    self.handle
-                        .link()
-                        .add(vxlan(&name, segment.vni, self.vtep))
-                        .execute()
-                        .await
-                        .map_err(failed(format!("cannot create {name}")))?;
-                    tracing::info!("agent: made {name} for network {}", segment.network);
-                    link(&self.handle, &name)
-                        .await?
-                        .ok_or_else(|| KernelError {
-                            what: format!("{name} is missing"),
-                            cause: "made, then not found".into(),
-                        })?
-                        .header
-                        .index
-                }
-            };
-            self.handle
-                .link()
-                .set(
-                    LinkUnspec::new_with_index(index)
-                        .controller(bridge)
-                        .up()
-                        .build(),
-                )
-                .execute()
+    /// Serves `local`'s segments, translating to the DIPs of `found`.
+    pub async fn apply(
+        &mut self,
+        local: &Local,
+        found: &BTreeMap<(String, IpAddr), [u8; 6]>,
+    ) -> Result<(), KernelError> {
+        for segment in &local.segments {
+            self.serve(segment).await?;
+        }
+        let rules = nat::ruleset(&local.segments, &local.translations, found);
+        if self.rules.as_ref() != Some(&rules) {
+            self.firewall
+                .apply(rules.clone())
                 .await
-                .map_err(failed(format!(
-                    "cannot join {name} to {}",
-                    segment.interface
-                )))?;
-            self.devices.insert(segment.vni, index);
+                .map_err(|error| KernelError {
+                    what: "cannot replace the translation rules".into(),
+                    cause: error.to_string(),
+                })?;
+            self.rules = Some(rules);
         }
-        let gone: Vec<(u32, u32)> = self
-            .devices
-            .iter()
-            .filter(|(vni, _)| !wanted.contains(vni))
-            .map(|(vni, index)| (*vni, *index))
+        let wanted: BTreeSet<u32> = local.segments.iter().map(|segment| segment.vni).collect();
+        let gone: Vec<u32> = self
+            .made
+            .keys()
+            .filter(|vni| !wanted.contains(vni))
+            .copied()
             .collect();
-        for (vni, index) in gone {
-            self.remove(vni, index).await?;
+        for vni in gone {
+            self.remove(vni).await?;
         }
         Ok(())
     }
 
-    /// Removes every device the agent made or adopted (a clean stop).
+    /// Removes every rule, route and device the agent made or adopted (a
+    /// clean stop).
     pub async fn clear(&mut self) -> Result<(), KernelError> {
-        let all: Vec<(u32, u32)> = self
-            .devices
-            .iter()
-            .map(|(vni, index)| (*vni, *index))
-            .collect();
-        for (vni, index) in all {
-            self.remove(vni, index).await?;
+        self.firewall
+            .apply(nat::removal())
+            .await
+            .map_err(|error| KernelError {
+                what: "cannot remove the translation rules".into(),
+                cause: error.to_string(),
+            })?;
+        self.rules = None;
+        let all: Vec<u32> = self.made.keys().copied().collect();
+        for vni in all {
+            self.remove(vni).await?;
         }
         Ok(())
     }
 
-    async fn remove(&mut self, vni: u32, index: u32) -> Result<(), KernelError> {
-        match self.handle.link().del(index).execute().await {
+    /// The VXLAN device of `segment`, made or adopted, up, with its
+    /// routing rule and table; the sysctls.
+    async fn serve(&mut self, segment: &Segment) -> Result<(), KernelError> {
+        let interface = link(&self.handle, &segment.interface)
+            .await?
+            .ok_or_else(|| KernelError {
+                what: format!(
+                    "the segment {} of network {}",
+                    segment.interface, segment.network
+                ),
+                cause: "no such interface".into(),
+            })?
+            .header
+            .index;
+        let name = nat::device(segment.vni);
+        let device = match link(&self.handle, &name).await? {
+            Some(link) => link.header.index,
+            None => {
+                self.handle
+                    .link()
+                    .add(vxlan(&name, segment.vni, self.vtep, self.mtu))
+                    .execute()
+                    .await
+                    .map_err(failed(format!("cannot create {name}")))?;
+                tracing::info!("agent: made {name} for network {}", segment.network);
+                link(&self.handle, &name)
+                    .await?
+                    .ok_or_else(|| KernelError {
+                        what: format!("{name} is missing"),
+                        cause: "made, then not found".into(),
+                    })?
+                    .header
+                    .index
+            }
+        };
+        // Out of any bridge (an earlier version joined it to the segment),
+        // with the overlay's MTU (an adopted device may have another).
+        self.handle
+            .link()
+            .set(
+                LinkUnspec::new_with_index(device)
+                    .nocontroller()
+                    .mtu(self.mtu)
+                    .up()
+                    .build(),
+            )
+            .execute()
+            .await
+            .map_err(failed(format!("cannot bring {name} up")))?;
+        let settings = |what: &str| io_failed(format!("cannot set {what}"));
+        sysctl(&format!("/proc/sys/net/ipv4/conf/{name}/forwarding"), "1")
+            .map_err(settings(&format!("{name}'s forwarding")))?;
+        sysctl(&format!("/proc/sys/net/ipv4/conf/{name}/rp_filter"), "0")
+            .map_err(settings(&format!("{name}'s reverse-path filter")))?;
+        let forwarding = sysctl(
+            &format!("/proc/sys/net/ipv4/conf/{}/forwarding", segment.interface),
+            "1",
+        )
+        .map_err(settings(&format!("{}'s forwarding", segment.interface)))?;
+
+        let mut request = self.handle.rule().add().v4();
+        *request.message_mut() = self.rule(segment);
+        ignore(request.execute().await, &[libc::EEXIST]).map_err(failed(format!(
+            "cannot route {name}'s packets by table {}",
+            nat::routing_table(segment)
+        )))?;
+        self.handle
+            .route()
+            .add(route(segment, interface))
+            .replace()
+            .execute()
+            .await
+            .map_err(failed(format!(
+                "cannot route table {} on {}",
+                nat::routing_table(segment),
+                segment.interface
+            )))?;
+        let forwarding = match self.made.get(&segment.vni) {
+            Some(made) => made.forwarding.clone(),
+            None => forwarding,
+        };
+        self.made.insert(
+            segment.vni,
+            Made {
+                segment: segment.clone(),
+                device,
+                forwarding,
+            },
+        );
+        Ok(())
+    }
+
+    /// `iif fvxN lookup TABLE`, at the agent's priority.
+    fn rule(&self, segment: &Segment) -> RuleMessage {
+        // The action said: rtnetlink leaves it unspecified, which the
+        // kernel takes, and then fails every lookup of (EINVAL: the
+        // packets vanish without an ICMP error).
+        let mut request = self
+            .handle
+            .rule()
+            .add()
+            .v4()
+            .input_interface(nat::device(segment.vni))
+            .table_id(nat::routing_table(segment))
+            .priority(nat::RULE_PRIORITY)
+            .action(RuleAction::ToTable);
+        request.message_mut().clone()
+    }
+
+    async fn remove(&mut self, vni: u32) -> Result<(), KernelError> {
+        let Some(made) = self.made.get(&vni) else {
+            return Ok(());
+        };
+        let segment = made.segment.clone();
+        let name = nat::device(vni);
+        let result = self.handle.rule().del(self.rule(&segment)).execute().await;
+        ignore(result, &[libc::ENOENT, libc::ESRCH])
+            .map_err(failed(format!("cannot remove {name}'s routing rule")))?;
+        if let Some(interface) = link(&self.handle, &segment.interface).await? {
+            let result = self
+                .handle
+                .route()
+                .del(route(&segment, interface.header.index))
+                .execute()
+                .await;
+            ignore(result, &[libc::ENOENT, libc::ESRCH]).map_err(failed(format!(
+                "cannot remove table {}'s route",
+                nat::routing_table(&segment)
+            )))?;
+            sysctl(
+                &format!("/proc/sys/net/ipv4/conf/{}/forwarding", segment.interface),
+                &made.forwarding,
+            )
+            .map_err(io_failed(format!(
+                "cannot put {}'s forwarding back",
+                segment.interface
+            )))?;
+        }
+        match self.handle.link().del(made.device).execute().await {
             Err(rtnetlink::Error::NetlinkError(message))
                 if message.to_io().raw_os_error() == Some(libc::ENODEV) => {}
-            result => result.map_err(failed(format!("cannot delete fvx{vni}")))?,
+            result => result.map_err(failed(format!("cannot delete {name}")))?,
         }
-        self.devices.remove(&vni);
+        self.made.remove(&vni);
         Ok(())
     }
 
@@ -160,6 +304,15 @@ impl Kernel {
         }
         Ok(found)
     }
+}
+
+/// Table `routing_table(segment)`: everything on the segment.
+fn route(segment: &Segment, interface: u32) -> RouteMessage {
+    RouteMessageBuilder::<Ipv4Addr>::new()
+        .table_id(nat::routing_table(segment))
+        .output_interface(interface)
+        .scope(RouteScope::Link)
+        .build()
 }
 
 /// A datagram to `address`'s discard port, bound to `interface`: the

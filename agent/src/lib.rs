@@ -1,11 +1,12 @@
 //! `fulcrum-agent`, the SDN mode's host agent (docs/sdn.md).
 //!
 //! It registers its host in the cluster store, terminates each of its
-//! networks' VXLAN on the network's segment, finds the policy's DIPs on
-//! those segments, probes them with nanny's checkers (keepalived's
-//! semantics; the probes leave from the segment, bound to it) and writes
-//! their health. Not yet: translating VIP:port to DIP:backend_port (the
-//! DIPs serve the VIP themselves, as direct-routing servers do).
+//! networks' VXLAN and routes it to the network's segment, translating
+//! each VIP:port to the DIP:backend_port the Mux chose ([`nat`]; the
+//! replies go back translated, from the host to its gateway, never through
+//! the Mux), finds the policy's DIPs on those segments, probes them with
+//! nanny's checkers (keepalived's semantics; the probes leave from the
+//! segment, bound to it) and writes their health.
 //!
 //! Rules of the loop (one task, one `select!`):
 //! - **Live keys under a lease** ([`LEASE_SECONDS`], renewed every third
@@ -18,12 +19,15 @@
 //!   its probes running, remembers what it found and measured, and writes
 //!   all of it again under a new lease once the store answers.
 //! - **Finding DIPs** every [`FIND_EVERY`]: a DIP is found while its
-//!   segment's neighbour table has its MAC.
+//!   segment's neighbour table has its MAC; the translations follow what
+//!   is found.
 //! - **Clean stop** (SIGTERM, SIGINT): the lease is revoked (every live key
-//!   goes at once), the probes stop, the devices it made go.
+//!   goes at once), the probes stop, the rules, routes and devices it made
+//!   go.
 
 pub mod desired;
 pub mod kernel;
+pub mod nat;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -179,18 +183,12 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         lease,
                         watch,
                     };
-                    fresh
-                        .put(
-                            &schema::host(&host),
-                            &Host {
-                                vtep: settings.vtep,
-                            },
-                        )
-                        .await?;
                     follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
-                    write_all(&mut fresh, &host, &known).await?;
+                    write_all(&mut fresh, &host, settings.vtep, &known).await?;
                     tracing::info!("agent {host}: following the cluster store");
                     connection = Some(fresh);
+                    // Renewed at once: connecting took part of the lease.
+                    renew.reset_immediately();
                 }
                 Wake::Watch(Ok(Some(response))) if watch_ended(&response).is_some() => {
                     return Err(StoreError::Contents {
@@ -270,6 +268,14 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         tracing::info!("agent {host}: lost DIP {} of {}", key.1, key.0);
                     }
                     known.found = found;
+                    if !added.is_empty() || !lost.is_empty() {
+                        if let Err(error) = kernel.apply(&known.local, &known.found).await {
+                            tracing::error!("agent {host}: {error}");
+                        }
+                        probes
+                            .follow(&desired::probes(&known.local, &known.found))
+                            .await;
+                    }
                     if let Some(current) = connection.as_mut() {
                         for ((network, address), mac) in &added {
                             current
@@ -348,8 +354,8 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     Ok(())
 }
 
-/// Takes `reading`'s policy as this host's: its segments' devices and its
-/// probes. Returns the policy it replaces.
+/// Takes `reading`'s policy as this host's: its segments' devices and
+/// translations, and its probes. Returns the policy it replaces.
 async fn follow(
     known: &mut Known,
     kernel: &mut kernel::Kernel,
@@ -364,36 +370,46 @@ async fn follow(
     for problem in &known.local.problems {
         tracing::warn!("agent: {problem}");
     }
-    if let Err(error) = kernel.segments(&known.local.segments).await {
+    if let Err(error) = kernel.apply(&known.local, &known.found).await {
         tracing::error!("agent: {error}");
     }
-    probes.follow(&known.local.probes).await;
+    probes
+        .follow(&desired::probes(&known.local, &known.found))
+        .await;
     before
 }
 
-/// Every live key the agent holds, written under a new lease.
+/// Every live key the agent holds (its host among them), written under a
+/// new lease in one transaction.
 async fn write_all(
     connection: &mut Connection,
     host: &str,
+    vtep: IpAddr,
     known: &Known,
 ) -> Result<(), StoreError> {
+    let mut entries = vec![(schema::host(host), schema::to_json(&Host { vtep }))];
     for ((network, address), mac) in &known.found {
-        connection
-            .put(
-                &schema::local_dip(host, network, *address),
-                &dip_value(&known.local, network, mac),
-            )
-            .await?;
+        entries.push((
+            schema::local_dip(host, network, *address),
+            schema::to_json(&dip_value(&known.local, network, mac)),
+        ));
     }
     for ((network, address, port), up) in &known.health {
-        connection
-            .put(
-                &schema::health(host, network, *address, *port),
-                &Health { up: *up },
-            )
-            .await?;
+        entries.push((
+            schema::health(host, network, *address, *port),
+            schema::to_json(&Health { up: *up }),
+        ));
     }
-    write_applied(connection, host, known).await
+    entries.push((
+        schema::applied(Role::Agent, host),
+        schema::to_json(&Applied {
+            revision: known.local.revision,
+        }),
+    ));
+    connection
+        .store
+        .put_live_all(&entries, &connection.lease)
+        .await
 }
 
 async fn write_applied(

@@ -98,12 +98,15 @@ fn settings(loaded: &mut fulcrum_config::Loaded) -> Option<Settings> {
         problems.push("an agent's file needs 'host_agent { vtep ADDRESS }'".to_owned());
     }
     let mut segments = Vec::new();
-    for network in &config.virtual_networks {
+    for (position, network) in config.virtual_networks.iter().enumerate() {
         match &network.interface {
             Some(interface) => segments.push(Segment {
                 network: network.name.clone(),
                 vni: network.vni,
                 interface: interface.clone(),
+                // The file's order: a network's zone stays while the file
+                // keeps it where it is, whatever the policy serves.
+                zone: u16::try_from(position + 1).unwrap_or(u16::MAX),
             }),
             None => problems.push(format!(
                 "virtual_network '{}' needs 'interface IF': the segment its DIPs attach to",

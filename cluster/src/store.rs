@@ -263,6 +263,29 @@ impl Store {
         Ok(())
     }
 
+    /// Writes `entries` (key, value) under `lease` in as few requests as
+    /// the store allows (a transaction holds at most [`MAX_TRANSACTION`]
+    /// operations): an agent's keys, written again on reconnecting, are
+    /// one round trip, not one per key, well within the lease's life.
+    pub async fn put_live_all(
+        &mut self,
+        entries: &[(String, String)],
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let options = etcd_client::PutOptions::new().with_lease(lease.id);
+        for chunk in entries.chunks(MAX_TRANSACTION) {
+            let operations: Vec<TxnOp> = chunk
+                .iter()
+                .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), Some(options.clone())))
+                .collect();
+            self.client
+                .txn(Txn::new().and_then(operations))
+                .await
+                .map_err(request("write live keys"))?;
+        }
+        Ok(())
+    }
+
     /// Deletes a live key (one whose object is gone before its writer's
     /// lease).
     pub async fn delete(&mut self, key: &str) -> Result<(), StoreError> {
@@ -309,6 +332,10 @@ impl Lease {
         }
     }
 }
+
+/// etcd's default limit of operations in one transaction
+/// (`--max-txn-ops`).
+pub const MAX_TRANSACTION: usize = 128;
 
 /// Maps a client error to [`StoreError::Request`] saying what failed.
 fn request(what: &'static str) -> impl FnOnce(etcd_client::Error) -> StoreError {

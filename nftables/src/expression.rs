@@ -674,10 +674,17 @@ pub mod meta {
     pub const LAYER4_PROTOCOL: u32 = 16;
     /// The packet's type (one byte: PACKET_HOST, PACKET_OTHERHOST...).
     pub const PACKET_TYPE: u32 = 19;
+    /// The network protocol of an `inet` table's packet (one byte:
+    /// NFPROTO_IPV4 or NFPROTO_IPV6).
+    pub const NETWORK_PROTOCOL: u32 = 15;
 }
 
 /// `NFT_CT_*` keys.
 pub mod conntrack {
+    /// The connection's status bits (four bytes, host order: IPS_*).
+    pub const STATUS: u32 = 2;
+    /// IPS_DST_NAT: the connection's destination is translated.
+    pub const STATUS_DESTINATION_NAT: u32 = 1 << 5;
     /// The connection's zone (two bytes, host order).
     pub const ZONE: u32 = 17;
 }
@@ -774,6 +781,26 @@ impl Expression {
         let mut padded = name.as_bytes().to_vec();
         padded.resize(INTERFACE_NAME_LENGTH, 0);
         [Expression::meta(key), Expression::equal(padded)]
+    }
+
+    /// Loads the connection's `key` (`conntrack::*`) into register 1.
+    pub fn ct(key: u32) -> Expression {
+        Expression::Ct(vec![
+            CtAttribute::Key(key),
+            CtAttribute::DestinationRegister(register::R1),
+        ])
+    }
+
+    /// Register 1 masked with `mask` (its length: the bytes kept).
+    pub fn and(mask: Vec<u8>) -> Expression {
+        let length = mask.len();
+        Expression::Bitwise(vec![
+            BitwiseAttribute::SourceRegister(register::R1),
+            BitwiseAttribute::DestinationRegister(register::R1),
+            BitwiseAttribute::Length(length as u32),
+            BitwiseAttribute::Mask(vec![DataAttribute::Value(mask)]),
+            BitwiseAttribute::Xor(vec![DataAttribute::Value(vec![0; length])]),
+        ])
     }
 
     /// `ct zone set ZONE`.

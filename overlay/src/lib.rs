@@ -1,16 +1,17 @@
 //! What the SDN mode's Mux (`pulse/src/mux`) and host agent (`agent/`)
 //! share of the kernel, over rtnetlink: errors that say which step failed,
-//! links by name, the overlay's VXLAN device, neighbour entries, MAC
-//! addresses in text.
+//! links by name, the overlay's VXLAN device and its MTU, neighbour
+//! entries, MAC addresses in text, sysctls.
 
 use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
-use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::address::AddressAttribute;
+use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
-use rtnetlink::{Handle, LinkVxlan};
+use rtnetlink::{Handle, LinkUnspec, LinkVxlan};
 
 /// VXLAN's IANA port.
 pub const VXLAN_PORT: u16 = 4789;
@@ -78,14 +79,114 @@ pub async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, Ke
 
 /// The overlay's VXLAN device for `vni` from `vtep`: UDP port 4789, no
 /// learning (where a MAC is comes from the store's entries, never from
-/// flooding).
-pub fn vxlan(name: &str, vni: u32, vtep: IpAddr) -> LinkMessage {
-    let builder = LinkVxlan::new(name, vni).port(VXLAN_PORT).learning(false);
+/// flooding), `mtu` (see [`overlay_mtu`]).
+pub fn vxlan(name: &str, vni: u32, vtep: IpAddr, mtu: u32) -> LinkMessage {
+    let builder = LinkVxlan::new(name, vni)
+        .port(VXLAN_PORT)
+        .learning(false)
+        .mtu(mtu);
     match vtep {
         IpAddr::V4(address) => builder.local(address),
         IpAddr::V6(address) => builder.local6(address),
     }
     .build()
+}
+
+/// What VXLAN adds to a frame on the underlay: the outer IP header (20
+/// bytes, 40 for IPv6), UDP (8), VXLAN (8) and the inner Ethernet header
+/// (14).
+pub fn encapsulation_overhead(vtep: IpAddr) -> u32 {
+    match vtep {
+        IpAddr::V4(_) => 50,
+        IpAddr::V6(_) => 70,
+    }
+}
+
+/// The MTU of the overlay from `vtep`: the MTU of the interface holding
+/// that address, less the encapsulation. A device without a lower device
+/// (ours: the route to each VTEP chooses the way out) would otherwise be
+/// given 1,500 whatever the underlay carries, and frames too large for it
+/// would vanish on the way: with the MTU right, the kernel answers a
+/// packet too big for the overlay with an ICMP error (path MTU discovery
+/// works) or fragments it.
+pub async fn overlay_mtu(handle: &Handle, vtep: IpAddr) -> Result<u32, KernelError> {
+    let addresses: Vec<_> = handle
+        .address()
+        .get()
+        .execute()
+        .try_collect()
+        .await
+        .map_err(failed("cannot read the addresses"))?;
+    let index = addresses
+        .iter()
+        .find(|message| {
+            message.attributes.iter().any(|attribute| {
+                matches!(attribute, AddressAttribute::Local(address) | AddressAttribute::Address(address) if *address == vtep)
+            })
+        })
+        .map(|message| message.header.index)
+        .ok_or_else(|| KernelError {
+            what: format!("the VTEP address {vtep}"),
+            cause: "no interface of this host has it".into(),
+        })?;
+    let mut links = handle.link().get().match_index(index).execute();
+    let link = links
+        .try_next()
+        .await
+        .map_err(failed(format!("cannot read the interface of {vtep}")))?;
+    let mtu = link
+        .iter()
+        .flat_map(|link| &link.attributes)
+        .find_map(|attribute| match attribute {
+            LinkAttribute::Mtu(mtu) => Some(*mtu),
+            _ => None,
+        })
+        .ok_or_else(|| KernelError {
+            what: format!("the interface of {vtep}"),
+            cause: "the kernel gave no MTU".into(),
+        })?;
+    Ok(mtu.saturating_sub(encapsulation_overhead(vtep)))
+}
+
+/// The MAC address of `link`, if it has one.
+pub fn mac_of(link: &LinkMessage) -> Option<[u8; 6]> {
+    link.attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        })
+}
+
+/// Brings the link `index` up with `mtu` (when given): `what` names it in
+/// an error.
+pub async fn set_up(
+    handle: &Handle,
+    index: u32,
+    mtu: Option<u32>,
+    what: &str,
+) -> Result<(), KernelError> {
+    let mut builder = LinkUnspec::new_with_index(index).up();
+    if let Some(mtu) = mtu {
+        builder = builder.mtu(mtu);
+    }
+    handle
+        .link()
+        .set(builder.build())
+        .execute()
+        .await
+        .map_err(failed(format!("cannot bring {what} up")))
+}
+
+/// Writes `value` to the sysctl file `path` (of the calling thread's
+/// namespace) unless it holds it already; returns what it held.
+pub fn sysctl(path: &str, value: &str) -> std::io::Result<String> {
+    let before = std::fs::read_to_string(path)?.trim().to_owned();
+    if before != value {
+        std::fs::write(path, value)?;
+        tracing::info!("set {path} to {value} (was {before})");
+    }
+    Ok(before)
 }
 
 /// A neighbour entry with an address and a MAC.

@@ -1,5 +1,6 @@
 //! A tiny HTTP responder that answers with its own name, and the client that
-//! asks it: enough HTTP/1.0 to see which real server answered.
+//! asks it: enough HTTP/1.0 to see which real server answered, and how much
+//! of an upload reached it.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -92,11 +93,7 @@ fn serve(
     served: &Arc<AtomicU64>,
     clients: &Mutex<BTreeSet<IpAddr>>,
 ) {
-    let response: Arc<str> = format!(
-        "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into();
+    let body: Arc<str> = body.into();
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
@@ -105,9 +102,9 @@ fn serve(
                 // and send its request much later (a long-lived connection
                 // kept across a restart of the director's daemon), which
                 // must not hold up the others.
-                let response = response.clone();
+                let body = body.clone();
                 let served = served.clone();
-                thread::spawn(move || answer(stream, &response, &served));
+                thread::spawn(move || answer(stream, &body, &served));
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(5));
@@ -117,29 +114,59 @@ fn serve(
     }
 }
 
-fn answer(mut stream: TcpStream, response: &str, served: &AtomicU64) {
+/// Answers `body` (the responder's name and a newline); to a request with
+/// a body, the name and how many bytes of it arrived.
+fn answer(mut stream: TcpStream, body: &str, served: &AtomicU64) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
-    if read_request(&mut stream).is_ok() {
+    if let Ok(uploaded) = read_request(&mut stream) {
+        let body = match uploaded {
+            Some(count) => format!("{} received {count}\n", body.trim_end()),
+            None => body.to_owned(),
+        };
+        let response = format!(
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
         let _ = stream.write_all(response.as_bytes());
         served.fetch_add(1, Ordering::Relaxed);
     }
     let _ = stream.shutdown(Shutdown::Write);
 }
 
-/// Reads up to the blank line that ends a request's head. A connection
-/// closed before (a TCP health check's) is an error: it is not a request.
-fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
+/// Reads up to the blank line that ends a request's head, then the body
+/// its Content-Length announces; returns how many bytes of a body came.
+/// A connection closed before the head's end (a TCP health check's) is an
+/// error: it is not a request.
+fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<usize>> {
     let mut request = Vec::new();
-    let mut buffer = [0u8; 1024];
-    while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+    let mut buffer = [0u8; 16384];
+    let head_end = loop {
+        if let Some(position) = request.windows(4).position(|window| window == b"\r\n\r\n") {
+            break position + 4;
+        }
         let count = stream.read(&mut buffer)?;
         if count == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         request.extend_from_slice(&buffer[..count]);
+    };
+    let head = String::from_utf8_lossy(&request[..head_end]).to_ascii_lowercase();
+    let Some(length) = head.lines().find_map(|line| {
+        line.strip_prefix("content-length:")
+            .and_then(|value| value.trim().parse::<usize>().ok())
+    }) else {
+        return Ok(None);
+    };
+    let mut received = request.len() - head_end;
+    while received < length {
+        let count = stream.read(&mut buffer)?;
+        if count == 0 {
+            break;
+        }
+        received += count;
     }
-    Ok(())
+    Ok(Some(received))
 }
 
 /// One `GET /` to `address` over a new connection, from inside `namespace`;
@@ -178,14 +205,38 @@ impl Connection {
     }
 
     /// Sends `GET /` and returns the body of the answer.
-    pub fn get(mut self) -> Result<String> {
+    pub fn get(self) -> Result<String> {
+        self.request("GET", &[])
+    }
+
+    /// Sends `POST /` with `upload` as its body and returns the body of the
+    /// answer (a responder's: its name and the bytes it received).
+    pub fn post(self, upload: &[u8]) -> Result<String> {
+        self.request("POST", upload)
+    }
+
+    fn request(mut self, method: &str, upload: &[u8]) -> Result<String> {
         let address = self.address;
-        self.stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        // An upload's answer comes once all of it arrived.
+        let timeout = if upload.is_empty() { 5 } else { 30 };
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(timeout)))?;
         let host = match address.ip() {
             IpAddr::V4(ip) => ip.to_string(),
             IpAddr::V6(ip) => format!("[{ip}]"),
         };
-        write!(self.stream, "GET / HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        if upload.is_empty() {
+            write!(self.stream, "{method} / HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        } else {
+            write!(
+                self.stream,
+                "{method} / HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n",
+                upload.len()
+            )?;
+            self.stream
+                .write_all(upload)
+                .with_context(|| format!("cannot send {} bytes to {address}", upload.len()))?;
+        }
         let mut response = String::new();
         self.stream
             .read_to_string(&mut response)

@@ -40,6 +40,7 @@ fn segment(network: &str, vni: u32, interface: &str) -> Segment {
         network: network.into(),
         vni,
         interface: interface.into(),
+        zone: 1,
     }
 }
 
@@ -65,21 +66,37 @@ fn an_agent_looks_for_its_networks_dips_and_probes_them_on_their_segment() {
         .collect();
     assert_eq!(dips, ["tenant-a 10.1.0.5", "tenant-a 10.1.0.6"]);
     assert_eq!(local.vips.len(), 1);
-    // The probes read back as keepalived reads them.
-    let loaded = fulcrum_config::load_str(
-        "probes",
-        &local.probes,
-        &fulcrum_config::lexer::Options::default(),
+    let translations: Vec<String> = local
+        .translations
+        .iter()
+        .map(|translation| format!("{} -> {}", translation.vip, translation.dip))
+        .collect();
+    assert_eq!(
+        translations,
+        [
+            "203.0.113.10:80 -> 10.1.0.5:8080",
+            "203.0.113.10:80 -> 10.1.0.6:8080"
+        ]
     );
+    // Only DIPs found on this host are probed.
+    assert_eq!(probes(&local, &BTreeMap::new()), "");
+    let found = BTreeMap::from([(
+        ("tenant-a".to_owned(), "10.1.0.5".parse().unwrap()),
+        [2, 0, 0, 0, 1, 5],
+    )]);
+    let text = probes(&local, &found);
+    // The probes read back as keepalived reads them.
+    let loaded =
+        fulcrum_config::load_str("probes", &text, &fulcrum_config::lexer::Options::default());
     assert_eq!(
         loaded.diagnostics.count(Severity::Error),
         0,
         "{}\n{}",
-        local.probes,
+        text,
         loaded.diagnostics.render(&loaded.sources)
     );
     let server = &loaded.config.virtual_servers[0];
-    assert_eq!(server.real_servers.len(), 1, "{}", local.probes);
+    assert_eq!(server.real_servers.len(), 1, "{text}");
     let real_server = &server.real_servers[0];
     assert_eq!(
         (real_server.address.to_string(), real_server.port),

@@ -32,10 +32,12 @@ use std::fs::File;
 use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 
-use fulcrum_overlay::{KernelError, failed, ignore, io_failed, link, neighbours, vxlan};
+use fulcrum_overlay::{
+    KernelError, failed, ignore, io_failed, link, mac_of, neighbours, overlay_mtu, set_up, sysctl,
+    vxlan,
+};
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
 };
@@ -51,6 +53,8 @@ pub struct Kernel {
     runtime: tokio::runtime::Handle,
     main: Handle,
     vtep: IpAddr,
+    /// The overlay's MTU: the underlay's less VXLAN's encapsulation.
+    mtu: u32,
     tenants: BTreeMap<u32, Programmed>,
 }
 
@@ -82,12 +86,14 @@ impl Kernel {
         runtime.spawn(connection);
         // The Mux routes VIPs from the underlay into the tenants'
         // namespaces.
-        enable("/proc/sys/net/ipv4/ip_forward", "1")
+        sysctl("/proc/sys/net/ipv4/ip_forward", "1")
             .map_err(io_failed("cannot enable IPv4 forwarding"))?;
+        let mtu = overlay_mtu(&main, vtep).await?;
         let mut kernel = Kernel {
             runtime,
             main,
             vtep,
+            mtu,
             tenants: BTreeMap::new(),
         };
         for (name, vni) in namespace::existing() {
@@ -161,8 +167,8 @@ impl Kernel {
         // namespace has no route back to clients (replies go straight from
         // the hosts), so a filter would drop every request.
         namespace::run_in(&space, || {
-            enable("/proc/sys/net/ipv4/conf/all/rp_filter", "0")?;
-            enable("/proc/sys/net/ipv4/conf/default/rp_filter", "0")
+            sysctl("/proc/sys/net/ipv4/conf/all/rp_filter", "0")?;
+            sysctl("/proc/sys/net/ipv4/conf/default/rp_filter", "0").map(drop)
         })
         .and_then(|result| result)
         .map_err(io_failed(format!(
@@ -185,7 +191,7 @@ impl Kernel {
             })?;
         // lo up: without it the namespace has no local table, and IPVS
         // refuses destinations (it cannot classify addresses).
-        set_up(&handle, 1, &format!("lo in {name}")).await?;
+        set_up(&handle, 1, None, &format!("lo in {name}")).await?;
 
         let vxlan_name = format!("fvx{vni}");
         let vxlan = match link(&handle, &vxlan_name).await? {
@@ -196,7 +202,7 @@ impl Kernel {
                     None => {
                         self.main
                             .link()
-                            .add(vxlan(&vxlan_name, vni, self.vtep))
+                            .add(vxlan(&vxlan_name, vni, self.vtep, self.mtu))
                             .execute()
                             .await
                             .map_err(failed(format!("cannot create {vxlan_name}")))?;
@@ -207,7 +213,8 @@ impl Kernel {
                 self.index(&handle, &vxlan_name).await?
             }
         };
-        set_up(&handle, vxlan, &vxlan_name).await?;
+        // The MTU again: an adopted device may have been made with another.
+        set_up(&handle, vxlan, Some(self.mtu), &vxlan_name).await?;
 
         let outer_name = format!("fvm{vni}");
         let inner_name = format!("fvt{vni}");
@@ -224,14 +231,14 @@ impl Kernel {
                 .await?;
         }
         let outer = self.index(&self.main, &outer_name).await?;
-        set_up(&self.main, outer, &outer_name).await?;
+        set_up(&self.main, outer, None, &outer_name).await?;
         let inner = link(&handle, &inner_name)
             .await?
             .ok_or_else(|| KernelError {
                 what: format!("{inner_name} is not in {name}"),
                 cause: "its veth pair lost it".into(),
             })?;
-        set_up(&handle, inner.header.index, &inner_name).await?;
+        set_up(&handle, inner.header.index, None, &inner_name).await?;
         let inner_mac = mac_of(&inner).ok_or_else(|| KernelError {
             what: format!("{inner_name} has no MAC address"),
             cause: "the kernel gave none".into(),
@@ -474,34 +481,6 @@ impl Tenant {
             table: Default::default(),
         }
     }
-}
-
-/// Writes `value` to the sysctl file `path` (of the calling thread's
-/// namespace) unless it holds it already.
-fn enable(path: &str, value: &str) -> std::io::Result<()> {
-    if std::fs::read_to_string(path)?.trim() != value {
-        std::fs::write(path, value)?;
-        tracing::info!("mux: set {path} to {value}");
-    }
-    Ok(())
-}
-
-fn mac_of(link: &LinkMessage) -> Option<[u8; 6]> {
-    link.attributes
-        .iter()
-        .find_map(|attribute| match attribute {
-            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
-            _ => None,
-        })
-}
-
-async fn set_up(handle: &Handle, index: u32, what: &str) -> Result<(), KernelError> {
-    handle
-        .link()
-        .set(LinkUnspec::new_with_index(index).up().build())
-        .execute()
-        .await
-        .map_err(failed(format!("cannot bring {what} up")))
 }
 
 fn route(address: IpAddr, index: u32) -> netlink_packet_route::route::RouteMessage {

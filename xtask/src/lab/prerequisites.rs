@@ -23,6 +23,9 @@ pub const PACKAGES: &[&str] = &[
     // `nft list ruleset`: the VRRP interop test compares pulse's drop
     // rules (no_accept) with keepalived's.
     "nftables",
+    // A capture on the Mux's underlay link: requests are VXLAN with the
+    // tenant's VNI, and no reply passes (the SDN test and demo).
+    "tcpdump",
     // The SDN mode's cluster store, run by the tests on this machine
     // (labkit::etcd) and in the guest.
     "etcd-server",
