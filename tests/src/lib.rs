@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod lines;
 mod listing;
 mod namespace;
+pub mod sdn;
 pub mod topology;
 
 pub use ipvs_connections::{IpvsConnection, ipvs_connections};

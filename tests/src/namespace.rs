@@ -158,6 +158,27 @@ impl Namespace {
         })?
     }
 
+    /// Runs `work` on a thread inside the namespace `name` of /run/netns
+    /// that another program made (the Mux's tenants' `fulcrum-vniN`);
+    /// `None` if there is none by that name, or not yet one to enter (a
+    /// file made but not mounted on).
+    pub fn run_in_named<T: Send>(name: &str, work: impl FnOnce() -> T + Send) -> Option<T> {
+        let handle = File::open(Path::new(NETNS_DIRECTORY).join(name)).ok()?;
+        thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    // SAFETY: setns on a namespace file held open, on this
+                    // thread only.
+                    if unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                        return None;
+                    }
+                    Some(work())
+                })
+                .join()
+                .expect("work in a namespace panicked")
+        })
+    }
+
     /// Moves the calling thread into this namespace.
     pub fn enter(&self) -> Result<()> {
         // SAFETY: setns on a namespace file descriptor we own.

@@ -14,6 +14,7 @@ mod bench_nanny;
 mod bench_pulse;
 mod capture;
 mod demo;
+mod demo_sdn;
 mod lab;
 mod test;
 
@@ -23,13 +24,22 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Fulcrum's developer tasks")]
 struct Arguments {
     #[command(subcommand)]
     task: Task,
+}
+
+/// The demo's acts.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Act {
+    /// keepalived.conf on two directors: health checks, VRRP failover.
+    Lvs,
+    /// The cloud load balancer: a Mux, host agents, tenants on VXLAN.
+    Sdn,
 }
 
 #[derive(Subcommand)]
@@ -43,14 +53,25 @@ enum Task {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// The main job in the lab, for a person to watch: pulse runs a
-    /// keepalived.conf with two real servers behind a virtual address; the
-    /// answers alternate, and the rotation follows a server that stops and
-    /// comes back.
-    Demo,
-    /// In the guest: the demo itself, with the pulse binary to run.
+    /// The main job in the lab, for a person to watch. The LVS act: pulse
+    /// runs a keepalived.conf with two real servers behind a virtual
+    /// address; the answers alternate, the rotation follows a server that
+    /// stops and comes back, a second director takes over. The SDN act: a
+    /// Mux and two host agents serve two tenants with the same DIP
+    /// address over VXLAN, the replies bypassing the Mux. Both acts
+    /// unless one is named.
+    Demo {
+        #[arg(value_enum)]
+        act: Option<Act>,
+    },
+    /// In the guest: the demo itself, with the binaries to run.
     #[command(hide = true)]
-    GuestDemo { pulse: PathBuf },
+    GuestDemo {
+        pulse: PathBuf,
+        agent: PathBuf,
+        #[arg(value_enum)]
+        act: Option<Act>,
+    },
     /// 1,000 services x 10 destinations through the library and through
     /// `ipvsadm -R` in one lab run: both times and the ratio.
     Bench,
@@ -179,15 +200,30 @@ fn run(task: Task) -> Result<ExitCode> {
             let status = lab.run(&command)?;
             Ok(exit_code(status))
         }
-        Task::Demo => {
+        Task::Demo { act } => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
-            let [pulse] = <[PathBuf; 1]>::try_from(test::binaries(&repository, &["pulse"], false)?)
-                .expect("one name, one path");
+            let [pulse, agent] = <[PathBuf; 2]>::try_from(test::binaries(
+                &repository,
+                &["pulse", "fulcrum-agent"],
+                false,
+            )?)
+            .expect("two names, two paths");
             let pulse = pulse.to_str().context("a pulse path that is not UTF-8")?;
-            Ok(exit_code(lab.run(&guest_command(&["guest-demo", pulse])?)?))
+            let agent = agent.to_str().context("an agent path that is not UTF-8")?;
+            let mut command = vec!["guest-demo", pulse, agent];
+            let act = act.map(|act| act.to_possible_value().expect("no skipped act"));
+            if let Some(act) = &act {
+                command.push(act.get_name());
+            }
+            Ok(exit_code(lab.run(&guest_command(&command)?)?))
         }
-        Task::GuestDemo { pulse } => {
-            demo::run_in_guest(&pulse)?;
+        Task::GuestDemo { pulse, agent, act } => {
+            if act != Some(Act::Sdn) {
+                demo::run_in_guest(&pulse)?;
+            }
+            if act != Some(Act::Lvs) {
+                demo_sdn::run_in_guest(&pulse, &agent)?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Task::Bench => {

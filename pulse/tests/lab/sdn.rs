@@ -1,208 +1,19 @@
-//! The SDN mode in the lab: a real etcd, a routed underlay, the Mux, two
-//! hosts each with a fulcrum-agent, tenant networks on VXLAN, the same DIP
-//! address in two tenants. The hosts' segments (a bridge per network) are
-//! the operator's, made here with iproute2; the agents terminate VXLAN,
-//! translate VIP:80 to DIP:8080, find the DIPs and probe them. The DIPs
-//! are plain servers on their segment (port 8080, their host's segment
-//! address as gateway): no VIP of their own, no ARP settings.
+//! The SDN mode in the lab: a real etcd (three members), a routed
+//! underlay, the Mux, two hosts each with a fulcrum-agent, tenant networks
+//! on VXLAN, the same DIP address in two tenants (labkit::sdn builds it).
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fulcrum_cluster::store::{Store, endpoints};
 use labkit::Namespace;
 use labkit::etcd::Etcd;
-use labkit::http::{Responder, get};
+use labkit::sdn::{Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B};
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
-
-const VIP_A: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 10);
-const VIP_B: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 20);
-const MUX_VTEP: &str = "172.30.1.2";
-
-const POLICY: &str = "virtual_network tenant-a {
-    vni 100
-}
-virtual_network tenant-b {
-    vni 200
-}
-virtual_server 203.0.113.10 80 {
-    protocol TCP
-    lb_algo rr
-    virtual_network tenant-a
-    real_server 10.1.0.5 8080 {
-        TCP_CHECK {
-            connect_timeout 1
-            retry 0
-            delay_loop 1
-        }
-    }
-    real_server 10.1.0.6 8080 {
-        TCP_CHECK {
-            connect_timeout 1
-            retry 0
-            delay_loop 1
-        }
-    }
-    real_server 10.1.0.7 8080 {
-        TCP_CHECK {
-            connect_timeout 1
-            retry 0
-            delay_loop 1
-        }
-    }
-}
-virtual_server 203.0.113.20 80 {
-    protocol TCP
-    lb_algo rr
-    virtual_network tenant-b
-    real_server 10.1.0.5 8080 {
-        TCP_CHECK {
-            connect_timeout 1
-            retry 0
-            delay_loop 1
-        }
-    }
-}
-";
-
-/// The namespaces, and the guest's own end of the store's link, removed
-/// when dropped.
-struct Underlay {
-    client: Namespace,
-    mux: Namespace,
-    others: Vec<Namespace>,
-}
-
-impl Underlay {
-    fn namespace(&self, name: &str) -> &Namespace {
-        self.others
-            .iter()
-            .find(|namespace| namespace.name() == name)
-            .unwrap()
-    }
-}
-
-impl Drop for Underlay {
-    fn drop(&mut self) {
-        let _ = labkit::run_ip(None, "link del sdnstore0");
-    }
-}
-
-/// The client and an edge router; the Mux, two hosts and the store each on
-/// a subnet of its own behind the router. host1 holds tenant-a's .5 and .6,
-/// host2 tenant-a's .7 and tenant-b's .5.
-fn underlay() -> Underlay {
-    let names = [
-        "sdn-client",
-        "sdn-router",
-        "sdn-mux",
-        "sdn-host1",
-        "sdn-host2",
-        "sdn-a5",
-        "sdn-a6",
-        "sdn-a7",
-        "sdn-b5",
-    ];
-    let mut namespaces: Vec<Namespace> = names
-        .iter()
-        .map(|name| Namespace::create(name).unwrap())
-        .collect();
-    labkit::run_ip(
-        None,
-        "link add eth0 netns sdn-client type veth peer name client netns sdn-router
-link add eth0 netns sdn-mux type veth peer name mux netns sdn-router
-link add eth0 netns sdn-host1 type veth peer name host1 netns sdn-router
-link add eth0 netns sdn-host2 type veth peer name host2 netns sdn-router
-link add sdnstore0 type veth peer name store netns sdn-router
-link add eth0 netns sdn-a5 address 02:00:00:00:01:05 type veth peer name a5 netns sdn-host1
-link add eth0 netns sdn-a6 address 02:00:00:00:01:06 type veth peer name a6 netns sdn-host1
-link add eth0 netns sdn-a7 address 02:00:00:00:01:07 type veth peer name a7 netns sdn-host2
-link add eth0 netns sdn-b5 address 02:00:00:00:02:05 type veth peer name b5 netns sdn-host2
-addr add 172.30.4.1/24 dev sdnstore0
-link set sdnstore0 up
-route add 172.30.0.0/16 via 172.30.4.2",
-    )
-    .unwrap();
-    let router = &namespaces[1];
-    router
-        .ip("addr add 172.30.0.1/24 dev client
-addr add 172.30.1.1/24 dev mux
-addr add 172.30.2.1/24 dev host1
-addr add 172.30.3.1/24 dev host2
-addr add 172.30.4.2/24 dev store
-link set client up
-link set mux up mtu 1550
-link set host1 up mtu 1550
-link set host2 up mtu 1550
-link set store up
-route add 203.0.113.0/24 via 172.30.1.2")
-        .unwrap();
-    router.sysctl("net/ipv4/ip_forward", "1").unwrap();
-    namespaces[0]
-        .ip("addr add 172.30.0.2/24 dev eth0\nlink set eth0 up\nroute add default via 172.30.0.1")
-        .unwrap();
-    // The underlay carries VXLAN's 50 bytes more than a 1,500-byte packet.
-    namespaces[2]
-        .ip("addr add 172.30.1.2/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via 172.30.1.1")
-        .unwrap();
-    let host = |namespace: &Namespace, address: &str, segments: &[(u32, &[&str], &str)]| {
-        let mut commands = format!(
-            "addr add {address}/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via {}\n",
-            address.rsplit_once('.').unwrap().0.to_owned() + ".1"
-        );
-        for (vni, ports, gateway) in segments {
-            commands.push_str(&format!(
-                "link add br{vni} type bridge
-addr add {gateway} dev br{vni}
-link set br{vni} up
-"
-            ));
-            for port in *ports {
-                commands.push_str(&format!(
-                    "link set {port} master br{vni}\nlink set {port} up\n"
-                ));
-            }
-        }
-        // No forwarding set here: the agent forwards between its
-        // networks' devices and segments.
-        namespace.ip(&commands).unwrap();
-    };
-    host(
-        &namespaces[3],
-        "172.30.2.2",
-        &[(100, &["a5", "a6"], "10.1.0.1/24")],
-    );
-    host(
-        &namespaces[4],
-        "172.30.3.2",
-        &[(100, &["a7"], "10.1.0.1/24"), (200, &["b5"], "10.1.0.1/32")],
-    );
-    for (index, dip) in [
-        (5, "10.1.0.5"),
-        (6, "10.1.0.6"),
-        (7, "10.1.0.7"),
-        (8, "10.1.0.5"),
-    ] {
-        namespaces[index]
-            .ip(&format!(
-                "addr add {dip}/24 dev eth0\nlink set eth0 up\nroute add default via 10.1.0.1"
-            ))
-            .unwrap();
-    }
-    let mux = namespaces.remove(2);
-    let client = namespaces.remove(0);
-    Underlay {
-        client,
-        mux,
-        others: namespaces,
-    }
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -229,15 +40,7 @@ fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
 /// The IPVS table of the tenant of `vni`, read in its namespace, as text
 /// lines `SERVICE: DESTINATION wWEIGHT, ...`; empty if it has none.
 fn tenant_table(vni: u32) -> Vec<String> {
-    let Ok(namespace) = File::open(format!("/run/netns/fulcrum-vni{vni}")) else {
-        return Vec::new();
-    };
-    std::thread::spawn(move || {
-        // SAFETY: setns on a namespace file held open, on this thread only.
-        // It fails on the file the Mux has made but not mounted on yet.
-        if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Vec::new();
-        }
+    Namespace::run_in_named(&format!("fulcrum-vni{vni}"), || {
         let mut client = ipvs::Client::connect().unwrap();
         let mut lines = Vec::new();
         for service in client.services().unwrap() {
@@ -255,62 +58,53 @@ fn tenant_table(vni: u32) -> Vec<String> {
         lines.sort();
         lines
     })
-    .join()
-    .unwrap()
+    .unwrap_or_default()
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    started.elapsed()
+fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) -> Duration {
+    labkit::sdn::wait_until(what, limit, done).unwrap()
 }
 
 /// Who answers `count` requests to `vip` from the client.
-fn answers(underlay: &Underlay, vip: Ipv4Addr, count: usize) -> BTreeSet<String> {
-    (0..count)
-        .map(
-            |_| match get(&underlay.client, SocketAddr::new(IpAddr::V4(vip), 80)) {
-                Ok(answer) => answer.trim().to_owned(),
-                Err(error) => {
-                    let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
-                    let mut lines = Vec::new();
-                    let host = capture_on(
-                        underlay.namespace("sdn-host1"),
+fn answers(underlay: &Topology, vip: Ipv4Addr, count: usize) -> BTreeSet<String> {
+    match underlay.answers(vip, count) {
+        Ok(answers) => answers,
+        Err(error) => {
+            let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
+            let mut lines = Vec::new();
+            let host = labkit::sdn::capture(
+                underlay.namespace("sdn-host1"),
+                "any",
+                "not host 172.30.4.1 and not port 8080 and not arp and not ip6",
+                &directory.join("host1"),
+                || {
+                    lines = labkit::sdn::capture(
+                        &underlay.mux,
                         "any",
-                        "not host 172.30.4.1 and not port 8080 and not arp and not ip6",
-                        &directory.join("host1"),
+                        "not host 172.30.4.1",
+                        &directory,
                         || {
-                            lines = capture_on(
-                                &underlay.mux,
-                                "any",
-                                "not host 172.30.4.1",
-                                &directory,
-                                || {
-                                    let _ =
-                                        get(&underlay.client, SocketAddr::new(IpAddr::V4(vip), 80));
-                                },
-                            )
+                            let _ = underlay.answers(vip, 1);
                         },
-                    );
-                    lines.push("--- host1:".into());
-                    lines.extend(host);
-                    panic!(
-                        "{error:#}\n{}\n--- the Mux during one more:\n{}",
-                        diagnosis(underlay),
-                        lines.join("\n")
                     )
-                }
-            },
-        )
-        .collect()
+                    .unwrap_or_default()
+                },
+            )
+            .unwrap_or_default();
+            lines.push("--- host1:".into());
+            lines.extend(host);
+            panic!(
+                "{error:#}\n{}\n--- the Mux during one more:\n{}",
+                diagnosis(underlay),
+                lines.join("\n")
+            )
+        }
+    }
 }
 
 /// The hosts' and the Mux's datapath, and the daemons' logs: what a
 /// failed request needs looked at.
-fn diagnosis(underlay: &Underlay) -> String {
+fn diagnosis(underlay: &Topology) -> String {
     let mut text = String::new();
     let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
     for log in ["mux.log", "agent1.log", "agent2.log"] {
@@ -391,59 +185,17 @@ fn nft(namespace: &Namespace, ruleset: &str) {
     assert!(nft.wait().unwrap().success(), "nft -f -: {ruleset}");
 }
 
-/// What tcpdump saw on `namespace`'s `eth0` while `during` ran, one line
-/// per packet (`-n`, `-v` for VXLAN's header). A real capture: the lines
-/// say what went on the wire.
+/// What tcpdump saw on `namespace`'s `eth0`, VXLAN and the VIPs'
+/// traffic, while `during` ran.
 fn capture(namespace: &Namespace, directory: &Path, during: impl FnOnce()) -> Vec<String> {
-    capture_on(
+    labkit::sdn::capture(
         namespace,
         "eth0",
         "udp port 4789 or net 203.0.113.0/24",
         directory,
         during,
     )
-}
-
-/// What tcpdump saw on `interface` ("any": all) with `filter`.
-fn capture_on(
-    namespace: &Namespace,
-    interface: &str,
-    filter: &str,
-    directory: &Path,
-    during: impl FnOnce(),
-) -> Vec<String> {
-    std::fs::create_dir_all(directory).unwrap();
-    let output = directory.join("capture.txt");
-    let errors = directory.join("capture.err");
-    let mut tcpdump = namespace
-        .command("tcpdump")
-        .args(["-i", interface, "-n", "-l", "-U", "-e"])
-        .arg(filter)
-        .stdout(File::create(&output).unwrap())
-        .stderr(File::create(&errors).unwrap())
-        .spawn()
-        .unwrap();
-    wait_until("tcpdump listening", Duration::from_secs(20), || {
-        std::fs::read_to_string(&errors).is_ok_and(|text| text.contains("listening on"))
-    });
-    during();
-    // What was sent is seen before the last answer came back; a moment
-    // for tcpdump to write it.
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill on our own child.
-    unsafe { libc::kill(tcpdump.id() as libc::pid_t, libc::SIGINT) };
-    tcpdump.wait().unwrap();
-    std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// A daemon of the test (the Mux, an agent), its standard error in a file.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
+    .unwrap()
 }
 
 /// fulcrum-agent, built beside pulse (by its own crate's tests: cargo sets
@@ -458,97 +210,25 @@ fn agent_binary() -> PathBuf {
     path
 }
 
-impl Daemon {
-    fn mux(underlay: &Underlay, directory: &Path, etcd: &Etcd) -> Daemon {
-        let configuration = directory.join("mux.conf");
-        std::fs::write(&configuration, format!("mux {{\n    vtep {MUX_VTEP}\n}}\n")).unwrap();
-        let mut command = underlay.mux.direct_command(PULSE);
-        command.args(["-G"]);
-        Daemon::start(command, &configuration, directory.join("mux.log"), etcd)
-    }
+fn start_mux(underlay: &Topology, directory: &Path, etcd: &Etcd) -> Daemon {
+    Daemon::mux(underlay, Path::new(PULSE), directory, etcd).unwrap()
+}
 
-    /// fulcrum-agent on host `number` (1 or 2).
-    fn agent(underlay: &Underlay, number: u32, directory: &Path, etcd: &Etcd) -> Daemon {
-        let configuration = directory.join(format!("agent{number}.conf"));
-        let text = match number {
-            1 => {
-                "host_agent {\n    vtep 172.30.2.2\n}\nvirtual_network tenant-a {\n    vni 100\n    interface br100\n}\n"
-            }
-            _ => {
-                "host_agent {\n    vtep 172.30.3.2\n}\nvirtual_network tenant-a {\n    vni 100\n    interface br100\n}\nvirtual_network tenant-b {\n    vni 200\n    interface br200\n}\n"
-            }
-        };
-        std::fs::write(&configuration, text).unwrap();
-        let command = underlay
-            .namespace(&format!("sdn-host{number}"))
-            .direct_command(agent_binary());
-        Daemon::start(
-            command,
-            &configuration,
-            directory.join(format!("agent{number}.log")),
-            etcd,
-        )
-    }
-
-    fn start(mut command: Command, configuration: &Path, log: PathBuf, etcd: &Etcd) -> Daemon {
-        let child = command
-            .arg("-f")
-            .arg(configuration)
-            .arg(format!("--cluster={}", etcd.urls()))
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Daemon { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGKILL: a crash, with nothing cleaned up.
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        // SAFETY: kill on our own child.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        self.child.wait().unwrap()
-    }
+fn start_agent(underlay: &Topology, number: u32, directory: &Path, etcd: &Etcd) -> Daemon {
+    Daemon::agent(underlay, &agent_binary(), number, directory, etcd).unwrap()
 }
 
 #[test]
 #[ignore = "runs in the lab"]
 fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     labkit::require_lab();
-    let underlay = underlay();
+    let underlay = Topology::build().unwrap();
     let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
     std::fs::create_dir_all(&directory).unwrap();
-    let mut etcd = Etcd::start_on(Ipv4Addr::new(172, 30, 4, 1), 3).unwrap();
+    let mut etcd = Etcd::start_on(STORE_ADDRESS, 3).unwrap();
     // The backend port: the VIP's requests, translated by the agents, and
     // the agents' probes alike.
-    let mut responders: Vec<Option<Responder>> = [
-        ("sdn-a5", "tenant-a 10.1.0.5"),
-        ("sdn-a6", "tenant-a 10.1.0.6"),
-        ("sdn-a7", "tenant-a 10.1.0.7"),
-        ("sdn-b5", "tenant-b 10.1.0.5"),
-    ]
-    .iter()
-    .map(|(namespace, name)| {
-        Some(
-            Responder::spawn(
-                underlay.namespace(namespace),
-                SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
-                name,
-            )
-            .unwrap(),
-        )
-    })
-    .collect();
+    let mut responders = underlay.responders().unwrap();
     nft(
         &underlay.mux,
         "table inet sdntest {
@@ -561,7 +241,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
 ",
     );
 
-    let mut mux = Daemon::mux(&underlay, &directory, &etcd);
+    let mut mux = start_mux(&underlay, &directory, &etcd);
     let policy = directory.join("policy.conf");
     std::fs::write(&policy, POLICY).unwrap();
     let applied = Command::new(PULSE)
@@ -578,8 +258,8 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
     // The agents register their hosts and the DIPs they find.
     let mut agents = vec![
-        Daemon::agent(&underlay, 1, &directory, &etcd),
-        Daemon::agent(&underlay, 2, &directory, &etcd),
+        start_agent(&underlay, 1, &directory, &etcd),
+        start_agent(&underlay, 2, &directory, &etcd),
     ];
     let full_a = vec![
         "TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1".to_owned(),
@@ -745,14 +425,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
     let _ = stopped;
     assert!(!answers(&underlay, VIP_A, 6).contains("tenant-a 10.1.0.6"));
-    responders[1] = Some(
-        Responder::spawn(
-            underlay.namespace("sdn-a6"),
-            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
-            "tenant-a 10.1.0.6",
-        )
-        .unwrap(),
-    );
+    responders[1] = Some(underlay.responder("sdn-a6", "tenant-a 10.1.0.6").unwrap());
     wait_until("10.1.0.6's service back", Duration::from_secs(15), || {
         tenant_table(100) == full_a
     });
@@ -777,7 +450,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             "tenant-a 10.1.0.6".to_owned()
         ])
     );
-    agents.push(Daemon::agent(&underlay, 2, &directory, &etcd));
+    agents.push(start_agent(&underlay, 2, &directory, &etcd));
     wait_until("host2's DIPs back", Duration::from_secs(30), || {
         tenant_table(100) == full_a
             && tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
@@ -927,7 +600,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         before,
         "after the crash"
     );
-    mux = Daemon::mux(&underlay, &directory, &etcd);
+    mux = start_mux(&underlay, &directory, &etcd);
     wait_until(
         "the restarted Mux applying",
         Duration::from_secs(30),
@@ -944,7 +617,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     // Clean stops remove what the agents and the Mux made.
     for agent in agents {
         let log = agent.log();
-        assert!(agent.stop().success(), "{log}");
+        assert!(agent.stop().unwrap().success(), "{log}");
     }
     for host in ["sdn-host1", "sdn-host2"] {
         let links = underlay
@@ -955,9 +628,26 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .unwrap();
         let links = String::from_utf8_lossy(&links.stdout).into_owned();
         assert!(!links.contains("fvx"), "{host}: {links}");
+        let namespace = underlay.namespace(host);
+        let rules = namespace
+            .command("nft")
+            .args(["list", "tables"])
+            .output()
+            .unwrap();
+        let rules = String::from_utf8_lossy(&rules.stdout).into_owned();
+        assert!(!rules.contains("fulcrum-agent"), "{host}: {rules}");
+        let routing = namespace.command("ip").arg("rule").output().unwrap();
+        let routing = String::from_utf8_lossy(&routing.stdout).into_owned();
+        assert!(!routing.contains("fvx"), "{host}: {routing}");
+        // The segment's forwarding as it was before the agent.
+        let forwarding = namespace
+            .run(|| std::fs::read_to_string("/proc/sys/net/ipv4/conf/br100/forwarding"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(forwarding.trim(), "0", "{host}");
     }
     let log = mux.log();
-    let stopped = mux.stop();
+    let stopped = mux.stop().unwrap();
     assert!(stopped.success(), "{stopped}: {log}");
     assert!(!Path::new("/run/netns/fulcrum-vni100").exists());
     assert!(!Path::new("/run/netns/fulcrum-vni200").exists());

@@ -1,0 +1,390 @@
+//! The SDN mode's lab topology, shared by its test (pulse/tests/lab/sdn.rs)
+//! and `cargo xtask demo sdn`: a routed underlay (a client and an edge
+//! router; the Mux, two hosts and the cluster store each on a subnet of
+//! its own behind the router), two tenants on VXLAN with the same DIP
+//! address, the daemons started with their files, and what the test and
+//! the demo look at (who answers, a capture).
+//!
+//! The hosts' segments (a bridge per network) are the operator's, made
+//! here with iproute2: the agents terminate VXLAN, translate VIP:80 to
+//! DIP:8080, find the DIPs and probe them. The DIPs are plain servers on
+//! their segment (port 8080, their host's segment address as gateway): no
+//! VIP of their own, no ARP settings.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::Namespace;
+use crate::etcd::Etcd;
+use crate::http::{Responder, get};
+
+pub const VIP_A: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 10);
+pub const VIP_B: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 20);
+pub const MUX_VTEP: &str = "172.30.1.2";
+/// The cluster store's address: the guest's own end of a link to the
+/// router (etcd runs in the guest's namespace).
+pub const STORE_ADDRESS: Ipv4Addr = Ipv4Addr::new(172, 30, 4, 1);
+/// The DIPs' port, which the agents translate the VIPs' port 80 to.
+pub const BACKEND_PORT: u16 = 8080;
+/// The DIPs: namespace, and the name each answers with.
+pub const DIPS: [(&str, &str); 4] = [
+    ("sdn-a5", "tenant-a 10.1.0.5"),
+    ("sdn-a6", "tenant-a 10.1.0.6"),
+    ("sdn-a7", "tenant-a 10.1.0.7"),
+    ("sdn-b5", "tenant-b 10.1.0.5"),
+];
+
+/// The policy: two tenant networks, a VIP each, the same DIP address in
+/// both; each DIP probed by its host's agent every second.
+pub const POLICY: &str = "virtual_network tenant-a {
+    vni 100
+}
+virtual_network tenant-b {
+    vni 200
+}
+virtual_server 203.0.113.10 80 {
+    protocol TCP
+    lb_algo rr
+    virtual_network tenant-a
+    real_server 10.1.0.5 8080 {
+        TCP_CHECK {
+            connect_timeout 1
+            retry 0
+            delay_loop 1
+        }
+    }
+    real_server 10.1.0.6 8080 {
+        TCP_CHECK {
+            connect_timeout 1
+            retry 0
+            delay_loop 1
+        }
+    }
+    real_server 10.1.0.7 8080 {
+        TCP_CHECK {
+            connect_timeout 1
+            retry 0
+            delay_loop 1
+        }
+    }
+}
+virtual_server 203.0.113.20 80 {
+    protocol TCP
+    lb_algo rr
+    virtual_network tenant-b
+    real_server 10.1.0.5 8080 {
+        TCP_CHECK {
+            connect_timeout 1
+            retry 0
+            delay_loop 1
+        }
+    }
+}
+";
+
+/// The namespaces, and the guest's own end of the store's link, removed
+/// when dropped.
+pub struct Topology {
+    pub client: Namespace,
+    pub mux: Namespace,
+    others: Vec<Namespace>,
+}
+
+impl Topology {
+    /// Builds it. host1 holds tenant-a's .5 and .6, host2 tenant-a's .7
+    /// and tenant-b's .5. The underlay carries VXLAN's 50 bytes more than
+    /// a 1,500-byte packet (1,550-byte links to the Mux and the hosts).
+    pub fn build() -> Result<Topology> {
+        let names = [
+            "sdn-client",
+            "sdn-router",
+            "sdn-mux",
+            "sdn-host1",
+            "sdn-host2",
+            "sdn-a5",
+            "sdn-a6",
+            "sdn-a7",
+            "sdn-b5",
+        ];
+        let mut namespaces = names
+            .iter()
+            .map(|name| Namespace::create(name))
+            .collect::<Result<Vec<Namespace>>>()?;
+        crate::run_ip(
+            None,
+            "link add eth0 netns sdn-client type veth peer name client netns sdn-router
+link add eth0 netns sdn-mux type veth peer name mux netns sdn-router
+link add eth0 netns sdn-host1 type veth peer name host1 netns sdn-router
+link add eth0 netns sdn-host2 type veth peer name host2 netns sdn-router
+link add sdnstore0 type veth peer name store netns sdn-router
+link add eth0 netns sdn-a5 address 02:00:00:00:01:05 type veth peer name a5 netns sdn-host1
+link add eth0 netns sdn-a6 address 02:00:00:00:01:06 type veth peer name a6 netns sdn-host1
+link add eth0 netns sdn-a7 address 02:00:00:00:01:07 type veth peer name a7 netns sdn-host2
+link add eth0 netns sdn-b5 address 02:00:00:00:02:05 type veth peer name b5 netns sdn-host2
+addr add 172.30.4.1/24 dev sdnstore0
+link set sdnstore0 up
+route add 172.30.0.0/16 via 172.30.4.2",
+        )?;
+        let router = &namespaces[1];
+        router.ip("addr add 172.30.0.1/24 dev client
+addr add 172.30.1.1/24 dev mux
+addr add 172.30.2.1/24 dev host1
+addr add 172.30.3.1/24 dev host2
+addr add 172.30.4.2/24 dev store
+link set client up
+link set mux up mtu 1550
+link set host1 up mtu 1550
+link set host2 up mtu 1550
+link set store up
+route add 203.0.113.0/24 via 172.30.1.2")?;
+        router.sysctl("net/ipv4/ip_forward", "1")?;
+        namespaces[0].ip(
+            "addr add 172.30.0.2/24 dev eth0\nlink set eth0 up\nroute add default via 172.30.0.1",
+        )?;
+        // The underlay carries VXLAN's 50 bytes more than a 1,500-byte packet.
+        namespaces[2]
+        .ip("addr add 172.30.1.2/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via 172.30.1.1")
+        ?;
+        let host = |namespace: &Namespace,
+                    gateway: &str,
+                    address: &str,
+                    segments: &[(u32, &[&str], &str)]|
+         -> Result<()> {
+            let mut commands = format!(
+                "addr add {address}/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via {gateway}\n"
+            );
+            for (vni, ports, gateway) in segments {
+                commands.push_str(&format!(
+                    "link add br{vni} type bridge
+addr add {gateway} dev br{vni}
+link set br{vni} up
+"
+                ));
+                for port in *ports {
+                    commands.push_str(&format!(
+                        "link set {port} master br{vni}\nlink set {port} up\n"
+                    ));
+                }
+            }
+            // No forwarding set here: the agent forwards between its
+            // networks' devices and segments.
+            namespace.ip(&commands)
+        };
+        host(
+            &namespaces[3],
+            "172.30.2.1",
+            "172.30.2.2",
+            &[(100, &["a5", "a6"], "10.1.0.1/24")],
+        )?;
+        host(
+            &namespaces[4],
+            "172.30.3.1",
+            "172.30.3.2",
+            &[(100, &["a7"], "10.1.0.1/24"), (200, &["b5"], "10.1.0.1/32")],
+        )?;
+        for (index, dip) in [
+            (5, "10.1.0.5"),
+            (6, "10.1.0.6"),
+            (7, "10.1.0.7"),
+            (8, "10.1.0.5"),
+        ] {
+            namespaces[index].ip(&format!(
+                "addr add {dip}/24 dev eth0\nlink set eth0 up\nroute add default via 10.1.0.1"
+            ))?;
+        }
+        let mux = namespaces.remove(2);
+        let client = namespaces.remove(0);
+        Ok(Topology {
+            client,
+            mux,
+            others: namespaces,
+        })
+    }
+
+    /// A namespace of the topology other than the client's and the Mux's:
+    /// `sdn-router`, `sdn-host1`, `sdn-a5`...
+    pub fn namespace(&self, name: &str) -> &Namespace {
+        self.others
+            .iter()
+            .find(|namespace| namespace.name() == name)
+            .unwrap_or_else(|| panic!("no namespace {name} in the SDN topology"))
+    }
+
+    /// A responder on each DIP's backend port, answering with its name.
+    pub fn responders(&self) -> Result<Vec<Option<Responder>>> {
+        DIPS.iter()
+            .map(|(namespace, name)| self.responder(namespace, name).map(Some))
+            .collect()
+    }
+
+    /// The responder of the DIP in `namespace`, answering `name`.
+    pub fn responder(&self, namespace: &str, name: &str) -> Result<Responder> {
+        Responder::spawn(
+            self.namespace(namespace),
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), BACKEND_PORT),
+            name,
+        )
+    }
+
+    /// Who answers `count` requests to `vip`:80 from the client.
+    pub fn answers(&self, vip: Ipv4Addr, count: usize) -> Result<BTreeSet<String>> {
+        (0..count)
+            .map(|_| {
+                get(&self.client, SocketAddr::new(IpAddr::V4(vip), 80))
+                    .map(|answer| answer.trim().to_owned())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        let _ = crate::run_ip(None, "link del sdnstore0");
+    }
+}
+
+/// What tcpdump saw on `namespace`'s `interface` ("any": all) with
+/// `filter` while `during` ran, one line per packet (`-n`, `-e`: link
+/// headers too). A real capture: the lines say what went on the wire.
+pub fn capture(
+    namespace: &Namespace,
+    interface: &str,
+    filter: &str,
+    directory: &Path,
+    during: impl FnOnce(),
+) -> Result<Vec<String>> {
+    std::fs::create_dir_all(directory)?;
+    let output = directory.join("capture.txt");
+    let errors = directory.join("capture.err");
+    let mut tcpdump = namespace
+        .command("tcpdump")
+        .args(["-i", interface, "-n", "-l", "-U", "-e"])
+        .arg(filter)
+        .stdout(File::create(&output)?)
+        .stderr(File::create(&errors)?)
+        .spawn()
+        .context("cannot start tcpdump")?;
+    let listening = wait_until("tcpdump listening", Duration::from_secs(20), || {
+        std::fs::read_to_string(&errors).is_ok_and(|text| text.contains("listening on"))
+    });
+    if listening.is_ok() {
+        during();
+        // What was sent is seen before the last answer came back; a
+        // moment for tcpdump to write it.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(tcpdump.id() as libc::pid_t, libc::SIGINT) };
+    tcpdump.wait()?;
+    listening.with_context(|| std::fs::read_to_string(&errors).unwrap_or_default())?;
+    Ok(std::fs::read_to_string(&output)?
+        .lines()
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The agents' file for host `number` (1 or 2).
+pub fn agent_configuration(number: u32) -> &'static str {
+    match number {
+        1 => {
+            "host_agent {\n    vtep 172.30.2.2\n}\nvirtual_network tenant-a {\n    vni 100\n    interface br100\n}\n"
+        }
+        _ => {
+            "host_agent {\n    vtep 172.30.3.2\n}\nvirtual_network tenant-a {\n    vni 100\n    interface br100\n}\nvirtual_network tenant-b {\n    vni 200\n    interface br200\n}\n"
+        }
+    }
+}
+
+/// A daemon (the Mux, an agent), its standard error in a file.
+pub struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// `pulse` as the Mux, in the Mux's namespace, its files in
+    /// `directory`.
+    pub fn mux(topology: &Topology, pulse: &Path, directory: &Path, etcd: &Etcd) -> Result<Daemon> {
+        let configuration = directory.join("mux.conf");
+        std::fs::write(&configuration, format!("mux {{\n    vtep {MUX_VTEP}\n}}\n"))?;
+        let mut command = topology.mux.direct_command(pulse);
+        command.args(["-G"]);
+        Daemon::start(command, &configuration, directory.join("mux.log"), etcd)
+    }
+
+    /// `agent` (fulcrum-agent) on host `number` (1 or 2).
+    pub fn agent(
+        topology: &Topology,
+        agent: &Path,
+        number: u32,
+        directory: &Path,
+        etcd: &Etcd,
+    ) -> Result<Daemon> {
+        let configuration = directory.join(format!("agent{number}.conf"));
+        std::fs::write(&configuration, agent_configuration(number))?;
+        let command = topology
+            .namespace(&format!("sdn-host{number}"))
+            .direct_command(agent);
+        Daemon::start(
+            command,
+            &configuration,
+            directory.join(format!("agent{number}.log")),
+            etcd,
+        )
+    }
+
+    fn start(
+        mut command: Command,
+        configuration: &Path,
+        log: PathBuf,
+        etcd: &Etcd,
+    ) -> Result<Daemon> {
+        let child = command
+            .arg("-f")
+            .arg(configuration)
+            .arg(format!("--cluster={}", etcd.urls()))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log)?)
+            .spawn()
+            .context("cannot start a daemon")?;
+        Ok(Daemon { child, log })
+    }
+
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: a crash, with nothing cleaned up.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, and its exit.
+    pub fn stop(mut self) -> Result<ExitStatus> {
+        // SAFETY: kill on our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        Ok(self.child.wait()?)
+    }
+}
+
+/// Waits until `done`, at most `limit`; how long it took.
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Result<Duration> {
+    let started = Instant::now();
+    while !done() {
+        if started.elapsed() > limit {
+            bail!("{what}: not within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(started.elapsed())
+}
