@@ -38,6 +38,9 @@ pub struct Segment {
     pub zone: u16,
 }
 
+/// The DIPs found on this host's segments: (network, address) -> MAC.
+pub type Found = BTreeMap<(String, IpAddr), [u8; 6]>;
+
 /// A VIP rule as one DIP serves it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Translation {
@@ -119,7 +122,7 @@ pub fn local(reading: &Reading, segments: &[Segment]) -> Local {
 /// The probes of the DIPs of `local` that this host holds (`found`), as
 /// keepalived.conf text (empty: none): another host's DIPs are its
 /// agent's to probe.
-pub fn probes(local: &Local, found: &BTreeMap<(String, IpAddr), [u8; 6]>) -> String {
+pub fn probes(local: &Local, found: &Found) -> String {
     let mut text = String::new();
     for (key, vip, interface) in &local.vip_rules {
         let (address, protocol, port) = (key.address, key.protocol, key.port);

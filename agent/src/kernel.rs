@@ -25,7 +25,7 @@ use netlink_packet_route::route::{RouteMessage, RouteScope};
 use netlink_packet_route::rule::{RuleAction, RuleMessage};
 use rtnetlink::{Handle, LinkUnspec, RouteMessageBuilder};
 
-use crate::desired::{Local, Segment};
+use crate::desired::{Found, Local, Segment};
 use crate::nat;
 
 pub struct Kernel {
@@ -67,11 +67,7 @@ impl Kernel {
     }
 
     /// Serves `local`'s segments, translating to the DIPs of `found`.
-    pub async fn apply(
-        &mut self,
-        local: &Local,
-        found: &BTreeMap<(String, IpAddr), [u8; 6]>,
-    ) -> Result<(), KernelError> {
+    pub async fn apply(&mut self, local: &Local, found: &Found) -> Result<(), KernelError> {
         for segment in &local.segments {
             self.serve(segment).await?;
         }
@@ -271,7 +267,7 @@ impl Kernel {
         &self,
         segments: &[Segment],
         wanted: &BTreeSet<(String, IpAddr)>,
-    ) -> Result<BTreeMap<(String, IpAddr), [u8; 6]>, KernelError> {
+    ) -> Result<Found, KernelError> {
         let mut indexes = BTreeMap::new();
         for segment in segments {
             if let Some(link) = link(&self.handle, &segment.interface).await? {

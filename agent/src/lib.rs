@@ -10,7 +10,8 @@
 //!
 //! Rules of the loop (one task, one `select!`):
 //! - **Live keys under a lease** ([`LEASE_SECONDS`], renewed every third
-//!   of it): its host, the DIPs it found, their health, the policy
+//!   of it by a task of its own, so that a slow step of the loop never
+//!   starves it): its host, the DIPs it found, their health, the policy
 //!   revision it applied. A killed agent's keys expire with the lease, and
 //!   the Mux drops its DIPs.
 //! - **Whole readings**, as the Mux: each change the store reports is
@@ -41,7 +42,7 @@ use nanny::spec::{Plan, VirtualServerKey};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use desired::{Local, Segment};
+use desired::{Found, Local, Segment};
 
 /// The lifetime of the agent's live keys without renewal.
 pub const LEASE_SECONDS: i64 = 6;
@@ -130,7 +131,7 @@ enum Wake {
     Watch(Result<Option<WatchResponse>, fulcrum_cluster::etcd_client::Error>),
     Find,
     Verdict(Option<StateChange>),
-    Renew,
+    LeaseLost(String),
     Stop,
 }
 
@@ -139,7 +140,7 @@ enum Wake {
 struct Known {
     local: Local,
     /// (network, DIP) -> MAC, as found and (when connected) written.
-    found: BTreeMap<(String, IpAddr), [u8; 6]>,
+    found: Found,
     /// (network, DIP, backend port) -> up.
     health: BTreeMap<(String, IpAddr, u16), bool>,
 }
@@ -159,14 +160,12 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     let mut probes = Probes::default();
     let mut retry = tokio::time::interval(RETRY);
     let mut find = tokio::time::interval(FIND_EVERY);
-    let mut renew = tokio::time::interval(Duration::from_secs(LEASE_SECONDS as u64 / 3));
     loop {
         let wake = tokio::select! {
             _ = retry.tick(), if connection.is_none() => Wake::Connect,
-            message = next_watch(&mut connection) => Wake::Watch(message),
+            wake = from_store(&mut connection) => wake,
             _ = find.tick() => Wake::Find,
             verdict = probes.next_verdict() => Wake::Verdict(verdict),
-            _ = renew.tick(), if connection.is_some() => Wake::Renew,
             _ = terminate.recv() => Wake::Stop,
             _ = interrupt.recv() => Wake::Stop,
         };
@@ -187,8 +186,6 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                     write_all(&mut fresh, &host, settings.vtep, &known).await?;
                     tracing::info!("agent {host}: following the cluster store");
                     connection = Some(fresh);
-                    // Renewed at once: connecting took part of the lease.
-                    renew.reset_immediately();
                 }
                 Wake::Watch(Ok(Some(response))) if watch_ended(&response).is_some() => {
                     return Err(StoreError::Contents {
@@ -318,14 +315,11 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         }
                     }
                 }
-                Wake::Renew => {
-                    let current = connection.as_mut().expect("renewed when connected");
-                    if !current.lease.renew().await? {
-                        return Err(StoreError::Contents {
-                            key: schema::host(&host),
-                            problem: "the agent's lease expired".into(),
-                        });
-                    }
+                Wake::LeaseLost(why) => {
+                    return Err(StoreError::Contents {
+                        key: schema::host(&host),
+                        problem: format!("the agent's {why}"),
+                    });
                 }
                 Wake::Stop => {}
             }
@@ -439,11 +433,13 @@ fn dip_value(local: &Local, network: &str, mac: &[u8; 6]) -> LocalDip {
     }
 }
 
-async fn next_watch(
-    connection: &mut Option<Connection>,
-) -> Result<Option<WatchResponse>, fulcrum_cluster::etcd_client::Error> {
+/// What the store says next: a watch message, or the lease lost.
+async fn from_store(connection: &mut Option<Connection>) -> Wake {
     match connection {
-        Some(connection) => connection.watch.message().await,
+        Some(connection) => tokio::select! {
+            message = connection.watch.message() => Wake::Watch(message),
+            why = connection.lease.lost() => Wake::LeaseLost(why),
+        },
         None => std::future::pending().await,
     }
 }

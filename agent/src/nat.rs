@@ -39,7 +39,6 @@
 //! everything on the segment: a translated request leaves by its own
 //! network's segment, whatever the host's main table says of the address.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use fulcrum_cluster::schema::Protocol;
@@ -48,7 +47,7 @@ use fulcrum_nftables::expression::{conntrack, header, meta};
 use fulcrum_nftables::message::{NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, NFPROTO_NETDEV};
 use fulcrum_nftables::{Batch, Expression, hook, priority, verdict};
 
-use crate::desired::{Segment, Translation};
+use crate::desired::{Found, Segment, Translation};
 
 /// The tables' name, in families `inet` and `netdev`.
 pub const TABLE: &str = "fulcrum-agent";
@@ -75,11 +74,7 @@ pub fn routing_table(segment: &Segment) -> u32 {
 /// The batch that makes the rules for `segments` and their
 /// `translations`, of which those whose DIP is in `found` (network, DIP
 /// address -> MAC).
-pub fn ruleset(
-    segments: &[Segment],
-    translations: &[Translation],
-    found: &BTreeMap<(String, IpAddr), [u8; 6]>,
-) -> Batch {
+pub fn ruleset(segments: &[Segment], translations: &[Translation], found: &Found) -> Batch {
     let mut batch = removal();
     if segments.is_empty() {
         return batch;
@@ -239,6 +234,7 @@ fn protocol_number(protocol: Protocol) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::net::SocketAddr;
 
     use fulcrum_nftables::NftablesMessage;
@@ -342,7 +338,10 @@ mod tests {
                     NatAttribute::Type(1),
                     NatAttribute::Family(2),
                     NatAttribute::AddressMinimum(1),
+                    NatAttribute::AddressMaximum(1),
                     NatAttribute::PortMinimum(2),
+                    NatAttribute::PortMaximum(2),
+                    NatAttribute::Flags(3),
                 ]),
             ]
         );

@@ -237,10 +237,13 @@ impl Store {
             .lease_keep_alive(granted.id())
             .await
             .map_err(request("keep a lease alive"))?;
+        let (lost_sender, lost) = tokio::sync::oneshot::channel();
+        let every = Duration::from_millis((ttl.max(1) as u64) * 1000 / 3);
+        let keeper = tokio::spawn(keep(keeper, answers, every, lost_sender));
         Ok(Lease {
             id: granted.id(),
             keeper,
-            answers,
+            lost,
         })
     }
 
@@ -314,23 +317,51 @@ impl Store {
 /// A lease on the store and its keep-alive stream.
 pub struct Lease {
     pub id: i64,
-    keeper: etcd_client::LeaseKeeper,
-    answers: etcd_client::LeaseKeepAliveStream,
+    /// The task renewing it, aborted when the lease is dropped.
+    keeper: tokio::task::JoinHandle<()>,
+    /// Why the keeper stopped: the lease expired, or the store failed.
+    lost: tokio::sync::oneshot::Receiver<String>,
 }
 
 impl Lease {
-    /// Renews the lease; `Ok(false)` if the store says it has expired.
-    pub async fn renew(&mut self) -> Result<bool, StoreError> {
-        self.keeper
-            .keep_alive()
-            .await
-            .map_err(request("renew a lease"))?;
-        match self.answers.message().await {
-            Ok(Some(answer)) => Ok(answer.ttl() > 0),
-            Ok(None) => Ok(false),
-            Err(source) => Err(request("renew a lease")(source)),
+    /// Waits until the lease is lost (expired, or not renewed: the store
+    /// failed), and says why.
+    pub async fn lost(&mut self) -> String {
+        match (&mut self.lost).await {
+            Ok(reason) => reason,
+            Err(_) => "the lease's keeper stopped".into(),
         }
     }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+/// Renews a lease every `every` (a third of its life) until it is lost,
+/// on a task of its own: a slow step of its holder's loop (a kernel
+/// change, a probe reloaded) never starves it.
+async fn keep(
+    mut keeper: etcd_client::LeaseKeeper,
+    mut answers: etcd_client::LeaseKeepAliveStream,
+    every: Duration,
+    lost: tokio::sync::oneshot::Sender<String>,
+) {
+    let reason = loop {
+        tokio::time::sleep(every).await;
+        if let Err(error) = keeper.keep_alive().await {
+            break format!("cannot renew the lease: {error}");
+        }
+        match answers.message().await {
+            Ok(Some(answer)) if answer.ttl() > 0 => {}
+            Ok(Some(_)) => break "the lease expired".to_owned(),
+            Ok(None) => break "the store closed the lease's stream".to_owned(),
+            Err(error) => break format!("cannot renew the lease: {error}"),
+        }
+    };
+    let _ = lost.send(reason);
 }
 
 /// etcd's default limit of operations in one transaction

@@ -359,6 +359,7 @@ const NFTA_BITWISE_DREG: u16 = 2;
 const NFTA_BITWISE_LEN: u16 = 3;
 const NFTA_BITWISE_MASK: u16 = 4;
 const NFTA_BITWISE_XOR: u16 = 5;
+const NFTA_BITWISE_OP: u16 = 6;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BitwiseAttribute {
@@ -372,13 +373,19 @@ pub enum BitwiseAttribute {
     Mask(Vec<DataAttribute>),
     /// `NFTA_BITWISE_XOR`
     Xor(Vec<DataAttribute>),
+    /// `NFTA_BITWISE_OP` (NFT_BITWISE_*: 0 is mask and xor; Linux 5.6 and
+    /// later, which dump it whether or not it was sent).
+    Operation(u32),
     Other(DefaultNla),
 }
 
 impl Nla for BitwiseAttribute {
     fn value_len(&self) -> usize {
         match self {
-            Self::SourceRegister(_) | Self::DestinationRegister(_) | Self::Length(_) => 4,
+            Self::SourceRegister(_)
+            | Self::DestinationRegister(_)
+            | Self::Length(_)
+            | Self::Operation(_) => 4,
             Self::Mask(nest) | Self::Xor(nest) => nested_length(nest),
             Self::Other(attribute) => attribute.value_len(),
         }
@@ -391,6 +398,7 @@ impl Nla for BitwiseAttribute {
             Self::Length(_) => NFTA_BITWISE_LEN,
             Self::Mask(_) => NFTA_BITWISE_MASK | NLA_F_NESTED,
             Self::Xor(_) => NFTA_BITWISE_XOR | NLA_F_NESTED,
+            Self::Operation(_) => NFTA_BITWISE_OP,
             Self::Other(attribute) => attribute.kind(),
         }
     }
@@ -399,7 +407,8 @@ impl Nla for BitwiseAttribute {
         match self {
             Self::SourceRegister(value)
             | Self::DestinationRegister(value)
-            | Self::Length(value) => emit_u32_be(buffer, *value).expect("4 bytes"),
+            | Self::Length(value)
+            | Self::Operation(value) => emit_u32_be(buffer, *value).expect("4 bytes"),
             Self::Mask(nest) | Self::Xor(nest) => emit_nested(nest, buffer),
             Self::Other(attribute) => attribute.emit_value(buffer),
         }
@@ -421,6 +430,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for BitwiseAttribu
             NFTA_BITWISE_XOR => {
                 Self::Xor(parse_nested(payload).context("invalid NFTA_BITWISE_XOR value")?)
             }
+            NFTA_BITWISE_OP => Self::Operation(number("NFTA_BITWISE_OP")?),
             _ => Self::Other(DefaultNla::parse(buffer).context("invalid NFTA_BITWISE attribute")?),
         })
     }
@@ -693,6 +703,10 @@ pub mod conntrack {
 pub mod nat {
     pub const SOURCE: u32 = 0;
     pub const DESTINATION: u32 = 1;
+    /// NF_NAT_RANGE_MAP_IPS: the address is translated.
+    pub const MAP_ADDRESSES: u32 = 1;
+    /// NF_NAT_RANGE_PROTO_SPECIFIED: the port too.
+    pub const PORT_SPECIFIED: u32 = 2;
 }
 
 /// `NFT_CMP_*`
@@ -700,6 +714,9 @@ pub mod comparison {
     pub const EQUAL: u32 = 0;
     pub const NOT_EQUAL: u32 = 1;
 }
+
+/// NFT_BITWISE_BOOL: mask and xor.
+const BITWISE_MASK_AND_XOR: u32 = 0;
 
 /// The interface name's length in a register (IFNAMSIZ).
 const INTERFACE_NAME_LENGTH: usize = 16;
@@ -784,20 +801,24 @@ impl Expression {
     }
 
     /// Loads the connection's `key` (`conntrack::*`) into register 1.
+    /// (The kernel's order of the attributes, as it dumps them: what it
+    /// holds compares equal to what was sent.)
     pub fn ct(key: u32) -> Expression {
         Expression::Ct(vec![
-            CtAttribute::Key(key),
             CtAttribute::DestinationRegister(register::R1),
+            CtAttribute::Key(key),
         ])
     }
 
-    /// Register 1 masked with `mask` (its length: the bytes kept).
+    /// Register 1 masked with `mask` (its length: the bytes kept), in the
+    /// kernel's order of the attributes.
     pub fn and(mask: Vec<u8>) -> Expression {
         let length = mask.len();
         Expression::Bitwise(vec![
             BitwiseAttribute::SourceRegister(register::R1),
             BitwiseAttribute::DestinationRegister(register::R1),
             BitwiseAttribute::Length(length as u32),
+            BitwiseAttribute::Operation(BITWISE_MASK_AND_XOR),
             BitwiseAttribute::Mask(vec![DataAttribute::Value(mask)]),
             BitwiseAttribute::Xor(vec![DataAttribute::Value(vec![0; length])]),
         ])
@@ -808,15 +829,16 @@ impl Expression {
         [
             Expression::immediate(register::R1, zone.to_ne_bytes().to_vec()),
             Expression::Ct(vec![
-                CtAttribute::Key(conntrack::ZONE),
                 CtAttribute::SourceRegister(register::R1),
+                CtAttribute::Key(conntrack::ZONE),
             ]),
         ]
     }
 
     /// `dnat ip to ADDRESS:PORT` (`family` NFPROTO_IPV4 or _IPV6, the
     /// address's octets): the address in register 1, the port (network
-    /// order, as the kernel reads it) in register 2.
+    /// order, as the kernel reads it) in register 2. Written whole (a
+    /// range of one, its flags), as the kernel completes and dumps it.
     pub fn destination_nat(family: u8, address: &[u8], port: u16) -> [Expression; 3] {
         [
             Expression::immediate(register::R1, address.to_vec()),
@@ -825,7 +847,10 @@ impl Expression {
                 NatAttribute::Type(nat::DESTINATION),
                 NatAttribute::Family(u32::from(family)),
                 NatAttribute::AddressMinimum(register::R1),
+                NatAttribute::AddressMaximum(register::R1),
                 NatAttribute::PortMinimum(register::R2),
+                NatAttribute::PortMaximum(register::R2),
+                NatAttribute::Flags(nat::MAP_ADDRESSES | nat::PORT_SPECIFIED),
             ]),
         ]
     }

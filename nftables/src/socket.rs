@@ -7,17 +7,22 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use netlink_packet_core::{NLM_F_ACK, NetlinkMessage, NetlinkPayload};
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload, Parseable,
+};
 use netlink_sys::{AsyncSocket, AsyncSocketExt, SocketAddr, TokioSocket, protocols};
 
 use super::Error;
-use super::batch::Batch;
+use super::batch::{Batch, netlink_message};
 use super::message::NftablesMessage;
 
 /// How long the kernel has to answer. nfnetlink handles a datagram within
 /// the sender's sendmsg, batches included, so its answers are queued by
 /// the time `send` returns: waiting at all means something is wrong.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+
+const NETLINK_HEADER_LENGTH: usize = 16;
 
 /// A NETLINK_NETFILTER socket and the next sequence number.
 pub struct Connection {
@@ -62,6 +67,59 @@ impl Connection {
         let messages = batch.into_netlink(self.take_sequences(count));
         self.exchange(&messages).await?;
         Ok(())
+    }
+
+    /// A dump (`NLM_F_DUMP`) of what `request` asks for (GETRULE of a
+    /// family, a table...): each message of the kernel's answer as the
+    /// kernel's bytes, for the caller to parse (a capture keeps them as
+    /// they came).
+    pub async fn dump(&mut self, request: NftablesMessage) -> Result<Vec<Vec<u8>>, Error> {
+        let sequence = self.take_sequences(1);
+        let message = netlink_message(request, NLM_F_REQUEST | NLM_F_DUMP, sequence);
+        let mut datagram = vec![0; message.buffer_len()];
+        message.serialize(&mut datagram);
+        let socket = &self.socket;
+        let dump = async {
+            socket
+                .send_to(&datagram, &SocketAddr::new(0, 0))
+                .await
+                .map_err(Error::Send)?;
+            let mut answers = Vec::new();
+            loop {
+                let (answer, _) = socket.recv_from_full().await.map_err(Error::Receive)?;
+                let mut rest = answer.as_slice();
+                while rest.len() >= NETLINK_HEADER_LENGTH {
+                    let header =
+                        NetlinkHeader::parse(&NetlinkBuffer::new(rest)).map_err(Error::Parse)?;
+                    let length = (header.length as usize).min(rest.len());
+                    let (one, next) = rest.split_at(length.next_multiple_of(4).min(rest.len()));
+                    rest = next;
+                    if header.sequence_number != sequence {
+                        continue;
+                    }
+                    match header.message_type {
+                        NLMSG_DONE => return Ok(answers),
+                        NLMSG_ERROR => {
+                            let message = NetlinkMessage::<NftablesMessage>::deserialize(one)
+                                .map_err(Error::Parse)?;
+                            if let NetlinkPayload::Error(error) = message.payload {
+                                return Err(Error::Refused(vec![Refusal {
+                                    message: "a dump".into(),
+                                    error: error.to_io(),
+                                }]));
+                            }
+                        }
+                        _ => answers.push(one[..length].to_vec()),
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(ANSWER_TIMEOUT, dump)
+            .await
+            .map_err(|_| Error::Timeout {
+                timeout: ANSWER_TIMEOUT,
+                waiting_for: "a dump".into(),
+            })?
     }
 
     /// Sends `messages` in one datagram and waits for every acknowledgement

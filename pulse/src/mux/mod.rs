@@ -13,7 +13,8 @@
 //!   the store again every [`RETRY`] until it answers, then catches up.
 //! - **Applied revision.** After each application the Mux writes the
 //!   policy revision it applied under `live/applied/mux/VTEP`, on a lease
-//!   of [`LEASE_SECONDS`] that it renews: a dead Mux's entry expires.
+//!   of [`LEASE_SECONDS`] renewed by a task of its own (a slow change
+//!   never starves it): a dead Mux's entry expires.
 //! - **Clean stop.** SIGTERM or SIGINT removes every namespace, device and
 //!   route the Mux made (a restart adopts them instead, when killed).
 
@@ -152,7 +153,6 @@ async fn follow(
     terminate: &mut tokio::signal::unix::Signal,
     interrupt: &mut tokio::signal::unix::Signal,
 ) -> Ended {
-    let mut renew = tokio::time::interval(Duration::from_secs(LEASE_SECONDS as u64 / 3));
     let mut reading = match store.read().await {
         Ok(reading) => reading,
         Err(error) => return Ended::Again(error.to_string()),
@@ -210,11 +210,7 @@ async fn follow(
                     Ok(None) => return Ended::Again("the store closed the watch".into()),
                     Err(error) => return Ended::Again(format!("the watch failed: {error}")),
                 },
-                _ = renew.tick() => match lease.renew().await {
-                    Ok(true) => {}
-                    Ok(false) => return Ended::Again("the Mux's lease expired".into()),
-                    Err(error) => return Ended::Again(error.to_string()),
-                },
+                why = lease.lost() => return Ended::Again(format!("the Mux's {why}")),
                 _ = terminate.recv() => return Ended::Stop,
                 _ = interrupt.recv() => return Ended::Stop,
             }
