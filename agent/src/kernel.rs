@@ -18,7 +18,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use fulcrum_nftables::{Batch, Connection};
 use fulcrum_overlay::{
-    KernelError, failed, ignore, io_failed, link, neighbours, overlay_mtu, sysctl, vxlan,
+    KernelError, failed, ignore, index_of, io_failed, link, neighbours, overlay_mtu, sysctl, vxlan,
 };
 use netlink_packet_route::neighbour::NeighbourState;
 use netlink_packet_route::route::{RouteMessage, RouteScope};
@@ -138,14 +138,7 @@ impl Kernel {
                     .await
                     .map_err(failed(format!("cannot create {name}")))?;
                 tracing::info!("agent: made {name} for network {}", segment.network);
-                link(&self.handle, &name)
-                    .await?
-                    .ok_or_else(|| KernelError {
-                        what: format!("{name} is missing"),
-                        cause: "made, then not found".into(),
-                    })?
-                    .header
-                    .index
+                index_of(&self.handle, &name).await?
             }
         };
         // Out of any bridge (an earlier version joined it to the segment),

@@ -77,6 +77,19 @@ pub async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, Ke
     }
 }
 
+/// The index of the link called `name`, which must exist (`what`
+/// happened to it otherwise: "made, then not found").
+pub async fn index_of(handle: &Handle, name: &str) -> Result<u32, KernelError> {
+    Ok(link(handle, name)
+        .await?
+        .ok_or_else(|| KernelError {
+            what: format!("{name} is missing"),
+            cause: "made, then not found".into(),
+        })?
+        .header
+        .index)
+}
+
 /// The overlay's VXLAN device for `vni` from `vtep`: UDP port 4789, no
 /// learning (where a MAC is comes from the store's entries, never from
 /// flooding), `mtu` (see [`overlay_mtu`]).

@@ -289,6 +289,31 @@ pub fn capture(
         .collect())
 }
 
+/// The IPVS table of the tenant of `vni`, read in its namespace (the
+/// Mux's `fulcrum-vniN`), as lines `SERVICE: DESTINATION wWEIGHT, ...`,
+/// sorted; empty while it has none (or no namespace yet).
+pub fn tenant_table(vni: u32) -> Vec<String> {
+    Namespace::run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<Vec<String>> {
+        let mut client = ipvs::Client::connect()?;
+        let mut lines = Vec::new();
+        for service in client.services()? {
+            let mut destinations: Vec<String> = client
+                .destinations(&service.key)?
+                .iter()
+                .map(|destination| {
+                    format!("{} w{}", destination.socket_address(), destination.weight)
+                })
+                .collect();
+            destinations.sort();
+            lines.push(format!("{}: {}", service.key, destinations.join(", ")));
+        }
+        lines.sort();
+        Ok(lines)
+    })
+    .and_then(Result::ok)
+    .unwrap_or_default()
+}
+
 /// The agents' file for host `number` (1 or 2).
 pub fn agent_configuration(number: u32) -> &'static str {
     match number {

@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use labkit::Namespace;
 use labkit::etcd::Etcd;
-use labkit::sdn::{Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, wait_until};
+use labkit::sdn::{
+    Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, tenant_table, wait_until,
+};
 
 /// Where the act keeps its files in the guest (its tmpfs).
 const DIRECTORY: &str = "/run/fulcrum-demo-sdn";
@@ -213,28 +214,4 @@ fn trimmed(line: &str) -> String {
         _ => line,
     };
     line.trim().chars().take(150).collect()
-}
-
-/// The IPVS table of the tenant of `vni`, as lines `SERVICE: DESTINATION
-/// wWEIGHT, ...`.
-fn tenant_table(vni: u32) -> Vec<String> {
-    Namespace::run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<Vec<String>> {
-        let mut client = ipvs::Client::connect()?;
-        let mut lines = Vec::new();
-        for service in client.services()? {
-            let mut destinations: Vec<String> = client
-                .destinations(&service.key)?
-                .iter()
-                .map(|destination| {
-                    format!("{} w{}", destination.socket_address(), destination.weight)
-                })
-                .collect();
-            destinations.sort();
-            lines.push(format!("{}: {}", service.key, destinations.join(", ")));
-        }
-        lines.sort();
-        Ok(lines)
-    })
-    .and_then(Result::ok)
-    .unwrap_or_default()
 }

@@ -33,8 +33,8 @@ use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 
 use fulcrum_overlay::{
-    KernelError, failed, ignore, io_failed, link, mac_of, neighbours, overlay_mtu, set_up, sysctl,
-    vxlan,
+    KernelError, failed, ignore, index_of, io_failed, link, mac_of, neighbours, overlay_mtu,
+    set_up, sysctl, vxlan,
 };
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
@@ -206,11 +206,11 @@ impl Kernel {
                             .execute()
                             .await
                             .map_err(failed(format!("cannot create {vxlan_name}")))?;
-                        self.index(&self.main, &vxlan_name).await?
+                        index_of(&self.main, &vxlan_name).await?
                     }
                 };
                 self.move_into(index, &space, &vxlan_name).await?;
-                self.index(&handle, &vxlan_name).await?
+                index_of(&handle, &vxlan_name).await?
             }
         };
         // The MTU again: an adopted device may have been made with another.
@@ -230,7 +230,7 @@ impl Kernel {
             self.move_into(inner.header.index, &space, &inner_name)
                 .await?;
         }
-        let outer = self.index(&self.main, &outer_name).await?;
+        let outer = index_of(&self.main, &outer_name).await?;
         set_up(&self.main, outer, None, &outer_name).await?;
         let inner = link(&handle, &inner_name)
             .await?
@@ -269,17 +269,6 @@ impl Kernel {
             .map_err(failed(format!(
                 "cannot move {what} into its tenant's namespace"
             )))
-    }
-
-    async fn index(&self, handle: &Handle, name: &str) -> Result<u32, KernelError> {
-        Ok(link(handle, name)
-            .await?
-            .ok_or_else(|| KernelError {
-                what: format!("{name} is missing"),
-                cause: "made, then not found".into(),
-            })?
-            .header
-            .index)
     }
 }
 

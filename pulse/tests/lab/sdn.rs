@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use fulcrum_cluster::store::{Store, endpoints};
 use labkit::Namespace;
 use labkit::etcd::Etcd;
-use labkit::sdn::{Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B};
+use labkit::sdn::{Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, tenant_table};
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
@@ -35,30 +35,6 @@ fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
         }
         sent
     })
-}
-
-/// The IPVS table of the tenant of `vni`, read in its namespace, as text
-/// lines `SERVICE: DESTINATION wWEIGHT, ...`; empty if it has none.
-fn tenant_table(vni: u32) -> Vec<String> {
-    Namespace::run_in_named(&format!("fulcrum-vni{vni}"), || {
-        let mut client = ipvs::Client::connect().unwrap();
-        let mut lines = Vec::new();
-        for service in client.services().unwrap() {
-            let mut destinations: Vec<String> = client
-                .destinations(&service.key)
-                .unwrap()
-                .iter()
-                .map(|destination| {
-                    format!("{} w{}", destination.socket_address(), destination.weight)
-                })
-                .collect();
-            destinations.sort();
-            lines.push(format!("{}: {}", service.key, destinations.join(", ")));
-        }
-        lines.sort();
-        lines
-    })
-    .unwrap_or_default()
 }
 
 fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) -> Duration {
