@@ -33,11 +33,12 @@ pub const STORE_ADDRESS: Ipv4Addr = Ipv4Addr::new(172, 30, 4, 1);
 /// The DIPs' port, which the agents translate the VIPs' port 80 to.
 pub const BACKEND_PORT: u16 = 8080;
 /// The DIPs: namespace, and the name each answers with.
-pub const DIPS: [(&str, &str); 4] = [
+pub const DIPS: [(&str, &str); 5] = [
     ("sdn-a5", "tenant-a 10.1.0.5"),
     ("sdn-a6", "tenant-a 10.1.0.6"),
     ("sdn-a7", "tenant-a 10.1.0.7"),
     ("sdn-b5", "tenant-b 10.1.0.5"),
+    ("sdn-b6", "tenant-b 10.1.0.6"),
 ];
 
 /// The policy: two tenant networks, a VIP each, the same DIP address in
@@ -98,7 +99,8 @@ pub struct Topology {
 
 impl Topology {
     /// Builds it. host1 holds tenant-a's .5 and .6, host2 tenant-a's .7
-    /// and tenant-b's .5. The underlay carries VXLAN's 50 bytes more than
+    /// and tenant-b's .5 and .6 (the policy names tenant-b's .6 only once
+    /// a DIP is added to it). The underlay carries VXLAN's 50 bytes more than
     /// a 1,500-byte packet (1,550-byte links to the Mux and the hosts).
     pub fn build() -> Result<Topology> {
         let names = [
@@ -111,6 +113,7 @@ impl Topology {
             "sdn-a6",
             "sdn-a7",
             "sdn-b5",
+            "sdn-b6",
         ];
         let mut namespaces = names
             .iter()
@@ -127,6 +130,7 @@ link add eth0 netns sdn-a5 address 02:00:00:00:01:05 type veth peer name a5 netn
 link add eth0 netns sdn-a6 address 02:00:00:00:01:06 type veth peer name a6 netns sdn-host1
 link add eth0 netns sdn-a7 address 02:00:00:00:01:07 type veth peer name a7 netns sdn-host2
 link add eth0 netns sdn-b5 address 02:00:00:00:02:05 type veth peer name b5 netns sdn-host2
+link add eth0 netns sdn-b6 address 02:00:00:00:02:06 type veth peer name b6 netns sdn-host2
 addr add 172.30.4.1/24 dev sdnstore0
 link set sdnstore0 up
 route add 172.30.0.0/16 via 172.30.4.2",
@@ -186,13 +190,17 @@ link set br{vni} up
             &namespaces[4],
             "172.30.3.1",
             "172.30.3.2",
-            &[(100, &["a7"], "10.1.0.1/24"), (200, &["b5"], "10.1.0.1/32")],
+            &[
+                (100, &["a7"], "10.1.0.1/24"),
+                (200, &["b5", "b6"], "10.1.0.1/32"),
+            ],
         )?;
         for (index, dip) in [
             (5, "10.1.0.5"),
             (6, "10.1.0.6"),
             (7, "10.1.0.7"),
             (8, "10.1.0.5"),
+            (9, "10.1.0.6"),
         ] {
             namespaces[index].ip(&format!(
                 "addr add {dip}/24 dev eth0\nlink set eth0 up\nroute add default via 10.1.0.1"
