@@ -1,24 +1,19 @@
 //! Named network namespaces, compatible with `ip netns`.
 //!
-//! A namespace is created the way `ip netns add` creates one (a thread
-//! unshares its network namespace, which is then bind-mounted on
-//! /run/netns/NAME), so `ip netns exec NAME ipvsadm ...` reaches the same
-//! kernel state as code run through [`Namespace::run`]. Running code in a
+//! A namespace is created the way `ip netns add` creates one (by
+//! fulcrum-netns, as the Mux makes its tenants'), so `ip netns exec NAME
+//! ipvsadm ...` reaches the same kernel state as code run through
+//! [`Namespace::run`]. Running code in a
 //! namespace takes a thread, not a process: under emulation a process costs
 //! 0.1 to 0.3 s, a thread nothing.
 
-use std::ffi::{CString, OsStr};
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread;
 
 use anyhow::{Context, Result, bail};
-
-const NETNS_DIRECTORY: &str = "/run/netns";
 
 /// A named network namespace, deleted on drop.
 #[derive(Debug)]
@@ -45,41 +40,18 @@ impl Namespace {
     }
 
     fn create_with(name: &str, lo_up: bool) -> Result<Namespace> {
-        fs::create_dir_all(NETNS_DIRECTORY)
-            .with_context(|| format!("cannot create {NETNS_DIRECTORY}"))?;
-        let path = PathBuf::from(NETNS_DIRECTORY).join(name);
         // Exclusive: the namespace is deleted by name on drop, so it must be
         // ours, never one that happens to have the same name.
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(_) => {}
+        let handle = match fulcrum_netns::create(name) {
+            Ok(handle) => handle,
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => bail!(
                 "network namespace {name} exists already ({}): a namespace of the same \
                  name is in use, or left over (`ip netns delete {name}` removes it)",
-                path.display()
+                fulcrum_netns::path(name).display()
             ),
             Err(error) => {
-                return Err(error).with_context(|| format!("cannot create {}", path.display()));
-            }
-        }
-        let target = path.clone();
-        let created = thread::spawn(move || -> Result<()> {
-            // SAFETY: unshare only changes this thread's namespace membership.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error()).context("unshare(CLONE_NEWNET)");
-            }
-            bind_mount("/proc/thread-self/ns/net", &target)
-        })
-        .join()
-        .expect("the namespace thread does not panic");
-        if let Err(error) = created {
-            let _ = fs::remove_file(&path);
-            return Err(error).with_context(|| format!("cannot create network namespace {name}"));
-        }
-        let handle = match File::open(&path) {
-            Ok(handle) => handle,
-            Err(error) => {
-                remove(&path);
-                return Err(error).with_context(|| format!("cannot open {}", path.display()));
+                return Err(error)
+                    .with_context(|| format!("cannot create network namespace {name}"));
             }
         };
         // From here on, dropping it unmounts and removes it.
@@ -102,15 +74,8 @@ impl Namespace {
     /// Runs `work` on a thread inside this namespace; sockets it opens belong
     /// to the namespace for their whole life, whichever thread uses them later.
     pub fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> Result<T> {
-        thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    self.enter()?;
-                    Ok(work())
-                })
-                .join()
-                .expect("work in a namespace panicked")
-        })
+        fulcrum_netns::run_in(&self.handle, work)
+            .with_context(|| format!("setns into {}", self.name))
     }
 
     /// Whether an interface of this namespace other than `lo` holds
@@ -163,30 +128,13 @@ impl Namespace {
     /// `None` if there is none by that name, or not yet one to enter (a
     /// file made but not mounted on).
     pub fn run_in_named<T: Send>(name: &str, work: impl FnOnce() -> T + Send) -> Option<T> {
-        let handle = File::open(Path::new(NETNS_DIRECTORY).join(name)).ok()?;
-        thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    // SAFETY: setns on a namespace file held open, on this
-                    // thread only.
-                    if unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                        return None;
-                    }
-                    Some(work())
-                })
-                .join()
-                .expect("work in a namespace panicked")
-        })
+        let handle = fulcrum_netns::open(name)?;
+        fulcrum_netns::run_in(&handle, work).ok()
     }
 
     /// Moves the calling thread into this namespace.
     pub fn enter(&self) -> Result<()> {
-        // SAFETY: setns on a namespace file descriptor we own.
-        if unsafe { libc::setns(self.handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(io::Error::last_os_error())
-                .with_context(|| format!("setns into {}", self.name));
-        }
-        Ok(())
+        fulcrum_netns::enter(&self.handle).with_context(|| format!("setns into {}", self.name))
     }
 
     /// A command that runs `program` in this namespace (`ip netns exec NAME
@@ -234,14 +182,8 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        remove(&PathBuf::from(NETNS_DIRECTORY).join(&self.name));
+        fulcrum_netns::remove(&self.name);
     }
-}
-
-/// Unmounts a namespace's file and removes it (`ip netns delete`).
-fn remove(path: &Path) {
-    unmount(path);
-    let _ = fs::remove_file(path);
 }
 
 /// Runs iproute2 batch commands, in a namespace or in the lab's own one.
@@ -271,33 +213,6 @@ pub fn run_ip(namespace: Option<&str>, commands: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn bind_mount(source: &str, target: &Path) -> Result<()> {
-    let source = CString::new(source)?;
-    let target_c = CString::new(target.as_os_str().as_bytes())?;
-    // SAFETY: valid NUL-terminated paths; a bind mount takes no data.
-    let result = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            target_c.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND,
-            std::ptr::null(),
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error())
-            .with_context(|| format!("cannot bind-mount the namespace on {}", target.display()));
-    }
-    Ok(())
-}
-
-fn unmount(path: &Path) {
-    if let Ok(path) = CString::new(path.as_os_str().as_bytes()) {
-        // SAFETY: a valid path; failure (not mounted) is fine.
-        unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };
-    }
 }
 
 /// Brings an interface up in the calling thread's namespace, with the

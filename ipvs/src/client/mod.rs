@@ -13,6 +13,9 @@ mod error;
 mod traffic;
 mod transport;
 
+// Work in the client's namespace: sockets opened and /proc files read
+// there are that namespace's, and the caller's thread never moves.
+use fulcrum_netns::run_in as in_namespace;
 use netlink_packet_core::ParseableParametrized;
 use netlink_packet_generic::GenlHeader;
 
@@ -621,59 +624,13 @@ impl Client {
     }
 }
 
-/// Runs `work` in the network namespace `namespace`: sockets it opens and
-/// the /proc files it reads are that namespace's. On the calling thread if
-/// it is there already, else on a short-lived thread that enters it, so
-/// that the caller never moves (setns moves a thread, not the process).
-fn in_namespace<T: Send>(
-    namespace: &std::fs::File,
-    work: impl FnOnce() -> T + Send,
-) -> std::io::Result<T> {
-    if is_current(namespace) {
-        return Ok(work());
-    }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                enter(namespace)?;
-                Ok(work())
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// Whether the calling thread is in the network namespace `namespace`.
-fn is_current(namespace: &std::fs::File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (
-        namespace.metadata(),
-        std::fs::metadata("/proc/thread-self/ns/net"),
-    ) {
-        (Ok(wanted), Ok(current)) => wanted.dev() == current.dev() && wanted.ino() == current.ino(),
-        _ => false,
-    }
-}
-
-/// Moves the calling thread to `namespace`: only a thread the caller owns
-/// and ends after (a short-lived one, or a worker of its own).
-fn enter(namespace: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: setns on a namespace file we hold open; it moves only the
-    // calling thread, which the callers own and end after.
-    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Opens a socket in `namespace` from a worker thread of the caller's,
 /// which it moves there.
 fn connect_in(
     namespace: &std::fs::File,
     traffic: std::sync::Arc<traffic::Counters>,
 ) -> Result<Transport, Error> {
-    enter(namespace)?;
+    fulcrum_netns::enter(namespace)?;
     Transport::connect(traffic)
 }
 
