@@ -413,7 +413,12 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
 
     // An agent killed: its DIPs expire with its lease and leave the Mux's
     // tables; the other host's DIPs go on answering. Started again, it
-    // registers them again.
+    // registers them again, adopting what the dead one left: a connection
+    // opened through host2 before the crash is answered after (its
+    // translation lives in host2's conntrack, not in the rules).
+    let across =
+        labkit::http::Connection::open(&underlay.client, SocketAddr::new(IpAddr::V4(VIP_B), 80))
+            .unwrap();
     agents.remove(1).kill();
     let expired = wait_until("host2's DIPs expiring", Duration::from_secs(20), || {
         tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"]
@@ -436,6 +441,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         tenant_table(100) == full_a
             && tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
     });
+    assert_eq!(across.get().unwrap(), "tenant-b 10.1.0.5");
 
     // The status shows the Mux's and the agents' applied revisions.
     let status = Command::new(PULSE)
