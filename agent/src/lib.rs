@@ -266,12 +266,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                     }
                     known.found = found;
                     if !added.is_empty() || !lost.is_empty() {
-                        if let Err(error) = kernel.apply(&known.local, &known.found).await {
-                            tracing::error!("agent {host}: {error}");
-                        }
-                        probes
-                            .follow(&desired::probes(&known.local, &known.found))
-                            .await;
+                        serve_local(&known, &mut kernel, &mut probes).await;
                     }
                     if let Some(current) = connection.as_mut() {
                         for ((network, address), mac) in &added {
@@ -364,13 +359,19 @@ async fn follow(
     for problem in &known.local.problems {
         tracing::warn!("agent: {problem}");
     }
+    serve_local(known, kernel, probes).await;
+    before
+}
+
+/// The kernel's devices and translations, and the probes, for what is
+/// known: the policy as it concerns this host, and the DIPs found.
+async fn serve_local(known: &Known, kernel: &mut kernel::Kernel, probes: &mut Probes) {
     if let Err(error) = kernel.apply(&known.local, &known.found).await {
         tracing::error!("agent: {error}");
     }
     probes
         .follow(&desired::probes(&known.local, &known.found))
         .await;
-    before
 }
 
 /// Every live key the agent holds (its host among them), written under a

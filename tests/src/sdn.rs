@@ -322,6 +322,30 @@ pub fn tenant_table(vni: u32) -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// What tcpdump saw on the Mux's underlay link (`eth0`) of VXLAN and of
+/// the VIPs' traffic while `during` ran.
+pub fn capture_underlay(
+    mux: &Namespace,
+    directory: &Path,
+    during: impl FnOnce(),
+) -> Result<Vec<String>> {
+    capture(
+        mux,
+        "eth0",
+        "udp port 4789 or net 203.0.113.0/24",
+        directory,
+        during,
+    )
+}
+
+/// Whether a capture line is a packet from a VIP's port 80: a reply that
+/// crossed the Mux.
+pub fn is_reply_from_a_vip(line: &str) -> bool {
+    [VIP_A, VIP_B]
+        .iter()
+        .any(|vip| line.contains(&format!(" {vip}.80 >")))
+}
+
 /// The agents' file for host `number` (1 or 2).
 pub fn agent_configuration(number: u32) -> &'static str {
     match number {

@@ -111,16 +111,10 @@ pub fn run_in_guest(pulse: &Path, agent: &Path) -> Result<()> {
 
     let mut seen_a = BTreeSet::new();
     let mut seen_b = BTreeSet::new();
-    let lines = labkit::sdn::capture(
-        &topology.mux,
-        "eth0",
-        "udp port 4789 or net 203.0.113.0/24",
-        &directory,
-        || {
-            seen_a = topology.answers(VIP_A, 9).unwrap_or_default();
-            seen_b = topology.answers(VIP_B, 3).unwrap_or_default();
-        },
-    )?;
+    let lines = labkit::sdn::capture_underlay(&topology.mux, &directory, || {
+        seen_a = topology.answers(VIP_A, 9).unwrap_or_default();
+        seen_b = topology.answers(VIP_B, 3).unwrap_or_default();
+    })?;
     println!("\nFrom the client, 9 requests to {VIP_A}:80 and 3 to {VIP_B}:80 were answered by:");
     println!(
         "  {VIP_A}: {}",
@@ -140,7 +134,7 @@ pub fn run_in_guest(pulse: &Path, agent: &Path) -> Result<()> {
         .collect();
     let replies = lines
         .iter()
-        .filter(|line| line.contains(" 203.0.113.10.80 >") || line.contains(" 203.0.113.20.80 >"))
+        .filter(|line| labkit::sdn::is_reply_from_a_vip(line))
         .count();
     println!(
         "\nA capture on the Mux's underlay link (tcpdump -n -e) while they ran: {} packets, \
