@@ -426,13 +426,31 @@ impl Daemon {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, and its exit.
+    /// SIGTERM, and its exit; an error if it has not exited within
+    /// [`STOP_LIMIT`] (then it is killed, and its log said).
     pub fn stop(mut self) -> Result<ExitStatus> {
         // SAFETY: kill on our own child.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        Ok(self.child.wait()?)
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if started.elapsed() > STOP_LIMIT {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                bail!(
+                    "not stopped {STOP_LIMIT:?} after SIGTERM (killed); its log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
+
+/// How long a daemon has to stop cleanly.
+pub const STOP_LIMIT: Duration = Duration::from_secs(60);
 
 /// Waits until `done`, at most `limit`; how long it took.
 pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Result<Duration> {

@@ -219,6 +219,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "{}",
         String::from_utf8_lossy(&applied.stderr)
     );
+    eprintln!("sdn step: agents");
     // The agents register their hosts and the DIPs they find.
     let mut agents = vec![
         start_agent(&underlay, 1, &directory, &etcd),
@@ -249,6 +250,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         mux.log()
     );
 
+    eprintln!("sdn step: answers");
     // Each VIP answers from its own tenant's DIPs only, over the overlay
     // (the client's socket is connected to VIP:80: only replies from there
     // reach it, translated back by the DIP's agent).
@@ -266,6 +268,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         answers(&underlay, VIP_B, 4),
         BTreeSet::from(["tenant-b 10.1.0.5".to_owned()])
     );
+    eprintln!("sdn step: probes seen");
     // The DIPs saw the client's own address (and their agent's probes,
     // from the segment's address, once each DIP was found: a probe
     // follows the DIP's host, and the Mux serves a DIP before its first
@@ -291,11 +294,13 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             responder.name()
         );
     }
+    eprintln!("sdn step: counters");
     // Requests crossed the Mux; no reply did.
     let seen = counters(&underlay.mux);
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(seen[0], 0, "replies from a VIP crossed the Mux");
     assert!(seen[1] >= 16 * 3, "requests to the VIPs: {seen:?}");
+    eprintln!("sdn step: capture");
     // On the Mux's underlay link: each request in, then out as VXLAN to
     // its DIP's host, port 4789, with its tenant's VNI; no reply.
     let lines = labkit::sdn::capture_underlay(&underlay.mux, &directory, || {
@@ -332,6 +337,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .any(|line| labkit::sdn::is_reply_from_a_vip(line)),
         "a reply crossed the Mux: {lines:#?}"
     );
+    eprintln!("sdn step: upload");
     // A megabyte up through the overlay: full-size packets from the
     // client, VXLAN's 50 bytes more on the underlay (which carries them).
     let upload = vec![b'x'; 1 << 20];
@@ -342,6 +348,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .unwrap();
     assert_eq!(received, "tenant-b 10.1.0.5 received 1048576");
 
+    eprintln!("sdn step: health write");
     // A DIP reported down leaves the table (written here as its agent
     // writes it, to time the Mux alone: from the store's write to the
     // kernel showing it).
@@ -376,6 +383,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         tenant_table(100) == full_a
     });
 
+    eprintln!("sdn step: service stop");
     // A DIP whose service stops: its agent's probe (delay_loop 1,
     // connect_timeout 1, retry 0) finds it down, the Mux drops it; it
     // comes back when the service does. No probe leaves the Mux: the
@@ -399,6 +407,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         tenant_table(100) == full_a
     });
 
+    eprintln!("sdn step: agent kill");
     // An agent killed: its DIPs expire with its lease and leave the Mux's
     // tables; the other host's DIPs go on answering. Started again, it
     // registers them again, adopting what the dead one left: a connection
@@ -431,6 +440,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     });
     assert_eq!(across.get().unwrap(), "tenant-b 10.1.0.5");
 
+    eprintln!("sdn step: status");
     // The status shows the Mux's and the agents' applied revisions.
     let status = Command::new(PULSE)
         .arg(format!("--cluster={}", etcd.urls()))
@@ -453,6 +463,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         );
     }
 
+    eprintln!("sdn step: apply");
     // A policy change (a weight) through `pulse --apply`: its transaction,
     // then the kernel's table showing it.
     let urls = etcd.urls();
@@ -512,6 +523,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         reached.as_secs_f64() * 1000.0
     );
 
+    eprintln!("sdn step: cut off");
     // Fail static: the Mux cut off from the store keeps forwarding; a
     // policy written meanwhile is applied once it is back.
     nft(
@@ -554,6 +566,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         mux.log()
     );
 
+    eprintln!("sdn step: quorum");
     // The store without quorum (two of its three members stopped): no
     // write, no lease renewed; forwarding goes on beyond a lease's life
     // (the agents' DIPs do not expire: etcd keeps leases while it has no
@@ -589,6 +602,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "after quorum"
     );
 
+    eprintln!("sdn step: mux kill");
     // A Mux killed leaves the kernel as it was; the next adopts it without
     // a flush, and a connection opened before the crash is answered after.
     let before = (tenant_table(100), tenant_table(200));
@@ -616,6 +630,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         mux.log()
     );
 
+    eprintln!("sdn step: clean stop");
     // Clean stops remove what the agents and the Mux made.
     for agent in agents {
         let log = agent.log();
