@@ -11,7 +11,6 @@
 //! is logged.
 
 use fulcrum_config::diagnostic::Diagnostic;
-use fulcrum_config::model as config;
 use fulcrum_scripts::review::{Line, Report, Review};
 use tokio::sync::mpsc;
 
@@ -42,25 +41,12 @@ pub fn log(review: &Review) {
 /// closes.
 pub async fn run(mut notifications: mpsc::Receiver<Notification>) {
     while let Some(notification) = notifications.recv().await {
-        let Some(script) = script_of(&notification) else {
-            // A start without quorum scripts sends one per virtual server:
-            // described only if the line is logged.
-            if tracing::enabled!(tracing::Level::DEBUG) {
-                tracing::debug!("{}: no script", describe(&notification));
-            }
+        // The task sends only notifications with a script.
+        let Some(script) = notification.script() else {
             continue;
         };
         tracing::info!("{}: running {}", describe(&notification), script.command);
         fulcrum_scripts::run::spawn(script, &[]);
-    }
-}
-
-/// The script to run for a notification, if any.
-fn script_of(notification: &Notification) -> Option<&config::Script> {
-    match notification {
-        Notification::RealServer { script, .. } | Notification::Quorum { script, .. } => {
-            script.as_ref()
-        }
     }
 }
 

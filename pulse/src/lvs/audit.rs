@@ -102,11 +102,33 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cost {
     pub took: Duration,
+    /// Of which: the services' dump, the listing (read and parsed), the
+    /// destinations dumped over netlink.
+    pub services_took: Duration,
+    pub listing_took: Duration,
+    pub dumps_took: Duration,
     pub services: usize,
     /// Services whose destinations were dumped over netlink (the others
     /// came from the listing).
     pub dumped: usize,
     pub traffic: Traffic,
+}
+
+impl std::fmt::Display for Cost {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let milliseconds = |took: Duration| took.as_secs_f64() * 1000.0;
+        write!(
+            formatter,
+            "in {:.1} ms: their dump {:.1} ms, the listing {:.1} ms, {} dumped over netlink in \
+             {:.1} ms; {}",
+            milliseconds(self.took),
+            milliseconds(self.services_took),
+            milliseconds(self.listing_took),
+            self.dumped,
+            milliseconds(self.dumps_took),
+            self.traffic
+        )
+    }
 }
 
 /// Reads the whole table the cheapest way (see the module's rules), the
@@ -119,6 +141,7 @@ pub fn read(
     let started = Instant::now();
     let traffic = client.traffic();
     let services = client.services()?;
+    let services_took = started.elapsed();
     let listed = match client.listing() {
         Ok(listing) => ipvs::listing::match_services(&services, listing),
         Err(error) => {
@@ -126,6 +149,7 @@ pub fn read(
             Vec::new()
         }
     };
+    let listing_took = started.elapsed() - services_took;
     let count = services.len();
     let in_rotation =
         |index: usize| (index + count - rotation % count.max(1)) % count.max(1) < ROTATION;
@@ -148,9 +172,11 @@ pub fn read(
         .filter(|&index| destinations[index].is_none())
         .collect();
     let keys: Vec<ServiceKey> = dumped.iter().map(|&index| services[index].key).collect();
+    let dumping = Instant::now();
     for (index, read) in dumped.iter().zip(client.destinations_of(&keys)?) {
         destinations[*index] = Some(read);
     }
+    let dumps_took = dumping.elapsed();
     let timeouts = client.timeouts()?;
     let table = Table::of(
         services
@@ -163,6 +189,9 @@ pub fn read(
         table,
         Cost {
             took: started.elapsed(),
+            services_took,
+            listing_took,
+            dumps_took,
             services: count,
             dumped: keys.len(),
             traffic: client.traffic().since(traffic),
@@ -248,13 +277,7 @@ pub async fn run(
             Ok((table, cost)) => {
                 rotation = rotation.wrapping_add(ROTATION);
                 pause = PERIOD.max(cost.took * 2);
-                tracing::debug!(
-                    "audit: {} services read in {:.1} ms, {} of them over netlink ({})",
-                    cost.services,
-                    cost.took.as_secs_f64() * 1000.0,
-                    cost.dumped,
-                    cost.traffic
-                );
+                tracing::debug!("audit: {} services read {cost}", cost.services);
                 let snapshot = Snapshot { since, table, cost };
                 if snapshots.send(snapshot).await.is_err() {
                     return;

@@ -131,6 +131,17 @@ pub enum Notification {
     },
 }
 
+impl Notification {
+    /// The script this notification runs, if the configuration has one.
+    pub fn script(&self) -> Option<&config::Script> {
+        match self {
+            Notification::RealServer { script, .. } | Notification::Quorum { script, .. } => {
+                script.as_ref()
+            }
+        }
+    }
+}
+
 /// What to do with pulse's services when it stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopMode {
@@ -449,8 +460,24 @@ impl Reconciler {
                 }
             }
         }
-        suspects.extend(self.failing.values().flatten());
         let timeouts_differ = self.applied.timeouts != snapshot.table.timeouts;
+        if !suspects.is_empty() || timeouts_differ {
+            // Something other than pulse changed the table (or pulse's
+            // knowledge was wrong): said once per reading, with what the
+            // reading cost, before the repairs are logged one by one.
+            tracing::info!(
+                "audit: {} of {} services{} differed from what pulse applied (read {})",
+                suspects.len(),
+                snapshot.cost.services,
+                if timeouts_differ {
+                    " and the timeouts"
+                } else {
+                    ""
+                },
+                snapshot.cost
+            );
+        }
+        suspects.extend(self.failing.values().flatten());
         self.applied.timeouts = snapshot.table.timeouts;
         // The others are known from this reading now.
         self.touched.retain(|_, pass| *pass > since);
@@ -1193,8 +1220,14 @@ fn told(channels: &Channels, generation: u64, what: &str, report: Report) {
 
 /// Hands notifications on without waiting: a slow script runner must not
 /// hold up the table, so a full channel drops (and logs) a notification.
+/// Only those with a script go: the change itself is logged where it is
+/// made, and a start without quorum scripts would send one per virtual
+/// server (10,000 filled the channel in the lab).
 fn notify(sender: &mpsc::Sender<Notification>, notifications: Vec<Notification>) {
-    for notification in notifications {
+    for notification in notifications
+        .into_iter()
+        .filter(|notification| notification.script().is_some())
+    {
         match sender.try_send(notification) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(notification)) => {
