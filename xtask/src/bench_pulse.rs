@@ -20,6 +20,10 @@
 //!   it also waits for whatever the daemon still does after its start; a
 //!   second one, right after the first is applied, measures a reload
 //!   alone.
+//! - **hand edit**: one real server deleted in the kernel behind the
+//!   daemon's back (as `ipvsadm -d` would), then to the kernel holding it
+//!   again, polling that virtual server's destinations; a daemon that
+//!   has not put it back within [`REPAIR_PATIENCE`] is reported so.
 //!
 //! Each run also gets a NOTIFY_SOCKET, and the times at which the daemon
 //! said READY=1 (systemd's notify protocol) after start and after SIGHUP
@@ -65,6 +69,13 @@ const RELOADED_SERVICE: usize = 500;
 const RELOADED_REAL_SERVER: usize = 5;
 const RELOADED_WEIGHT: u32 = 7;
 
+/// The virtual server (a third of the way into the table) and real server
+/// deleted by hand, as an operator's `ipvsadm -d` would, and how long a
+/// daemon has to put it back.
+const EDITED_SERVICE_SHARE: usize = 3;
+const EDITED_REAL_SERVER: usize = 2;
+const REPAIR_PATIENCE: Duration = Duration::from_secs(15);
+
 /// One of the two daemons.
 struct Daemon {
     name: &'static str,
@@ -95,6 +106,10 @@ struct Figures {
     /// From the checked real server's listener closing to the kernel
     /// without it (the check's own delay included).
     verdict_seen: Duration,
+    /// From a real server deleted by hand (in the kernel, behind the
+    /// daemon's back) to the kernel holding it again; None if not within
+    /// [`REPAIR_PATIENCE`].
+    hand_edit_repaired: Option<Duration>,
     /// What pulse said of its passes: the second reload's netlink messages
     /// (sent, received) and the verdict's time to the kernel's
     /// acknowledgement, from its log.
@@ -106,6 +121,8 @@ struct Figures {
 struct Said {
     reload_messages: Option<(u64, u64)>,
     verdict_to_kernel: Option<String>,
+    /// Its audit's line on finding the hand edit: what the reading cost.
+    audit_found: Option<String>,
 }
 
 /// In the guest: the benchmark.
@@ -264,6 +281,19 @@ fn measure_size(
                 .as_deref()
                 .unwrap_or("not logged")
         );
+        let repaired = |figures: &Figures| {
+            figures.hand_edit_repaired.map_or(
+                format!("not within {} s", REPAIR_PATIENCE.as_secs()),
+                |took| format!("{:.3} s", took.as_secs_f64()),
+            )
+        };
+        println!(
+            "       a real server deleted by hand, to the kernel holding it again: keepalived {}, \
+             pulse {} (pulse's audit: {})",
+            repaired(keepalived),
+            repaired(pulse),
+            pulse.said.audit_found.as_deref().unwrap_or("not logged")
+        );
         if let Some((sent, received)) = pulse.said.reload_messages {
             println!(
                 "       pulse's second reload: {sent} netlink messages sent, {received} received"
@@ -321,6 +351,27 @@ fn measure_size(
         median_of(0, |figures| figures.peak_memory_kib as f64) / 1024.0,
         median_of(1, |figures| figures.peak_memory_kib as f64) / 1024.0
     );
+    let mut repairs: Vec<f64> = all
+        .iter()
+        .filter_map(|figures| figures[1].hand_edit_repaired)
+        .map(|took| took.as_secs_f64())
+        .collect();
+    if repairs.len() == all.len() {
+        println!(
+            "median hand edit repaired: pulse {:.3} s; keepalived repaired {} of {}",
+            median(&mut repairs),
+            all.iter()
+                .filter(|figures| figures[0].hand_edit_repaired.is_some())
+                .count(),
+            all.len()
+        );
+    } else {
+        println!(
+            "pulse repaired the hand edit in {} of {} rounds",
+            repairs.len(),
+            all.len()
+        );
+    }
     println!(
         "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
          configuration; both log to a file)"
@@ -466,6 +517,27 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
             "the failed real server's removal",
             || Ok(client.destinations(&checked)?.is_empty()),
         )?;
+        // A hand edit: one real server deleted behind the daemon's back.
+        let edited = service_key(services / EDITED_SERVICE_SHARE);
+        let edited_real_server = real_server_address(EDITED_REAL_SERVER);
+        client.delete_destination(&edited, edited_real_server)?;
+        let deleted = Instant::now();
+        let hand_edit_repaired = loop {
+            if client
+                .destinations(&edited)?
+                .iter()
+                .any(|destination| destination.socket_address() == edited_real_server)
+            {
+                break Some(deleted.elapsed());
+            }
+            if deleted.elapsed() > REPAIR_PATIENCE {
+                break None;
+            }
+            if let Some(status) = child.try_wait()? {
+                bail!("the daemon exited ({status}) after a hand edit");
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        };
         // pulse logs the pass right after the kernel acknowledged it.
         std::thread::sleep(Duration::from_millis(300));
         Ok(Figures {
@@ -477,6 +549,7 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
             ready_after_reload,
             peak_memory_kib,
             verdict_seen,
+            hand_edit_repaired,
             said: said(&log),
         })
     })();
@@ -532,9 +605,16 @@ fn said(log: &Path) -> Said {
         .find(|line| line.contains("health change: applied in "))
         .and_then(|line| line.split_once("health change: applied in "))
         .map(|(_, rest)| rest.to_owned());
+    let audit_found = text
+        .lines()
+        .rev()
+        .find(|line| line.contains("audit: ") && line.contains(" differed from what pulse applied"))
+        .and_then(|line| line.split_once("audit: "))
+        .map(|(_, rest)| rest.to_owned());
     Said {
         reload_messages,
         verdict_to_kernel,
+        audit_found,
     }
 }
 
