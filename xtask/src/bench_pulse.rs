@@ -20,10 +20,13 @@
 //!   it also waits for whatever the daemon still does after its start; a
 //!   second one, right after the first is applied, measures a reload
 //!   alone.
-//! - **hand edit**: one real server deleted in the kernel behind the
-//!   daemon's back (as `ipvsadm -d` would), then to the kernel holding it
-//!   again, polling that virtual server's destinations; a daemon that
-//!   has not put it back within [`REPAIR_PATIENCE`] is reported so.
+//! - **hand edits**: [`HAND_EDITS`] times, one real server deleted in the
+//!   kernel behind the daemon's back (as `ipvsadm -d` would), then to the
+//!   kernel holding it again, polling that virtual server's destinations;
+//!   each edit lands somewhere else in the daemon's audit cycle, so their
+//!   median and maximum are printed. A daemon that has not put the first
+//!   back within [`REPAIR_PATIENCE`] is reported so, and not given the
+//!   others.
 //!
 //! Each run also gets a NOTIFY_SOCKET, and the times at which the daemon
 //! said READY=1 (systemd's notify protocol) after start and after SIGHUP
@@ -69,10 +72,11 @@ const RELOADED_SERVICE: usize = 500;
 const RELOADED_REAL_SERVER: usize = 5;
 const RELOADED_WEIGHT: u32 = 7;
 
-/// The virtual server (a third of the way into the table) and real server
-/// deleted by hand, as an operator's `ipvsadm -d` would, and how long a
-/// daemon has to put it back.
-const EDITED_SERVICE_SHARE: usize = 3;
+/// How many hand edits each round makes, one after the other (a real
+/// server deleted, as an operator's `ipvsadm -d` would, in virtual servers
+/// spread over the table), which real server, and how long a daemon has
+/// to put each back.
+const HAND_EDITS: usize = 5;
 const EDITED_REAL_SERVER: usize = 2;
 const REPAIR_PATIENCE: Duration = Duration::from_secs(15);
 
@@ -106,10 +110,10 @@ struct Figures {
     /// From the checked real server's listener closing to the kernel
     /// without it (the check's own delay included).
     verdict_seen: Duration,
-    /// From a real server deleted by hand (in the kernel, behind the
+    /// From each real server deleted by hand (in the kernel, behind the
     /// daemon's back) to the kernel holding it again; None if not within
-    /// [`REPAIR_PATIENCE`].
-    hand_edit_repaired: Option<Duration>,
+    /// [`REPAIR_PATIENCE`] (then the edits stop).
+    hand_edits_repaired: Vec<Option<Duration>>,
     /// What pulse said of its passes: the second reload's netlink messages
     /// (sent, received) and the verdict's time to the kernel's
     /// acknowledgement, from its log.
@@ -282,14 +286,26 @@ fn measure_size(
                 .unwrap_or("not logged")
         );
         let repaired = |figures: &Figures| {
-            figures.hand_edit_repaired.map_or(
-                format!("not within {} s", REPAIR_PATIENCE.as_secs()),
-                |took| format!("{:.3} s", took.as_secs_f64()),
+            let mut times: Vec<f64> = figures
+                .hand_edits_repaired
+                .iter()
+                .flatten()
+                .map(Duration::as_secs_f64)
+                .collect();
+            if times.len() < figures.hand_edits_repaired.len() || times.is_empty() {
+                return format!("not within {} s", REPAIR_PATIENCE.as_secs());
+            }
+            let each: Vec<String> = times.iter().map(|time| format!("{time:.2}")).collect();
+            format!(
+                "median {:.3} s, at most {:.3} s ({} s)",
+                median(&mut times),
+                times.iter().copied().fold(0.0, f64::max),
+                each.join(", ")
             )
         };
         println!(
-            "       a real server deleted by hand, to the kernel holding it again: keepalived {}, \
-             pulse {} (pulse's audit: {})",
+            "       {HAND_EDITS} real servers deleted by hand, one at a time, each to the kernel \
+             holding it again: keepalived {}; pulse {} (pulse's last audit that found one: {})",
             repaired(keepalived),
             repaired(pulse),
             pulse.said.audit_found.as_deref().unwrap_or("not logged")
@@ -351,26 +367,29 @@ fn measure_size(
         median_of(0, |figures| figures.peak_memory_kib as f64) / 1024.0,
         median_of(1, |figures| figures.peak_memory_kib as f64) / 1024.0
     );
-    let mut repairs: Vec<f64> = all
-        .iter()
-        .filter_map(|figures| figures[1].hand_edit_repaired)
-        .map(|took| took.as_secs_f64())
-        .collect();
-    if repairs.len() == all.len() {
-        println!(
-            "median hand edit repaired: pulse {:.3} s; keepalived repaired {} of {}",
-            median(&mut repairs),
-            all.iter()
-                .filter(|figures| figures[0].hand_edit_repaired.is_some())
-                .count(),
-            all.len()
-        );
-    } else {
-        println!(
-            "pulse repaired the hand edit in {} of {} rounds",
-            repairs.len(),
-            all.len()
-        );
+    let repaired_by = |index: usize| -> Option<Vec<f64>> {
+        all.iter()
+            .flat_map(|figures| &figures[index].hand_edits_repaired)
+            .map(|repaired| repaired.map(|took| took.as_secs_f64()))
+            .collect()
+    };
+    match (repaired_by(0), repaired_by(1)) {
+        (keepalived, Some(mut pulse)) if !pulse.is_empty() => println!(
+            "hand edits repaired: pulse median {:.3} s, at most {:.3} s, over {} edits; \
+             keepalived {}",
+            median(&mut pulse),
+            pulse.iter().copied().fold(0.0, f64::max),
+            pulse.len(),
+            match keepalived {
+                Some(mut times) if !times.is_empty() =>
+                    format!("median {:.3} s", median(&mut times)),
+                _ => format!("did not repair within {} s", REPAIR_PATIENCE.as_secs()),
+            }
+        ),
+        _ => println!(
+            "pulse did not repair every hand edit within {} s",
+            REPAIR_PATIENCE.as_secs()
+        ),
     }
     println!(
         "(both include starting the process under emulation, 0.1-0.3 s, and reading the \
@@ -517,27 +536,37 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
             "the failed real server's removal",
             || Ok(client.destinations(&checked)?.is_empty()),
         )?;
-        // A hand edit: one real server deleted behind the daemon's back.
-        let edited = service_key(services / EDITED_SERVICE_SHARE);
-        let edited_real_server = real_server_address(EDITED_REAL_SERVER);
-        client.delete_destination(&edited, edited_real_server)?;
-        let deleted = Instant::now();
-        let hand_edit_repaired = loop {
-            if client
-                .destinations(&edited)?
-                .iter()
-                .any(|destination| destination.socket_address() == edited_real_server)
-            {
-                break Some(deleted.elapsed());
+        // Hand edits: one real server deleted behind the daemon's back at
+        // a time, in services spread over the table; each lands somewhere
+        // in the daemon's audit cycle. A daemon that does not repair the
+        // first is not given the others.
+        let mut hand_edits_repaired = Vec::new();
+        for edit in 0..HAND_EDITS {
+            let edited = service_key((2 * edit + 1) * services / (2 * HAND_EDITS));
+            let edited_real_server = real_server_address(EDITED_REAL_SERVER);
+            client.delete_destination(&edited, edited_real_server)?;
+            let deleted = Instant::now();
+            let repaired = loop {
+                if client
+                    .destinations(&edited)?
+                    .iter()
+                    .any(|destination| destination.socket_address() == edited_real_server)
+                {
+                    break Some(deleted.elapsed());
+                }
+                if deleted.elapsed() > REPAIR_PATIENCE {
+                    break None;
+                }
+                if let Some(status) = child.try_wait()? {
+                    bail!("the daemon exited ({status}) after a hand edit");
+                }
+                std::thread::sleep(POLL_INTERVAL);
+            };
+            hand_edits_repaired.push(repaired);
+            if repaired.is_none() {
+                break;
             }
-            if deleted.elapsed() > REPAIR_PATIENCE {
-                break None;
-            }
-            if let Some(status) = child.try_wait()? {
-                bail!("the daemon exited ({status}) after a hand edit");
-            }
-            std::thread::sleep(POLL_INTERVAL);
-        };
+        }
         // pulse logs the pass right after the kernel acknowledged it.
         std::thread::sleep(Duration::from_millis(300));
         Ok(Figures {
@@ -549,7 +578,7 @@ fn measure(daemon: &Daemon, services: usize, directory: &Path) -> Result<Figures
             ready_after_reload,
             peak_memory_kib,
             verdict_seen,
-            hand_edit_repaired,
+            hand_edits_repaired,
             said: said(&log),
         })
     })();
