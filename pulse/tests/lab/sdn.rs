@@ -616,11 +616,13 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "after the crash"
     );
     mux = start_mux(&underlay, &directory, &etcd);
-    wait_until(
+    if let Err(error) = labkit::sdn::wait_until(
         "the restarted Mux applying",
         Duration::from_secs(30),
         || mux.log().contains("policy revision 4 applied"),
-    );
+    ) {
+        panic!("{error}; its log:\n{}", mux.log());
+    }
     assert_eq!((tenant_table(100), tenant_table(200)), before, "adopted");
     let answer = open.get().unwrap();
     assert!(answer.starts_with("tenant-b "), "{answer}");
