@@ -44,6 +44,7 @@ mod fields;
 mod info;
 pub mod listing;
 mod message;
+pub mod monitor;
 mod nla;
 pub mod request;
 mod service;

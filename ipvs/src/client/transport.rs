@@ -214,6 +214,10 @@ impl Transport {
         header.message_type = self.family;
         header.flags = flags;
         header.sequence_number = self.next_sequence();
+        // The kernel ignores a request's port; this process's id there
+        // tells a tap on netlink whose request it is
+        // ([`crate::monitor::own_port`]).
+        header.port_number = crate::monitor::own_port();
         let start = into.len();
         into.resize(start + header.length as usize, 0);
         let (head, body) = into[start..].split_at_mut(headers);

@@ -11,9 +11,11 @@
 //!   operations they need, and verifies them.
 //! - [`audit`]: the second loop, reading the whole table now and then, the
 //!   cheapest way, so that hand edits are repaired.
+//! - [`tap`]: told at once of what other processes change over netlink.
 
 pub mod audit;
 pub mod desired;
 pub mod drain;
 pub mod plan;
+pub mod tap;
 pub mod task;

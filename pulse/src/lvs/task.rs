@@ -64,6 +64,7 @@ use super::desired::{
 };
 use super::drain::Draining;
 use super::plan::{Ownership, Scope, destination_differs, plan_within, service_differs};
+use super::tap;
 
 /// How often what drains is read back.
 pub const DRAIN_CHECK: Duration = Duration::from_secs(1);
@@ -95,6 +96,8 @@ pub enum Reason {
     Drain,
     /// The kernel refused a change because its object was not as known.
     Refused,
+    /// Another process changed services ([`super::tap`] told).
+    Edited,
     Stop,
 }
 
@@ -107,6 +110,7 @@ impl fmt::Display for Reason {
             Reason::DriftCheck => "drift repair",
             Reason::Drain => "drain",
             Reason::Refused => "repair",
+            Reason::Edited => "edit repair",
             Reason::Stop => "stop",
         })
     }
@@ -485,6 +489,38 @@ impl Reconciler {
             return self.pass(Reason::DriftCheck, Scope::Everything);
         }
         self.pass(Reason::DriftCheck, Scope::Services(&suspects))
+    }
+
+    /// Reads back the services another process changed, as the tap told,
+    /// and repairs those not as pulse applied them; a change to the whole
+    /// table (a flush, the timeouts, a change the tap could not read) asks
+    /// for an audit at once.
+    pub fn told(&mut self, changed: ipvs::monitor::Changed) -> Report {
+        if changed.table {
+            self.audit_now.notify_one();
+        }
+        if changed.services.is_empty() {
+            return Report::default();
+        }
+        let started = Instant::now();
+        let traffic = self.client.traffic();
+        let differ = match self.read_back(&changed.services) {
+            Ok(differ) => differ,
+            Err(error) => return Report::failed(ReconcileError::Read(error)),
+        };
+        if !differ.is_empty() {
+            tracing::info!(
+                "told: {} of {} services another process changed differed from what pulse \
+                 applied (read back in {:.1} ms, {})",
+                differ.len(),
+                changed.services.len(),
+                started.elapsed().as_secs_f64() * 1000.0,
+                self.client.traffic().since(traffic)
+            );
+        }
+        let mut report = self.pass(Reason::Edited, Scope::Services(&differ));
+        report.traffic = self.client.traffic().since(traffic);
+        report
     }
 
     /// Reads back what drains and deletes what no longer carries
@@ -1083,6 +1119,20 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             None
         }
     };
+    // Told of other processes' changes, where the kernel has nlmon.
+    let (edits_sender, mut edits) = mpsc::channel(16);
+    let tap = match reconciler.client.family_id() {
+        Some(family) => match tap::Tap::open(family).await {
+            Ok(tap) => Some(tokio::spawn(tap.run(edits_sender))),
+            Err(error) => {
+                tracing::info!(
+                    "not told of other processes' IPVS changes ({error}): the audit finds them"
+                );
+                None
+            }
+        },
+        None => None,
+    };
     let mut drain_timer = tokio::time::interval(DRAIN_CHECK);
     drain_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut states_open = true;
@@ -1143,6 +1193,13 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                 }
                 Err(_) => configurations_open = false,
             },
+            Some(changed) = edits.recv() => {
+                let (returned, report) =
+                    in_blocking_pool(reconciler, move |reconciler| reconciler.told(changed))
+                        .await;
+                reconciler = returned;
+                let _ = finish(&channels, Reason::Edited, report);
+            }
             Some(snapshot) = snapshots.recv() => {
                 let (returned, report) =
                     in_blocking_pool(reconciler, move |reconciler| reconciler.audited(snapshot))
@@ -1159,8 +1216,12 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
         }
     };
     drop(snapshots);
+    drop(edits);
     if let Some(audit) = audit {
         let _ = audit.await;
+    }
+    if let Some(tap) = tap {
+        let _ = tap.await;
     }
     if stop == StopMode::Clear {
         let (returned, outcome) = in_blocking_pool(reconciler, Reconciler::clear).await;

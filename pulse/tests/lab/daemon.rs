@@ -650,3 +650,92 @@ fn first_vrrp_alone_never_loads_ip_vs() {
     assert!(!ip_vs_loaded());
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+/// Hand edits with Debian's ipvsadm (over generic netlink, through libnl):
+/// pulse is told by its nlmon tap and repairs them from that, not from an
+/// audit; the device goes with pulse.
+#[test]
+#[ignore = "runs in the lab"]
+fn hand_edits_over_netlink_are_repaired_as_soon_as_pulse_is_told() {
+    labkit::require_lab();
+    let namespace = Namespace::create("pulse-told").unwrap();
+    let directory = directory("pulse-told");
+    let configuration = directory.join("keepalived.conf");
+    let pid_file = directory.join("pulse.pid");
+    let log_path = directory.join("pulse.log");
+    std::fs::write(&configuration, CONFIGURATION).unwrap();
+    let mut client = namespace.run(Client::connect).unwrap().unwrap();
+    let notifications = Notifications::bind(&directory);
+    let mut daemon = pulse(&namespace, &configuration, &pid_file)
+        .args(["-n", "-D"])
+        .env("NOTIFY_SOCKET", &notifications.path)
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    notifications.until_ready();
+    let programmed = table(&mut client);
+    let device = || {
+        namespace
+            .command("ip")
+            .args(["link", "show", "pulse-nlmon"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(device(), "the tap's device while pulse runs");
+    let log = || std::fs::read_to_string(&log_path).unwrap();
+    let told_lines = || {
+        log()
+            .lines()
+            .filter(|line| line.contains("told: 1 of 1 services another process changed differed"))
+            .count()
+    };
+    let ipvsadm = |arguments: &str| {
+        let status = namespace
+            .command("ipvsadm")
+            .args(arguments.split_whitespace())
+            .status()
+            .unwrap();
+        assert!(status.success(), "ipvsadm {arguments}: {status}");
+    };
+    // Each edit is repaired; the audit (every second here) could come
+    // between an edit and the tap's word, so a few edits of each kind are
+    // given the chance to be repaired from the tap.
+    for (edit, what) in [
+        ("-d -t 192.0.2.1:80 -r 10.0.9.2:80", "a real server deleted"),
+        (
+            "-e -t 192.0.2.1:80 -r 10.0.9.1:80 -m -w 9",
+            "a weight edited",
+        ),
+    ] {
+        let before = told_lines();
+        for _ in 0..3 {
+            ipvsadm(edit);
+            wait_until(&format!("{what}, repaired"), || {
+                table(&mut client) == programmed
+            });
+            if told_lines() > before {
+                break;
+            }
+        }
+        assert!(
+            told_lines() > before,
+            "{what}: never told; the log:\n{}",
+            log()
+        );
+    }
+    // A flush is the whole table: an audit at once restores it.
+    ipvsadm("-C");
+    wait_until("a flush, repaired", || table(&mut client) == programmed);
+
+    signal(&daemon, libc::SIGTERM);
+    assert!(daemon.wait().unwrap().success());
+    assert!(
+        !device(),
+        "the tap's device outlives pulse; the log:\n{}",
+        log()
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}
