@@ -125,8 +125,9 @@ struct Figures {
 struct Said {
     reload_messages: Option<(u64, u64)>,
     verdict_to_kernel: Option<String>,
-    /// Its audit's line on finding the hand edit: what the reading cost.
-    audit_found: Option<String>,
+    /// Its line on finding the last hand edit (told by its netlink tap, or
+    /// an audit's): what the reading cost.
+    edit_found: Option<String>,
 }
 
 /// In the guest: the benchmark.
@@ -305,10 +306,10 @@ fn measure_size(
         };
         println!(
             "       {HAND_EDITS} real servers deleted by hand, one at a time, each to the kernel \
-             holding it again: keepalived {}; pulse {} (pulse's last audit that found one: {})",
+             holding it again: keepalived {}; pulse {} (pulse on the last one: {})",
             repaired(keepalived),
             repaired(pulse),
-            pulse.said.audit_found.as_deref().unwrap_or("not logged")
+            pulse.said.edit_found.as_deref().unwrap_or("not logged")
         );
         if let Some((sent, received)) = pulse.said.reload_messages {
             println!(
@@ -634,16 +635,22 @@ fn said(log: &Path) -> Said {
         .find(|line| line.contains("health change: applied in "))
         .and_then(|line| line.split_once("health change: applied in "))
         .map(|(_, rest)| rest.to_owned());
-    let audit_found = text
+    let edit_found = text
         .lines()
         .rev()
-        .find(|line| line.contains("audit: ") && line.contains(" differed from what pulse applied"))
-        .and_then(|line| line.split_once("audit: "))
-        .map(|(_, rest)| rest.to_owned());
+        .find(|line| line.contains(" differed from what pulse applied"))
+        .and_then(|line| {
+            line.split_once("told: ")
+                .map(|(_, rest)| format!("told: {rest}"))
+                .or_else(|| {
+                    line.split_once("audit: ")
+                        .map(|(_, rest)| format!("audit: {rest}"))
+                })
+        });
     Said {
         reload_messages,
         verdict_to_kernel,
-        audit_found,
+        edit_found,
     }
 }
 

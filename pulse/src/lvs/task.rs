@@ -1,7 +1,8 @@
 //! The task that keeps the kernel's IPVS table what the configuration and
 //! the health checks say: one `select!` loop over nanny's verdicts, the
 //! running configuration (a `watch`: a new value is a reload), the audit's
-//! snapshots, the drain check and shutdown.
+//! snapshots, the netlink tap's word of others' changes, the drain check
+//! and shutdown.
 //!
 //! Rules:
 //!
@@ -25,7 +26,11 @@
 //! - **The kernel tells.** An operation refused because the object is not
 //!   as pulse knew it (EEXIST on a creation, ESRCH or ENOENT on an edit or
 //!   a deletion: someone else changed the table) is not reported as a
-//!   failure: its service is read back and planned again at once.
+//!   failure: its service is read back and planned again at once. And
+//!   where the kernel has nlmon, the tap ([`super::tap`]) says which
+//!   services another process changed over netlink, once the kernel has
+//!   handled the change: those are read back, and repaired where they are
+//!   not as applied ([`Reconciler::told`]); a flush asks for an audit.
 //! - **The audit** ([`super::audit`]) is the second loop: it reads the
 //!   whole table on its own socket and thread, spread out, and the task
 //!   compares what it read with what it wants, so a hand edit is repaired
