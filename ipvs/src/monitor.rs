@@ -9,7 +9,7 @@
 //! [`Watch`] reads those copies, with no I/O of its own, and says which
 //! services another process changed, once the kernel has handled the
 //! change. [`tap_filter`] is the socket filter that keeps only what it
-//! needs in the kernel.
+//! needs in the kernel, [`open_tap`] the socket.
 //!
 //! Its rules:
 //!
@@ -34,6 +34,9 @@
 //!   an unreadable or overwhelming change calls for.
 
 use std::collections::HashSet;
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use netlink_packet_core::{NLM_F_REQUEST, NLMSG_ERROR, NlasIterator, ParseableParametrized};
@@ -309,6 +312,75 @@ pub fn tap_filter(family: u16, own_port: u32) -> Vec<libc::sock_filter> {
         keep,
         drop,
     ]
+}
+
+/// Every protocol: nlmon only transmits its copies, and a packet socket
+/// bound to one protocol sees received packets only.
+const ETH_P_ALL: u16 = 0x0003;
+
+/// An `AF_PACKET` socket on the nlmon device `index`, with room for
+/// `receive_buffer` bytes (beyond the system's limit where allowed), that
+/// never queues a datagram `filter` (a [`tap_filter`], or none for
+/// everything) would drop: it is made with protocol 0, which receives
+/// nothing, filtered, then bound to the device for every protocol.
+pub fn open_tap(
+    index: u32,
+    filter: Option<&[libc::sock_filter]>,
+    receive_buffer: usize,
+) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket creation.
+    let socket = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if socket < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else; closed on
+    // every path out of here, or by whoever it is returned to.
+    let socket = unsafe { OwnedFd::from_raw_fd(socket) };
+    if let Some(filter) = filter {
+        let program = libc::sock_fprog {
+            len: filter.len() as u16,
+            filter: filter.as_ptr().cast_mut(),
+        };
+        set_option(&socket, libc::SO_ATTACH_FILTER, &program)?;
+    }
+    let size = libc::c_int::try_from(receive_buffer).unwrap_or(libc::c_int::MAX);
+    if set_option(&socket, libc::SO_RCVBUFFORCE, &size).is_err() {
+        set_option(&socket, libc::SO_RCVBUF, &size)?;
+    }
+    // SAFETY: sockaddr_ll is plain data.
+    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    address.sll_family = libc::AF_PACKET as u16;
+    address.sll_protocol = ETH_P_ALL.to_be();
+    address.sll_ifindex = index as i32;
+    // SAFETY: binding our socket to a sockaddr_ll of its size.
+    let result = unsafe {
+        libc::bind(
+            socket.as_raw_fd(),
+            (&address as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(socket)
+}
+
+fn set_option<T>(socket: &OwnedFd, option: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: setsockopt with a pointer to a value and its size.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Command;
 
@@ -165,7 +165,6 @@ pub const SCENARIO: &[(&str, &str)] = &[
     ("flush", "ipvsadm -C"),
 ];
 
-const ETH_P_ALL: u16 = 0x0003;
 /// The netlink protocol nlmon reports as a packet's protocol.
 const NETLINK_GENERIC: u16 = 16;
 
@@ -314,58 +313,16 @@ struct Tap {
 
 impl Tap {
     fn open(interface: &str) -> Result<Tap> {
-        // SAFETY: plain socket creation.
-        let socket = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(ETH_P_ALL.to_be()),
-            )
-        };
-        if socket < 0 {
-            return Err(io::Error::last_os_error()).context("AF_PACKET socket");
-        }
-        // SAFETY: a descriptor just opened, owned by nothing else; closed on
-        // every path out of here, or when the tap is dropped.
-        let socket = unsafe { OwnedFd::from_raw_fd(socket) };
         let name = std::ffi::CString::new(interface)?;
         // SAFETY: a valid interface name.
         let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if index == 0 {
             return Err(io::Error::last_os_error()).with_context(|| format!("no {interface}"));
         }
-        // SAFETY: sockaddr_ll is plain data.
-        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        address.sll_family = libc::AF_PACKET as u16;
-        address.sll_protocol = ETH_P_ALL.to_be();
-        address.sll_ifindex = index as i32;
-        // SAFETY: binding our socket to a sockaddr_ll of the right size.
-        let result = unsafe {
-            libc::bind(
-                socket.as_raw_fd(),
-                &address as *const libc::sockaddr_ll as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        if result != 0 {
-            return Err(io::Error::last_os_error()).with_context(|| format!("bind to {interface}"));
-        }
-        // A listing's dump arrives while the command runs and is read only
-        // after it exits: room for all of it.
-        let size: libc::c_int = 64 << 20;
-        // SAFETY: setsockopt with a pointer to an int and its size.
-        let result = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-        };
-        if result != 0 {
-            return Err(io::Error::last_os_error()).context("SO_RCVBUFFORCE on the tap");
-        }
+        // Everything, unfiltered; a listing's dump arrives while the
+        // command runs and is read only after it exits: room for all of it.
+        let socket = ipvs::monitor::open_tap(index, None, 64 << 20)
+            .with_context(|| format!("an AF_PACKET socket on {interface}"))?;
         Ok(Tap { socket })
     }
 

@@ -52,6 +52,16 @@ fn watched(capture: &Capture, at: Instant) -> Watch {
     watch
 }
 
+/// The capture's last request: in del_destination, the deletion (after
+/// the family's resolution).
+fn last_request(capture: &Capture) -> &Line {
+    capture
+        .lines
+        .iter()
+        .rfind(|line| line.direction == Direction::Request)
+        .expect("a request")
+}
+
 fn tcp_service() -> ServiceKey {
     ServiceKey::Address {
         protocol: Protocol::Tcp,
@@ -132,11 +142,7 @@ fn a_refused_request_changed_nothing() {
 #[test]
 fn this_process_s_own_requests_are_not_others() {
     let capture = capture("del_destination");
-    let deletion = capture
-        .lines
-        .iter()
-        .rfind(|line| line.direction == Direction::Request)
-        .unwrap();
+    let deletion = last_request(&capture);
     let port = u32::from_ne_bytes(deletion.bytes[12..16].try_into().unwrap());
     let now = Instant::now();
     let mut watch = Watch::new(capture.family, port);
@@ -177,11 +183,7 @@ fn every_capture_is_due_as_its_command_implies() {
 #[test]
 fn an_unreadable_request_of_the_family_concerns_the_whole_table() {
     let capture = capture("del_destination");
-    let deletion = capture
-        .lines
-        .iter()
-        .rfind(|line| line.direction == Direction::Request)
-        .unwrap();
+    let deletion = last_request(&capture);
     let mut truncated = deletion.bytes.clone();
     truncated.truncate(truncated.len() - 8);
     let now = Instant::now();
@@ -193,11 +195,7 @@ fn an_unreadable_request_of_the_family_concerns_the_whole_table() {
 #[test]
 fn too_many_waiting_requests_make_the_table_due() {
     let capture = capture("del_destination");
-    let deletion = capture
-        .lines
-        .iter()
-        .rfind(|line| line.direction == Direction::Request)
-        .unwrap();
+    let deletion = last_request(&capture);
     let now = Instant::now();
     let mut watch = Watch::new(capture.family, 1);
     for _ in 0..=MOST_PENDING {

@@ -28,10 +28,10 @@ use std::mem::size_of;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use ipvs::monitor::{Changed, Watch, own_port, tap_filter};
+use ipvs::monitor::{Changed, Watch, open_tap, own_port, tap_filter};
 use netlink_packet_route::link::InfoKind;
 use rtnetlink::{Handle, LinkMessageBuilder, LinkUnspec};
-use socket2::{Domain, Protocol, SockFilter, Socket, Type};
+use socket2::Socket;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
@@ -39,9 +39,6 @@ use fulcrum_overlay::{KernelError, failed, ignore, index_of, io_failed, set_up};
 
 /// The device's name.
 pub const DEVICE: &str = "pulse-nlmon";
-/// Every protocol: nlmon only transmits its copies, and a packet socket
-/// bound to one protocol sees received packets only.
-const ETH_P_ALL: u16 = 0x0003;
 /// Room for a burst of others' requests (a script of a thousand `ipvsadm`
 /// calls): they are small, one datagram each.
 const RECEIVE_BUFFER_BYTES: usize = 4 << 20;
@@ -174,40 +171,11 @@ fn read_all(socket: &Socket, buffer: &mut [u8], watch: &mut Watch, now: Instant)
     }
 }
 
-/// The socket, filtered before it is bound so that nothing unfiltered is
-/// ever queued: created with protocol 0 (it receives nothing), then the
-/// filter, then bound to the device for every protocol.
+/// The socket, filtered from the start so that nothing unfiltered is
+/// ever queued.
 fn open_socket(index: u32, family: u16) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::PACKET, Type::RAW.cloexec(), Some(Protocol::from(0)))?;
-    let filter: Vec<SockFilter> = tap_filter(family, own_port())
-        .iter()
-        .map(|instruction| {
-            SockFilter::new(
-                instruction.code,
-                instruction.jt,
-                instruction.jf,
-                instruction.k,
-            )
-        })
-        .collect();
-    socket.attach_filter(&filter)?;
-    let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER_BYTES);
-    // SAFETY: sockaddr_ll is plain data.
-    let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    address.sll_family = libc::AF_PACKET as u16;
-    address.sll_protocol = ETH_P_ALL.to_be();
-    address.sll_ifindex = index as i32;
-    // SAFETY: binding our socket to a sockaddr_ll of its size.
-    let result = unsafe {
-        libc::bind(
-            socket.as_raw_fd(),
-            (&address as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let filter = tap_filter(family, own_port());
+    let socket = Socket::from(open_tap(index, Some(&filter), RECEIVE_BUFFER_BYTES)?);
     socket.set_nonblocking(true)?;
     Ok(socket)
 }
