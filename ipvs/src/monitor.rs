@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use netlink_packet_core::{NLM_F_REQUEST, NLMSG_ERROR, NlasIterator, ParseableParametrized};
 
 use crate::ServiceKey;
+use crate::client::set_option;
 use crate::message::{IPVS_CMD_ATTR_SERVICE, IpvsAttribute, IpvsCommand};
 
 /// The port this process's requests carry (`nlmsg_pid`): its process id,
@@ -364,23 +365,6 @@ pub fn open_tap(
         return Err(io::Error::last_os_error());
     }
     Ok(socket)
-}
-
-fn set_option<T>(socket: &OwnedFd, option: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: setsockopt with a pointer to a value and its size.
-    let result = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            option,
-            (value as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use crate::{
     Destination, Info, IpvsCommand, IpvsMessage, RequestError, Service, ServiceKey, SyncDaemon,
     SyncState, Timeouts, kernel_error_message,
 };
+pub(crate) use transport::set_option;
 use transport::{Exchange, Refusal, Transport};
 
 /// A connection to IPVS in the network namespace it was opened in.

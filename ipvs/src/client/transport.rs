@@ -601,7 +601,12 @@ fn set_receive_timeout(socket: &Socket, timeout: Duration) -> Result<(), Error> 
     Ok(set_option(socket, libc::SO_RCVTIMEO, &value)?)
 }
 
-fn set_option<T>(socket: &Socket, option: libc::c_int, value: &T) -> io::Result<()> {
+/// A `SOL_SOCKET` option set to `value`.
+pub(crate) fn set_option<T>(
+    socket: &impl AsRawFd,
+    option: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
     // SAFETY: setsockopt reads size_of::<T>() bytes from a valid reference.
     let result = unsafe {
         libc::setsockopt(
