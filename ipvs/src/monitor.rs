@@ -26,9 +26,12 @@
 //!   request is due once its answer is copied (the acknowledgement or
 //!   refusal, matched by port and sequence number: the kernel sends it to
 //!   the requester's port, which libnl tools such as ipvsadm also write in
-//!   their requests), or [`SETTLE`] after it was seen, for a request that
-//!   asked for no acknowledgement or whose port is not its socket's. A
-//!   refused request changed nothing and is dropped.
+//!   their requests), or once a later request of the same port is answered
+//!   (the kernel handles one socket's datagrams in order). A request that
+//!   asked for no acknowledgement is due [`SETTLE`] after it was seen; one
+//!   that asked is given [`ANSWER_PATIENCE`] (the kernel may take long: a
+//!   scheduler's module loaded under IPVS's mutex), then made due anyway.
+//!   A refused request changed nothing and is dropped.
 //! - **Bounded.** A request that does not parse, or more than [`MOST_PENDING`]
 //!   waiting, makes the whole table due: a reading of everything is what
 //!   an unreadable or overwhelming change calls for.
@@ -39,7 +42,9 @@ use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use netlink_packet_core::{NLM_F_REQUEST, NLMSG_ERROR, NlasIterator, ParseableParametrized};
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR, NlasIterator, ParseableParametrized,
+};
 
 use crate::ServiceKey;
 use crate::client::set_option;
@@ -56,6 +61,10 @@ pub fn own_port() -> u32 {
 /// kernel handles a datagram within the sender's `sendmsg`, microseconds
 /// after the copy.
 pub const SETTLE: Duration = Duration::from_millis(20);
+/// How long a request that asked for an acknowledgement waits for it
+/// before it is due anyway (its answer lost to a full socket, or sent to
+/// another port than its requests carry).
+pub const ANSWER_PATIENCE: Duration = Duration::from_secs(1);
 /// The most requests waiting for their answer.
 pub const MOST_PENDING: usize = 4096;
 
@@ -101,7 +110,8 @@ struct Pending {
     port: u32,
     sequence: u32,
     change: Change,
-    seen: Instant,
+    /// When it is due without an answer.
+    deadline: Instant,
 }
 
 /// Others' requests seen, until they are due.
@@ -157,11 +167,17 @@ impl Watch {
                 self.due.table = true;
                 return;
             }
+            let acknowledged = flags(message) & NLM_F_ACK != 0;
             self.pending.push(Pending {
                 port,
                 sequence,
                 change,
-                seen: now,
+                deadline: now
+                    + if acknowledged {
+                        ANSWER_PATIENCE
+                    } else {
+                        SETTLE
+                    },
             });
         } else if message_type(message) == NLMSG_ERROR && message.len() >= NETLINK_HEADER + 4 {
             let Some(position) = self
@@ -180,15 +196,25 @@ impl Watch {
             if error == 0 {
                 self.due.add(pending.change);
             }
+            // The same socket's earlier requests were handled before it.
+            let due = &mut self.due;
+            self.pending.retain(|earlier| {
+                let before =
+                    earlier.port == port && sequence.wrapping_sub(earlier.sequence) < u32::MAX / 2;
+                if before {
+                    due.add(earlier.change);
+                }
+                !before
+            });
         }
     }
 
-    /// What is due at `now`: answered requests, and those seen [`SETTLE`]
-    /// ago or more.
+    /// What is due at `now`: answered requests, and those past their
+    /// deadline.
     pub fn poll(&mut self, now: Instant) -> Changed {
         let due = &mut self.due;
         self.pending.retain(|pending| {
-            let settled = now.saturating_duration_since(pending.seen) >= SETTLE;
+            let settled = now >= pending.deadline;
             if settled {
                 due.add(pending.change);
             }
@@ -199,15 +225,19 @@ impl Watch {
 
     /// When the next request falls due without an answer, if one waits.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.pending
-            .iter()
-            .map(|pending| pending.seen + SETTLE)
-            .min()
+        self.pending.iter().map(|pending| pending.deadline).min()
     }
 }
 
 fn is_request(message: &[u8]) -> bool {
-    message.len() >= 8 && u16::from_ne_bytes([message[6], message[7]]) & NLM_F_REQUEST != 0
+    flags(message) & NLM_F_REQUEST != 0
+}
+
+fn flags(message: &[u8]) -> u16 {
+    match message.get(6..8) {
+        Some(bytes) => u16::from_ne_bytes([bytes[0], bytes[1]]),
+        None => 0,
+    }
 }
 
 fn message_type(message: &[u8]) -> u16 {

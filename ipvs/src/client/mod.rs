@@ -217,6 +217,12 @@ impl Client {
         self.traffic.read()
     }
 
+    /// The network namespace the client works in, for a caller that opens
+    /// sockets of its own beside it.
+    pub fn namespace(&self) -> std::io::Result<std::fs::File> {
+        self.namespace.try_clone()
+    }
+
     /// The generic netlink family id the kernel gave IPVS, while connected.
     pub fn family_id(&self) -> Option<u16> {
         self.transport.as_ref().map(Transport::family)

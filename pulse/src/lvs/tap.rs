@@ -13,9 +13,15 @@
 //!
 //! Rules:
 //! - The device is made (or taken over, when a pulse killed before it
-//!   could remove it left it) and brought up at start, and removed at stop.
-//!   Without it (no nlmon in the kernel, or it cannot be made) pulse says
-//!   so once and relies on the audit.
+//!   could remove it left it) and brought up at start, in the IPVS
+//!   client's network namespace, while the start pass runs, and removed at
+//!   stop. Without it (no nlmon in the kernel, or it cannot be made) pulse
+//!   says so once and relies on the audit. Removed under pulse (by hand,
+//!   or by another pulse's stop in the same namespace), it is made again.
+//! - This process's requests are known by their port, its process id
+//!   ([`ipvs::monitor::own_port`]): another process in another pid
+//!   namespace with the same id, sharing the network namespace, would go
+//!   unheard here, and be found by the audit.
 //! - The socket's filter ([`ipvs::monitor::tap_filter`]) drops in the
 //!   kernel what is not another process's IPVS request or an answer, so
 //!   pulse's own batches cost the tap nothing but the kernel's copy.
@@ -23,6 +29,7 @@
 //!   a change may have been missed: the whole table is due, which asks for
 //!   an audit.
 
+use std::fs::File;
 use std::io;
 use std::mem::size_of;
 use std::os::fd::AsRawFd;
@@ -32,6 +39,7 @@ use ipvs::monitor::{Changed, Watch, open_tap, own_port, tap_filter};
 use netlink_packet_route::link::InfoKind;
 use rtnetlink::{Handle, LinkMessageBuilder, LinkUnspec};
 use socket2::Socket;
+use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
@@ -47,39 +55,34 @@ const DATAGRAM_BYTES: usize = 64 * 1024;
 /// The device and the socket on it.
 pub struct Tap {
     handle: Handle,
+    namespace: File,
+    family: u16,
     socket: AsyncFd<Socket>,
     watch: Watch,
     buffer: Vec<u8>,
 }
 
 impl Tap {
-    /// Makes (or takes over) the device, brings it up and opens the socket,
-    /// for the IPVS family `family`. Must be called within the runtime.
-    pub async fn open(family: u16) -> Result<Tap, KernelError> {
-        let (connection, handle, _) =
-            rtnetlink::new_connection().map_err(io_failed("cannot open rtnetlink"))?;
-        tokio::spawn(connection);
-        let made = handle
-            .link()
-            .add(
-                LinkMessageBuilder::<LinkUnspec>::new_with_info_kind(InfoKind::Nlmon)
-                    .name(DEVICE.to_owned())
-                    .build(),
-            )
-            .execute()
-            .await;
-        ignore(made, &[libc::EEXIST]).map_err(failed(format!("cannot make {DEVICE}")))?;
-        let index = index_of(&handle, DEVICE).await?;
-        set_up(&handle, index, None, DEVICE).await?;
-        let socket = open_socket(index, family).map_err(io_failed(format!(
-            "cannot open a packet socket on {DEVICE}"
-        )))?;
+    /// Makes (or takes over) the device in `namespace`, brings it up and
+    /// opens the socket, for the IPVS family `family`. Must be called
+    /// within the runtime.
+    pub async fn open(namespace: File, family: u16) -> Result<Tap, KernelError> {
+        let runtime = tokio::runtime::Handle::current();
+        // Sockets belong to the namespace they are opened in.
+        let handle = fulcrum_netns::run_in(&namespace, || {
+            let _entered = runtime.enter();
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            runtime.spawn(connection);
+            Ok::<_, io::Error>(handle)
+        })
+        .and_then(|result| result)
+        .map_err(io_failed("cannot open rtnetlink"))?;
+        let socket = make_device(&handle, &namespace, family).await?;
         Ok(Tap {
             handle,
-            // SAFETY: the socket is owned by the AsyncFd and keeps its
-            // descriptor until dropped with it.
-            socket: unsafe { AsyncFd::register(socket) }
-                .map_err(|error| io_failed("cannot register the tap")(error.into_parts().1))?,
+            namespace,
+            family,
+            socket,
             watch: Watch::new(family, own_port()),
             buffer: vec![0; DATAGRAM_BYTES],
         })
@@ -96,28 +99,50 @@ impl Tap {
                     None => std::future::pending().await,
                 }
             };
+            let mut changed = Changed::default();
             tokio::select! {
-                ready = self.socket.readable() => match ready {
-                    Ok(mut guard) => {
-                        let now = Instant::now();
-                        if let Err(error) = read_all(guard.get_inner(), &mut self.buffer, &mut self.watch, now) {
-                            tracing::error!(
-                                "the netlink tap failed ({error}); other processes' IPVS \
-                                 changes are found by the audit only"
+                // ERROR too: the device removed under the socket sets its
+                // error (ENETDOWN), which readable() alone never wakes for.
+                ready = self.socket.ready(Interest::READABLE | Interest::ERROR) => {
+                    let read = match ready {
+                        Ok(mut guard) => {
+                            let read = read_all(
+                                guard.get_inner(),
+                                &mut self.buffer,
+                                &mut self.watch,
+                                Instant::now(),
                             );
-                            break;
+                            guard.clear_ready();
+                            read
                         }
-                        guard.clear_ready();
+                        Err(error) => Err(error),
+                    };
+                    if let Err(error) = read {
+                        // What was sent meanwhile went unseen.
+                        changed.table = true;
+                        match make_device(&self.handle, &self.namespace, self.family).await {
+                            Ok(socket) => {
+                                tracing::warn!("the netlink tap failed ({error}); made it again");
+                                self.socket = socket;
+                            }
+                            Err(again) => {
+                                tracing::error!(
+                                    "the netlink tap failed ({error}) and cannot be made again \
+                                     ({again}); other processes' IPVS changes are found by the \
+                                     audit only"
+                                );
+                                let _ = told.send(changed).await;
+                                break;
+                            }
+                        }
                     }
-                    Err(error) => {
-                        tracing::error!("the netlink tap failed: {error}");
-                        break;
-                    }
-                },
+                }
                 _ = settle => {}
                 _ = told.closed() => break,
             }
-            let mut changed = self.watch.poll(Instant::now());
+            let due = self.watch.poll(Instant::now());
+            changed.services.extend(due.services);
+            changed.table |= due.table;
             if dropped(self.socket.get_ref()) {
                 tracing::warn!(
                     "the netlink tap dropped datagrams: the whole IPVS table is read again"
@@ -145,6 +170,36 @@ impl Tap {
             tracing::warn!("{error}");
         }
     }
+}
+
+/// Makes the device (or takes over the one there), brings it up and opens
+/// the socket on it, in `namespace`.
+async fn make_device(
+    handle: &Handle,
+    namespace: &File,
+    family: u16,
+) -> Result<AsyncFd<Socket>, KernelError> {
+    let made = handle
+        .link()
+        .add(
+            LinkMessageBuilder::<LinkUnspec>::new_with_info_kind(InfoKind::Nlmon)
+                .name(DEVICE.to_owned())
+                .build(),
+        )
+        .execute()
+        .await;
+    ignore(made, &[libc::EEXIST]).map_err(failed(format!("cannot make {DEVICE}")))?;
+    let index = index_of(handle, DEVICE).await?;
+    set_up(handle, index, None, DEVICE).await?;
+    let socket = fulcrum_netns::run_in(namespace, || open_socket(index, family))
+        .and_then(|result| result)
+        .map_err(io_failed(format!(
+            "cannot open a packet socket on {DEVICE}"
+        )))?;
+    // SAFETY: the socket is owned by the AsyncFd and keeps its descriptor
+    // until dropped with it.
+    unsafe { AsyncFd::register(socket) }
+        .map_err(|error| io_failed("cannot register the tap")(error.into_parts().1))
 }
 
 /// Reads every datagram queued into `watch`; stops at EAGAIN.
@@ -186,6 +241,7 @@ fn dropped(socket: &Socket) -> bool {
     // SAFETY: tpacket_stats is plain data; getsockopt writes at most its size.
     let mut statistics: libc::tpacket_stats = unsafe { std::mem::zeroed() };
     let mut length = size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `length` bytes into `statistics`.
     let result = unsafe {
         libc::getsockopt(
             socket.as_raw_fd(),

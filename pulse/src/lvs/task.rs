@@ -504,6 +504,11 @@ impl Reconciler {
         if changed.table {
             self.audit_now.notify_one();
         }
+        if changed.services.len() > VERIFY_ONE_BY_ONE {
+            // Many at once (a script's burst): cheaper read whole.
+            self.audit_now.notify_one();
+            return Report::default();
+        }
         if changed.services.is_empty() {
             return Report::default();
         }
@@ -1101,8 +1106,39 @@ pub struct Channels {
 /// verdicts and the configurations end); returns it.
 pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconciler {
     let mut generation = channels.configurations.borrow_and_update().generation;
+    // The tap is made while the start pass runs, and is there by the time
+    // the start is told done (its word of pulse's own batch is filtered
+    // out in the kernel).
+    let opening = match (reconciler.client.family_id(), reconciler.client.namespace()) {
+        (Some(family), Ok(namespace)) => Some(tokio::spawn(tap::Tap::open(namespace, family))),
+        (_, Err(error)) => {
+            tracing::info!(
+                "not told of other processes' IPVS changes ({error}): the audit finds them"
+            );
+            None
+        }
+        (None, _) => None,
+    };
     let (returned, report) = in_blocking_pool(reconciler, Reconciler::start).await;
     reconciler = returned;
+    // Told of other processes' changes, where the kernel has nlmon.
+    let (edits_sender, mut edits) = mpsc::channel(16);
+    let tap = match opening {
+        Some(opening) => match opening.await {
+            Ok(Ok(tap)) => Some(tokio::spawn(tap.run(edits_sender))),
+            Ok(Err(error)) => {
+                tracing::info!(
+                    "not told of other processes' IPVS changes ({error}): the audit finds them"
+                );
+                None
+            }
+            Err(error) => {
+                tracing::error!("the netlink tap's start failed: {error}");
+                None
+            }
+        },
+        None => None,
+    };
     told(&channels, generation, "start", report);
     // No checker, no verdict: a receiver that has ended.
     let mut states = (&mut channels.states)
@@ -1123,20 +1159,6 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
             tracing::error!("no audit of the IPVS table: cannot open its socket: {error}");
             None
         }
-    };
-    // Told of other processes' changes, where the kernel has nlmon.
-    let (edits_sender, mut edits) = mpsc::channel(16);
-    let tap = match reconciler.client.family_id() {
-        Some(family) => match tap::Tap::open(family).await {
-            Ok(tap) => Some(tokio::spawn(tap.run(edits_sender))),
-            Err(error) => {
-                tracing::info!(
-                    "not told of other processes' IPVS changes ({error}): the audit finds them"
-                );
-                None
-            }
-        },
-        None => None,
     };
     let mut drain_timer = tokio::time::interval(DRAIN_CHECK);
     drain_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

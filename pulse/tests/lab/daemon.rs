@@ -730,6 +730,30 @@ fn hand_edits_over_netlink_are_repaired_as_soon_as_pulse_is_told() {
     ipvsadm("-C");
     wait_until("a flush, repaired", || table(&mut client) == programmed);
 
+    // The device removed under pulse: made again, and heard from.
+    let removed = namespace
+        .command("ip")
+        .args(["link", "del", "pulse-nlmon"])
+        .status()
+        .unwrap();
+    assert!(removed.success());
+    wait_until("the tap's device, made again", device);
+    let before = told_lines();
+    for _ in 0..3 {
+        ipvsadm("-d -t 192.0.2.1:80 -r 10.0.9.1:80");
+        wait_until("a deletion after the device came back, repaired", || {
+            table(&mut client) == programmed
+        });
+        if told_lines() > before {
+            break;
+        }
+    }
+    assert!(
+        told_lines() > before,
+        "not told once the device came back:\n{}",
+        log()
+    );
+
     signal(&daemon, libc::SIGTERM);
     assert!(daemon.wait().unwrap().success());
     assert!(
