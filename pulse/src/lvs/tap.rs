@@ -14,8 +14,8 @@
 //! Rules:
 //! - The device is made (or taken over, when a pulse killed before it
 //!   could remove it left it) and brought up at start, in the IPVS
-//!   client's network namespace, while the start pass runs, and removed at
-//!   stop. Without it (no nlmon in the kernel, or it cannot be made) pulse
+//!   client's network namespace, once the start pass is applied and
+//!   before READY=1, and removed at stop. Without it (no nlmon in the kernel, or it cannot be made) pulse
 //!   says so once and relies on the audit. Removed under pulse (by hand,
 //!   or by another pulse's stop in the same namespace), it is made again.
 //! - This process's requests are known by their port, its process id

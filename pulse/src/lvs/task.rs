@@ -1106,9 +1106,11 @@ pub struct Channels {
 /// verdicts and the configurations end); returns it.
 pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconciler {
     let mut generation = channels.configurations.borrow_and_update().generation;
-    // The tap is made while the start pass runs, and is there by the time
-    // the start is told done (its word of pulse's own batch is filtered
-    // out in the kernel).
+    let (returned, report) = in_blocking_pool(reconciler, Reconciler::start).await;
+    reconciler = returned;
+    // The tap, made once the start pass is applied (so as not to share the
+    // processors with the start's batch) and there by the time the start
+    // is told done.
     let opening = match (reconciler.client.family_id(), reconciler.client.namespace()) {
         (Some(family), Ok(namespace)) => Some(tokio::spawn(tap::Tap::open(namespace, family))),
         (_, Err(error)) => {
@@ -1119,8 +1121,6 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
         }
         (None, _) => None,
     };
-    let (returned, report) = in_blocking_pool(reconciler, Reconciler::start).await;
-    reconciler = returned;
     // Told of other processes' changes, where the kernel has nlmon.
     let (edits_sender, mut edits) = mpsc::channel(16);
     let tap = match opening {
