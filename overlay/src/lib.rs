@@ -62,6 +62,24 @@ pub fn ignore(result: Result<(), rtnetlink::Error>, codes: &[i32]) -> Result<(),
     }
 }
 
+/// An rtnetlink connection in the network namespace `namespace` (sockets
+/// belong to the namespace they are opened in), driven on `runtime`;
+/// `what` names the namespace in an error.
+pub fn rtnetlink_in(
+    namespace: &std::fs::File,
+    runtime: &tokio::runtime::Handle,
+    what: &str,
+) -> Result<Handle, KernelError> {
+    fulcrum_netns::run_in(namespace, || {
+        let _entered = runtime.enter();
+        let (connection, handle, _) = rtnetlink::new_connection()?;
+        runtime.spawn(connection);
+        Ok::<_, std::io::Error>(handle)
+    })
+    .and_then(|result| result)
+    .map_err(io_failed(format!("cannot open rtnetlink in {what}")))
+}
+
 /// The link called `name` in `handle`'s namespace, if there is one.
 pub async fn link(handle: &Handle, name: &str) -> Result<Option<LinkMessage>, KernelError> {
     let mut links = handle.link().get().match_name(name.to_owned()).execute();

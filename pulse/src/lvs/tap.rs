@@ -15,8 +15,9 @@
 //! - The device is made (or taken over, when a pulse killed before it
 //!   could remove it left it) and brought up at start, in the IPVS
 //!   client's network namespace, once the start pass is applied and
-//!   before READY=1, and removed at stop. Without it (no nlmon in the kernel, or it cannot be made) pulse
-//!   says so once and relies on the audit. Removed under pulse (by hand,
+//!   before READY=1, and removed at stop. Without it (no nlmon in the
+//!   kernel, or it cannot be made) pulse says so once and relies on the
+//!   audit. Removed under pulse (by hand,
 //!   or by another pulse's stop in the same namespace), it is made again.
 //! - This process's requests are known by their port, its process id
 //!   ([`ipvs::monitor::own_port`]): another process in another pid
@@ -43,7 +44,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
-use fulcrum_overlay::{KernelError, failed, ignore, index_of, io_failed, set_up};
+use fulcrum_overlay::{KernelError, failed, ignore, index_of, io_failed, rtnetlink_in, set_up};
 
 /// The device's name.
 pub const DEVICE: &str = "pulse-nlmon";
@@ -67,16 +68,11 @@ impl Tap {
     /// opens the socket, for the IPVS family `family`. Must be called
     /// within the runtime.
     pub async fn open(namespace: File, family: u16) -> Result<Tap, KernelError> {
-        let runtime = tokio::runtime::Handle::current();
-        // Sockets belong to the namespace they are opened in.
-        let handle = fulcrum_netns::run_in(&namespace, || {
-            let _entered = runtime.enter();
-            let (connection, handle, _) = rtnetlink::new_connection()?;
-            runtime.spawn(connection);
-            Ok::<_, io::Error>(handle)
-        })
-        .and_then(|result| result)
-        .map_err(io_failed("cannot open rtnetlink"))?;
+        let handle = rtnetlink_in(
+            &namespace,
+            &tokio::runtime::Handle::current(),
+            "the IPVS namespace",
+        )?;
         let socket = make_device(&handle, &namespace, family).await?;
         Ok(Tap {
             handle,

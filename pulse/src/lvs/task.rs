@@ -1111,16 +1111,15 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
     // The tap, made once the start pass is applied (so as not to share the
     // processors with the start's batch) and there by the time the start
     // is told done.
-    let opening = match (reconciler.client.family_id(), reconciler.client.namespace()) {
-        (Some(family), Ok(namespace)) => Some(tokio::spawn(tap::Tap::open(namespace, family))),
-        (_, Err(error)) => {
-            tracing::info!(
-                "not told of other processes' IPVS changes ({error}): the audit finds them"
-            );
-            None
-        }
-        (None, _) => None,
-    };
+    let opening = reconciler.client.family_id().map(|family| {
+        let namespace = reconciler.client.namespace();
+        tokio::spawn(async move {
+            let namespace = namespace.map_err(fulcrum_overlay::io_failed(
+                "cannot reach the IPVS namespace",
+            ))?;
+            tap::Tap::open(namespace, family).await
+        })
+    });
     // Told of other processes' changes, where the kernel has nlmon.
     let (edits_sender, mut edits) = mpsc::channel(16);
     let tap = match opening {

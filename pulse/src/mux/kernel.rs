@@ -34,7 +34,7 @@ use std::os::fd::AsRawFd;
 
 use fulcrum_overlay::{
     KernelError, failed, ignore, index_of, io_failed, link, mac_of, neighbours, overlay_mtu,
-    set_up, sysctl, vxlan,
+    rtnetlink_in, set_up, sysctl, vxlan,
 };
 use futures_util::TryStreamExt;
 use netlink_packet_route::AddressFamily;
@@ -174,15 +174,7 @@ impl Kernel {
         .map_err(io_failed(format!(
             "cannot turn reverse-path filtering off in {name}"
         )))?;
-        let runtime = self.runtime.clone();
-        let handle = namespace::run_in(&space, move || {
-            let _entered = runtime.enter();
-            let (connection, handle, _) = rtnetlink::new_connection()?;
-            runtime.spawn(connection);
-            Ok::<_, std::io::Error>(handle)
-        })
-        .and_then(|result| result)
-        .map_err(io_failed(format!("cannot open rtnetlink in {name}")))?;
+        let handle = rtnetlink_in(&space, &self.runtime, &name)?;
         let ipvs = namespace::run_in(&space, ipvs::Client::connect)
             .map_err(io_failed(format!("cannot enter {name}")))?
             .map_err(|error| KernelError {
