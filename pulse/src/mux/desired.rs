@@ -19,6 +19,10 @@
 //!   serves, unless one of its probes is `alpha` (keepalived's rule). It is
 //!   an IPVS destination with direct routing, its backend port and the
 //!   policy's weight; the host agent translates the frontend port.
+//! - **`mh` falls back.** A service whose scheduler is `mh` (Maglev
+//!   hashing, the one every Mux computes alike from the same destinations)
+//!   gets `mh-fallback`: a flow that hashes to a destination at weight 0
+//!   or overloaded is given the next one in the table rather than dropped.
 //! - The Mux sends no probe: health is only what host agents wrote.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -30,6 +34,9 @@ use fulcrum_cluster::store::Reading;
 use ipvs::{Destination, Forwarding, Service, ServiceFlags, ServiceKey};
 
 use crate::lvs::desired::{Table, TableService};
+
+/// IPVS's Maglev hashing scheduler.
+const MAGLEV: &str = "mh";
 
 /// Everything the Mux programs, by VNI.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -139,6 +146,9 @@ pub fn overlay(reading: &Reading) -> Overlay {
             port,
         };
         let mut service = Service::new(key, vip.scheduler.clone());
+        if vip.scheduler == MAGLEV {
+            service.flags |= ServiceFlags::SH_FALLBACK;
+        }
         if let Some(timeout) = vip.persistence_timeout {
             service.flags |= ServiceFlags::PERSISTENT;
             service.timeout = timeout;

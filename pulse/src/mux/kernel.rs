@@ -181,6 +181,24 @@ impl Kernel {
                 what: format!("cannot reach IPVS in {name}"),
                 cause: error.to_string(),
             })?;
+        // IPVS's settings are per namespace and exist once ip_vs is loaded
+        // (connecting asked for its family, which loads it). Sloppy: a
+        // packet of a flow this Mux never saw begin (ECMP moved the flow
+        // here from another Mux, or this Mux restarted) is scheduled, and
+        // `mh` gives it the DIP the first Mux chose, rather than dropped
+        // for not being a SYN (TCP) or an INIT (SCTP). A kernel without
+        // SCTP in IPVS has no `sloppy_sctp`, and no SCTP flow to keep.
+        namespace::run_in(&space, || {
+            sysctl("/proc/sys/net/ipv4/vs/sloppy_tcp", "1")?;
+            match sysctl("/proc/sys/net/ipv4/vs/sloppy_sctp", "1") {
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other.map(drop),
+            }
+        })
+        .and_then(|result| result)
+        .map_err(io_failed(format!(
+            "cannot make IPVS sloppy (net.ipv4.vs.sloppy_tcp) in {name}"
+        )))?;
         // lo up: without it the namespace has no local table, and IPVS
         // refuses destinations (it cannot classify addresses).
         set_up(&handle, 1, None, &format!("lo in {name}")).await?;

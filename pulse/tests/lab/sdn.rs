@@ -259,6 +259,33 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         mux.log()
     );
 
+    // The tenant's IPVS schedules a flow it never saw begin (ECMP moving
+    // it from another Mux) rather than dropping it. Only an `mh` service
+    // gets `mh-fallback` (the desired overlay's unit tests): this policy's
+    // `rr` keeps the flags it was written with.
+    let (flags, sloppy) = Namespace::run_in_named("fulcrum-vni100", || {
+        let mut client = ipvs::Client::connect().unwrap();
+        let flags: Vec<ipvs::ServiceFlags> = client
+            .services()
+            .unwrap()
+            .iter()
+            .map(|service| service.flags)
+            .collect();
+        let sloppy = ["tcp", "sctp"].map(|protocol| {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/vs/sloppy_{protocol}"))
+                .unwrap()
+                .trim()
+                .to_owned()
+        });
+        (flags, sloppy)
+    })
+    .unwrap();
+    assert_eq!(flags.len(), 1);
+    assert_eq!(
+        flags[0] & !ipvs::ServiceFlags::HASHED,
+        ipvs::ServiceFlags::empty()
+    );
+    assert_eq!(sloppy, ["1", "1"]);
     eprintln!("sdn step: answers");
     // Each VIP answers from its own tenant's DIPs only, over the overlay
     // (the client's socket is connected to VIP:80: only replies from there

@@ -156,3 +156,42 @@ fn a_dip_two_hosts_register_or_whose_host_is_gone_is_not_reachable() {
         ]
     );
 }
+
+#[test]
+fn an_mh_service_falls_back_and_another_scheduler_is_left_as_written() {
+    let mut entries = POLICY.to_vec();
+    entries.push((
+        "/fulcrum/v1/policy/vips/203.0.113.30/tcp/80",
+        r#"{"network":"tenant-a","scheduler":"wlc","dips":[
+            {"address":"10.1.0.5","port":8080,"weight":1}]}"#,
+    ));
+    let overlay = overlay(&reading(&entries));
+    assert!(overlay.problems.is_empty(), "{:?}", overlay.problems);
+    let flags = |vip: &str| {
+        let key = ServiceKey::Address {
+            protocol: ipvs::Protocol::Tcp,
+            address: vip.parse().unwrap(),
+            port: 80,
+        };
+        overlay.tenants[&100]
+            .table
+            .service(&key)
+            .unwrap()
+            .service
+            .flags
+    };
+    assert_eq!(flags("203.0.113.10"), ServiceFlags::SH_FALLBACK);
+    assert_eq!(flags("203.0.113.30"), ServiceFlags::empty());
+    // Persistence and the fallback together.
+    let service = &overlay.tenants[&200]
+        .table
+        .services
+        .values()
+        .next()
+        .unwrap()
+        .service;
+    assert_eq!(
+        service.flags,
+        ServiceFlags::PERSISTENT | ServiceFlags::SH_FALLBACK
+    );
+}
