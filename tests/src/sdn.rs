@@ -420,6 +420,41 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Where the process is, for a wait it failed: its state, and each
+    /// thread's kernel wait channel and stack (a daemon that logged
+    /// nothing is stuck somewhere, or was never scheduled).
+    pub fn whereabouts(&self) -> String {
+        let process = format!("/proc/{}", self.child.id());
+        let state = std::fs::read_to_string(format!("{process}/status"))
+            .map(|status| {
+                status
+                    .lines()
+                    .filter(|line| line.starts_with("State:") || line.starts_with("Threads:"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|error| format!("no {process}: {error}"));
+        let mut text = format!("pid {}: {state}\n", self.child.id());
+        let mut threads: Vec<_> = std::fs::read_dir(format!("{process}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect();
+        threads.sort();
+        for thread in threads {
+            let read = |name: &str| std::fs::read_to_string(thread.join(name)).unwrap_or_default();
+            text.push_str(&format!(
+                "thread {} ({}): wchan {}\n{}",
+                thread.display(),
+                read("comm").trim(),
+                read("wchan"),
+                read("stack")
+            ));
+        }
+        text
+    }
+
     /// SIGKILL: a crash, with nothing cleaned up.
     pub fn kill(mut self) {
         let _ = self.child.kill();
