@@ -19,10 +19,18 @@
 //!   serves, unless one of its probes is `alpha` (keepalived's rule). It is
 //!   an IPVS destination with direct routing, its backend port and the
 //!   policy's weight; the host agent translates the frontend port.
-//! - **`mh` falls back.** A service whose scheduler is `mh` (Maglev
-//!   hashing, the one every Mux computes alike from the same destinations)
-//!   gets `mh-fallback`: a flow that hashes to a destination at weight 0
-//!   or overloaded is given the next one in the table rather than dropped.
+//! - **`mh` falls back, and hashes the connection.** A service whose
+//!   scheduler is `mh` (Maglev hashing, the one every Mux computes alike
+//!   from the same destinations) gets `mh-fallback`: a flow that hashes to
+//!   a destination at weight 0 or overloaded is given the next one in the
+//!   table rather than dropped. Without persistence it gets `mh-port`
+//!   too: the kernel then hashes the client's address and port, so each
+//!   connection is placed on its own (a cloud load balancer's default,
+//!   Ananta's five-tuple hash; the VIP's address and port are the
+//!   service's). A persistent VIP hashes the client's address alone: every
+//!   Mux then sends all of a client's connections to one DIP, which is
+//!   the affinity persistence asks for, kept across Muxes without sharing
+//!   IPVS's persistence templates.
 //! - The Mux sends no probe: health is only what host agents wrote.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -146,12 +154,15 @@ pub fn overlay(reading: &Reading) -> Overlay {
             port,
         };
         let mut service = Service::new(key, vip.scheduler.clone());
-        if vip.scheduler == MAGLEV {
-            service.flags |= ServiceFlags::SH_FALLBACK;
-        }
         if let Some(timeout) = vip.persistence_timeout {
             service.flags |= ServiceFlags::PERSISTENT;
             service.timeout = timeout;
+        }
+        if vip.scheduler == MAGLEV {
+            service.flags |= ServiceFlags::SH_FALLBACK;
+            if vip.persistence_timeout.is_none() {
+                service.flags |= ServiceFlags::SH_PORT;
+            }
         }
         let mut destinations = Vec::new();
         for dip in &vip.dips {

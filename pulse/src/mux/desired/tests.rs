@@ -158,7 +158,7 @@ fn a_dip_two_hosts_register_or_whose_host_is_gone_is_not_reachable() {
 }
 
 #[test]
-fn an_mh_service_falls_back_and_another_scheduler_is_left_as_written() {
+fn an_mh_service_falls_back_and_hashes_the_port_unless_persistent() {
     let mut entries = POLICY.to_vec();
     entries.push((
         "/fulcrum/v1/policy/vips/203.0.113.30/tcp/80",
@@ -180,9 +180,14 @@ fn an_mh_service_falls_back_and_another_scheduler_is_left_as_written() {
             .service
             .flags
     };
-    assert_eq!(flags("203.0.113.10"), ServiceFlags::SH_FALLBACK);
+    assert_eq!(
+        flags("203.0.113.10"),
+        ServiceFlags::SH_FALLBACK | ServiceFlags::SH_PORT
+    );
+    // Another scheduler is left as written.
     assert_eq!(flags("203.0.113.30"), ServiceFlags::empty());
-    // Persistence and the fallback together.
+    // Persistent: the client's address alone is hashed (its connections
+    // go to one DIP from every Mux).
     let service = &overlay.tenants[&200]
         .table
         .services
