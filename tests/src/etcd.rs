@@ -71,7 +71,11 @@ impl Etcd {
         for index in 0..size {
             etcd.start_member(index)?;
         }
-        etcd.wait_healthy(Duration::from_secs(30))?;
+        // 90 s: in the emulated lab a member has stalled for over 30 s
+        // between two lines of its start (CI, 3 December 2026, its log
+        // ending at "advertise client URLs"), on a run two to three times
+        // slower than usual at every step.
+        etcd.wait_healthy(Duration::from_secs(90))?;
         Ok(etcd)
     }
 
