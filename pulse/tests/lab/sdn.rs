@@ -611,10 +611,45 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     etcd.stop_member(2);
     let lost = Instant::now();
     while lost.elapsed() < Duration::from_secs(8) {
+        // Every DIP answers, and the table stays as applied. Six requests
+        // for three DIPs: `rr` gives three in a row to three DIPs only if
+        // nothing else was scheduled between them (a CI run once saw two
+        // of three here, the table unchanged: what the kernel's connection
+        // table said is printed when that happens again).
+        let each: Vec<String> = (0..6)
+            .map(|_| {
+                labkit::http::get(&underlay.client, SocketAddr::new(IpAddr::V4(VIP_A), 80))
+                    .map(|answer| answer.trim().to_owned())
+                    .unwrap_or_else(|error| format!("failed: {error:#}"))
+            })
+            .collect();
+        let distinct: BTreeSet<&String> = each.iter().collect();
+        let round = each
+            .chunks(3)
+            .all(|three| three.iter().collect::<BTreeSet<_>>().len() == three.len());
+        if distinct.len() != 3 || !round {
+            let connections = std::process::Command::new("ip")
+                .args(["netns", "exec", "fulcrum-vni100", "ipvsadm", "-Lnc"])
+                .output()
+                .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+                .unwrap_or_default();
+            eprintln!(
+                "without quorum, {:?} in, the answers in order: {each:?}\nthe tenant's \
+                 connections:\n{connections}\nthe Mux:\n{}",
+                lost.elapsed(),
+                mux.log()
+            );
+        }
         assert_eq!(
-            answers(&underlay, VIP_A, 3).len(),
+            distinct.len(),
             3,
-            "forwarding without quorum, {:?} in",
+            "forwarding without quorum, {:?} in: {each:?}",
+            lost.elapsed()
+        );
+        assert_eq!(
+            tenant_table(100),
+            ["TCP 203.0.113.10:80: 10.1.0.5:8080 w4, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"],
+            "without quorum, {:?} in",
             lost.elapsed()
         );
         std::thread::sleep(Duration::from_millis(500));
