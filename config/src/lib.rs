@@ -13,5 +13,5 @@ pub mod model;
 mod reload;
 pub mod syntax;
 
-pub use load::{Loaded, load, load_str};
+pub use load::{Loaded, load, load_on_two_threads, load_str};
 pub use reload::{Reread, load_again};

@@ -505,6 +505,12 @@ impl SourceFile {
         }
     }
 
+    /// Keeps `bytes` as the file's text: what the lexer read of a file on
+    /// disk, whole (a file read in parts on several threads).
+    pub(crate) fn keep_text(&self, bytes: Vec<u8>) {
+        let _ = self.text.set(Some(text_of(bytes)));
+    }
+
     /// Whether the file was read from disk (not given in memory).
     pub fn is_on_disk(&self) -> bool {
         self.on_disk.is_some()

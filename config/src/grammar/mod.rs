@@ -151,9 +151,38 @@ type BuildTree<'b> = dyn FnMut(&mut Diagnostics, &mut dyn FnMut(Node<'_>)) + 'b;
 /// [`parse`] with the tree built by `build`.
 fn parse_with(
     diagnostics: &mut Diagnostics,
-    mut outline: Option<&mut Outline>,
+    outline: Option<&mut Outline>,
     build: &mut BuildTree<'_>,
 ) -> Config {
+    let part = read_part(diagnostics, outline, build, false);
+    finish_parts(vec![part], diagnostics)
+}
+
+/// Some of a file's top-level items read into the model: what
+/// [`finish_parts`] completes with the checks that need the whole file.
+pub(crate) struct Part {
+    config: Config,
+    /// The readers' problems (the tree's went to the diagnostics given).
+    read_diagnostics: Diagnostics,
+    pending: Vec<virtual_server::Pending>,
+    references: Vec<Reference>,
+    /// Asked to read `virtual_server` blocks only: every item was one, and
+    /// closed. A part after the first must be so: a `virtual_server`'s
+    /// reading takes nothing from the items before it (its group, the
+    /// global settings and the names it uses are looked up at the end), and
+    /// only its list of the model grows.
+    pub only_virtual_servers: bool,
+}
+
+/// Reads the items of the tree `build` makes (its problems into
+/// `diagnostics`); with `only_virtual_servers`, items of other kinds are
+/// not read, and the part says so.
+fn read_part(
+    diagnostics: &mut Diagnostics,
+    mut outline: Option<&mut Outline>,
+    build: &mut BuildTree<'_>,
+    only_virtual_servers: bool,
+) -> Part {
     // Each top-level block is read into the model as soon as its tree is
     // built, then dropped. The readers' diagnostics are kept apart and come
     // after the tree's, as if the whole tree had been built first.
@@ -164,10 +193,16 @@ fn parse_with(
         references: Vec::new(),
     };
     let mut config = Config::default();
+    let mut all_virtual_servers = true;
     let tree_problems_before = diagnostics.items.len();
     build(diagnostics, &mut |node| {
         let made = config.virtual_servers.len();
-        read_top_level(&node, &mut config, &mut context);
+        let virtual_server = node.name() == "virtual_server";
+        if only_virtual_servers && !(virtual_server && node.close.is_some()) {
+            all_virtual_servers = false;
+        } else if all_virtual_servers {
+            read_top_level(&node, &mut config, &mut context);
+        }
         if let Some(outline) = outline.as_deref_mut() {
             outline.items.push(TopLevel {
                 file: node.keyword.span.file,
@@ -175,21 +210,87 @@ fn parse_with(
                 last: node
                     .close
                     .map_or(node.keyword.span.line, |close| close.span.line),
-                virtual_server: node.name() == "virtual_server",
+                virtual_server,
                 made_virtual_server: config.virtual_servers.len() > made,
             });
         }
     });
     if let Some(outline) = outline {
-        outline.tree_problems = diagnostics.items[tree_problems_before..]
+        outline.tree_problems += diagnostics.items[tree_problems_before..]
             .iter()
             .filter(|item| item.severity != Severity::Note)
             .count();
     }
+    let Context {
+        virtual_servers: pending,
+        references,
+        ..
+    } = context;
+    Part {
+        config,
+        read_diagnostics,
+        pending,
+        references,
+        only_virtual_servers: only_virtual_servers && all_virtual_servers,
+    }
+}
+
+/// The parts of a file, in order, made one model: the later parts'
+/// virtual servers after the first part's, then the checks that need the
+/// whole file. The readers' problems go to `diagnostics` (after the
+/// tree's, which are there), then those of the checks.
+pub(crate) fn finish_parts(parts: Vec<Part>, diagnostics: &mut Diagnostics) -> Config {
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return Config::default();
+    };
+    let Part {
+        mut config,
+        mut read_diagnostics,
+        mut pending,
+        mut references,
+        ..
+    } = first;
+    for mut part in parts {
+        config
+            .virtual_servers
+            .append(&mut part.config.virtual_servers);
+        debug_assert_eq!(
+            format!("{:?}", part.config),
+            format!("{:?}", Config::default()),
+            "a later part holds virtual servers only"
+        );
+        read_diagnostics
+            .items
+            .append(&mut part.read_diagnostics.items);
+        pending.append(&mut part.pending);
+        references.append(&mut part.references);
+    }
+    let mut context = Context {
+        diagnostics: &mut read_diagnostics,
+        virtual_servers: pending,
+        references,
+    };
     vrrp::finish(&mut config, &mut context);
     virtual_server::finish(&mut config, &mut context);
     diagnostics.items.append(&mut read_diagnostics.items);
     config
+}
+
+/// Reads `source`'s lines as a part of a file ([`Part`]): its tree's
+/// problems into `diagnostics`, its items' places into `outline`.
+pub(crate) fn read_streamed_part(
+    source: &mut impl tree::LineSource,
+    diagnostics: &mut Diagnostics,
+    outline: &mut Outline,
+    only_virtual_servers: bool,
+) -> Part {
+    read_part(
+        diagnostics,
+        Some(outline),
+        &mut |diagnostics, each| tree::build_streamed(source, ROOT, diagnostics, each),
+        only_virtual_servers,
+    )
 }
 
 /// Reads one top-level block into the model.

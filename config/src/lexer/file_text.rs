@@ -14,7 +14,7 @@ use std::io::Read;
 pub(crate) struct FileText {
     /// `None` once the file's end is reached (or for text in memory).
     reader: Option<File>,
-    buffer: Vec<u8>,
+    buffer: Buffer,
     /// The unread bytes are `buffer[start..end]`.
     start: usize,
     end: usize,
@@ -39,8 +39,22 @@ impl FileText {
         FileText {
             reader: None,
             end: bytes.len(),
-            buffer: bytes,
+            buffer: Buffer::Own(bytes),
             start: 0,
+            block: Self::BLOCK,
+            error: None,
+        }
+    }
+
+    /// The bytes `range` of a file read whole, shared with the lexers of
+    /// its other parts (read on other threads) and kept for its
+    /// [`crate::syntax::SourceFile`] once they are done.
+    pub fn part_of(bytes: std::sync::Arc<Vec<u8>>, range: std::ops::Range<usize>) -> Self {
+        FileText {
+            reader: None,
+            start: range.start,
+            end: range.end,
+            buffer: Buffer::Shared(bytes),
             block: Self::BLOCK,
             error: None,
         }
@@ -52,7 +66,7 @@ impl FileText {
         FileText {
             reader: Some(file),
             // Room for a block and the unread part of the last one.
-            buffer: vec![0; block + Self::AHEAD],
+            buffer: Buffer::Own(vec![0; block + Self::AHEAD]),
             start: 0,
             end: 0,
             block,
@@ -102,25 +116,25 @@ impl FileText {
 
     /// Reads more of the file after the unread bytes; whether any came.
     fn read_more(&mut self) -> bool {
-        let Some(reader) = self.reader.as_mut() else {
+        let (Some(reader), Buffer::Own(buffer)) = (self.reader.as_mut(), &mut self.buffer) else {
             return false;
         };
         // The unread bytes go to the front, then room is made for a block
         // after them (more than the buffer only for a line longer than a
         // block).
         if self.start > 0 {
-            self.buffer.copy_within(self.start..self.end, 0);
+            buffer.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buffer.len() < self.end + self.block {
+        if buffer.len() < self.end + self.block {
             // Doubled, so that a line of any length costs its length in
             // copies, not its length times its blocks.
-            let length = (self.end + self.block).max(2 * self.buffer.len());
-            self.buffer.resize(length, 0);
+            let length = (self.end + self.block).max(2 * buffer.len());
+            buffer.resize(length, 0);
         }
         loop {
-            match reader.read(&mut self.buffer[self.end..]) {
+            match reader.read(&mut buffer[self.end..]) {
                 Ok(0) => {
                     self.reader = None;
                     return false;
@@ -136,6 +150,24 @@ impl FileText {
                     return false;
                 }
             }
+        }
+    }
+}
+
+/// A [`FileText`]'s bytes: its own (a file read a block at a time, or text
+/// given), or a part of a file read whole and shared.
+enum Buffer {
+    Own(Vec<u8>),
+    Shared(std::sync::Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buffer::Own(bytes) => bytes,
+            Buffer::Shared(bytes) => bytes,
         }
     }
 }

@@ -127,6 +127,13 @@ impl Lexer<'_> {
             String::from_utf8_lossy(&bytes).into_owned(),
             None,
         ));
+        self.open_part_of(id, FileText::in_memory(bytes), first_line);
+    }
+
+    /// `bytes` as the main file: the lines from `first_line` on of the
+    /// file `id` of the sources (a part of a file read on several threads).
+    pub(super) fn open_part_of(&mut self, id: FileId, text: FileText, first_line: u32) {
+        let name = self.sources.file(id).name.clone();
         self.stack.push(IncludeFrame {
             include_type: 0,
             saved_include_check: self.include_check,
@@ -134,13 +141,13 @@ impl Lexer<'_> {
             base: self.base_directory.clone(),
             file: Some(OpenFile {
                 id,
-                text: FileText::in_memory(bytes),
+                text,
                 line_number: first_line.saturating_sub(1),
                 directory: self.base_directory.clone(),
                 canonical: None,
             }),
             included_from: None,
-            pattern: name.to_string(),
+            pattern: name,
         });
     }
 

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 pub use quoted::{QuoteError, split_quoted_escaped};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::syntax::{Line, SourceFile, Sources, Span, Word};
+use crate::syntax::{FileId, Line, SourceFile, Sources, Span, Word};
 use definitions::{Cursor, Definition};
 use include::IncludeFrame;
 use sequence::Sequence;
@@ -146,6 +146,23 @@ pub(crate) fn open_str_at<'a>(
 ) -> Lexer<'a> {
     let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
     lexer.open_text(name, text.to_vec(), first_line);
+    lexer
+}
+
+/// A lexer over the bytes `range` of `bytes`, the lines from `first_line`
+/// on of the file `id` already in `sources`: one part of a plain file read
+/// on several threads ([`crate::load_on_two_threads`]).
+pub(crate) fn open_part<'a>(
+    id: FileId,
+    bytes: std::sync::Arc<Vec<u8>>,
+    range: std::ops::Range<usize>,
+    first_line: u32,
+    options: &Options,
+    sources: &'a mut Sources,
+    diagnostics: &'a mut Diagnostics,
+) -> Lexer<'a> {
+    let mut lexer = Lexer::new(options, sources, diagnostics, PathBuf::from("."));
+    lexer.open_part_of(id, file_text::FileText::part_of(bytes, range), first_line);
     lexer
 }
 

@@ -225,7 +225,7 @@ fn load(
             fulcrum_config::load_again(previous, &settings.config_file, &settings.options)
         }
         None => (
-            fulcrum_config::load(&settings.config_file, &settings.options),
+            fulcrum_config::load_on_two_threads(&settings.config_file, &settings.options),
             fulcrum_config::Reread::Whole,
         ),
     };
