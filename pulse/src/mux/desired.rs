@@ -31,6 +31,11 @@
 //!   Mux then sends all of a client's connections to one DIP, which is
 //!   the affinity persistence asks for, kept across Muxes without sharing
 //!   IPVS's persistence templates.
+//! - **An `mh` VIP keeps a DIP reported down, at weight 0**, created at
+//!   its policy weight first ([`super::maglev`]): its rows of Maglev's
+//!   table stay its own, so every Mux, whatever health it saw when, holds
+//!   the same table, and only the down DIP's flows move (on to the next
+//!   DIP in the table, by `mh-fallback`). Other schedulers lose it.
 //! - The Mux sends no probe: health is only what host agents wrote.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -41,10 +46,8 @@ use fulcrum_cluster::state::State;
 use fulcrum_cluster::store::Reading;
 use ipvs::{Destination, Forwarding, Service, ServiceFlags, ServiceKey};
 
+use super::maglev::{CreationWeights, MAGLEV};
 use crate::lvs::desired::{Table, TableService};
-
-/// IPVS's Maglev hashing scheduler.
-const MAGLEV: &str = "mh";
 
 /// Everything the Mux programs, by VNI.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +68,9 @@ pub struct Tenant {
     /// Its reachable DIPs.
     pub dips: BTreeMap<IpAddr, Neighbour>,
     pub table: Table,
+    /// Destinations wanted at weight 0 (down) that are created at their
+    /// policy weight first.
+    pub creation_weights: CreationWeights,
 }
 
 /// Where a DIP is on the overlay.
@@ -142,6 +148,7 @@ pub fn overlay(reading: &Reading) -> Overlay {
             vips: BTreeSet::new(),
             dips: BTreeMap::new(),
             table: Table::default(),
+            creation_weights: CreationWeights::new(),
         });
         tenant.vips.insert(address);
         let key = ServiceKey::Address {
@@ -175,14 +182,16 @@ pub fn overlay(reading: &Reading) -> Overlay {
                 .get(&(host.clone(), vip.network.clone(), dip.address, dip.port))
                 .copied();
             let alpha = dip.probes.iter().any(|probe| probe.timing().alpha);
-            if !reported.unwrap_or(!alpha) {
+            let up = reported.unwrap_or(!alpha);
+            if !up && vip.scheduler != MAGLEV {
                 continue;
             }
-            let mut destination = Destination::new(
-                std::net::SocketAddr::new(dip.address, dip.port),
-                Forwarding::Route,
-            );
-            destination.weight = dip.weight;
+            let address = std::net::SocketAddr::new(dip.address, dip.port);
+            let mut destination = Destination::new(address, Forwarding::Route);
+            destination.weight = if up { dip.weight } else { 0 };
+            if !up && dip.weight > 0 {
+                tenant.creation_weights.insert((key, address), dip.weight);
+            }
             destinations.push(destination);
         }
         tenant.table.insert(TableService {

@@ -23,7 +23,8 @@
 //! 2. new DIPs get their route, neighbour and FDB entries;
 //! 3. new VIPs are made local in the tenant's namespace;
 //! 4. the IPVS table is planned against what the kernel holds and applied
-//!    (new destinations before old ones go: [`crate::lvs::plan`]);
+//!    (new destinations before old ones go: [`crate::lvs::plan`]; `mh`
+//!    services in one creation order: [`super::maglev`]);
 //! 5. new VIPs are routed to the tenant;
 //! 6. removed VIPs' addresses, then removed DIPs' entries, go.
 
@@ -45,8 +46,9 @@ use netlink_packet_route::route::{RouteScope, RouteType};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use super::desired::{Neighbour, Overlay, Tenant};
+use super::maglev;
 use super::namespace;
-use crate::lvs::plan::{Ownership, plan, read};
+use crate::lvs::plan::read;
 
 /// What the Mux made and programmed.
 pub struct Kernel {
@@ -363,7 +365,7 @@ impl Programmed {
             what: format!("cannot read IPVS in {}", self.name),
             cause: error.to_string(),
         })?;
-        let operations = plan(&kernel, &wanted.table, &Ownership::Everything);
+        let operations = maglev::plan(&kernel, &wanted.table, &wanted.creation_weights);
         if !operations.is_empty() {
             self.ipvs.apply(&operations).map_err(|error| KernelError {
                 what: format!("IPVS in {} refused a change", self.name),
@@ -478,6 +480,7 @@ impl Tenant {
             vips: BTreeSet::new(),
             dips: BTreeMap::new(),
             table: Default::default(),
+            creation_weights: Default::default(),
         }
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod desired;
 pub mod kernel;
+pub mod maglev;
 pub mod namespace;
 
 use std::net::IpAddr;

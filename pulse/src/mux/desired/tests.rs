@@ -77,7 +77,8 @@ fn destinations(tenant: &Tenant, vip: &str) -> Vec<(String, u32)> {
 }
 
 #[test]
-fn each_tenant_gets_its_registered_dips_and_serves_those_not_down() {
+fn each_tenant_gets_its_registered_dips_and_serves_those_not_down_a_down_one_at_weight_0_under_mh()
+{
     let overlay = overlay(&reading(POLICY));
     assert!(overlay.problems.is_empty(), "{:?}", overlay.problems);
     assert_eq!(overlay.revision, 4);
@@ -95,18 +96,29 @@ fn each_tenant_gets_its_registered_dips_and_serves_those_not_down() {
         a.dips[&"10.1.0.7".parse().unwrap()].vtep.to_string(),
         "192.0.2.22"
     );
+    // The VIP's scheduler is mh: the down DIP stays, at weight 0, created
+    // at its policy weight first (its share of Maglev's table kept).
     assert_eq!(
         destinations(a, "203.0.113.10"),
         [
             ("10.1.0.5:8080".to_owned(), 1),
+            ("10.1.0.6:8080".to_owned(), 0),
             ("10.1.0.7:8080".to_owned(), 1)
         ]
+    );
+    let vip_a = a.table.services.keys().next().copied().unwrap();
+    assert_eq!(
+        a.creation_weights,
+        CreationWeights::from([((vip_a, "10.1.0.6:8080".parse().unwrap()), 2)])
     );
     // The same address in tenant-b is another DIP, behind another host;
     // its probe is alpha and nothing was reported: not served yet.
     let b = &overlay.tenants[&200];
     assert_eq!(b.dips[&"10.1.0.5".parse().unwrap()].mac, [2, 0, 0, 0, 2, 5]);
-    assert_eq!(destinations(b, "203.0.113.20"), []);
+    assert_eq!(
+        destinations(b, "203.0.113.20"),
+        [("10.1.0.5:8080".to_owned(), 0)]
+    );
     let service = &b.table.services.values().next().unwrap().service;
     assert_eq!(service.timeout, 300);
     assert!(service.flags.contains(ServiceFlags::PERSISTENT));
@@ -199,4 +211,31 @@ fn an_mh_service_falls_back_and_hashes_the_port_unless_persistent() {
         service.flags,
         ServiceFlags::PERSISTENT | ServiceFlags::SH_FALLBACK
     );
+}
+
+#[test]
+fn under_another_scheduler_a_down_dip_is_not_a_destination() {
+    let policy: Vec<(&str, String)> = POLICY
+        .iter()
+        .map(|(key, value)| {
+            (
+                *key,
+                value.replace(r#""scheduler":"mh""#, r#""scheduler":"wlc""#),
+            )
+        })
+        .collect();
+    let entries: Vec<(&str, &str)> = policy
+        .iter()
+        .map(|(key, value)| (*key, value.as_str()))
+        .collect();
+    let overlay = overlay(&reading(&entries));
+    let a = &overlay.tenants[&100];
+    assert_eq!(
+        destinations(a, "203.0.113.10"),
+        [
+            ("10.1.0.5:8080".to_owned(), 1),
+            ("10.1.0.7:8080".to_owned(), 1)
+        ]
+    );
+    assert!(a.creation_weights.is_empty());
 }
