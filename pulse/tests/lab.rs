@@ -23,6 +23,8 @@ mod daemon;
 mod differential;
 #[path = "lab/failover.rs"]
 mod failover;
+#[path = "lab/maglev.rs"]
+mod maglev;
 #[path = "lab/sdn.rs"]
 mod sdn;
 #[path = "lab/sync_daemon.rs"]
