@@ -346,7 +346,7 @@ pub static ROOT: &[Keyword] = &[
     Keyword::block("bfd_instance", 1, Some(1), bfd::INSTANCE),
     // The SDN mode (docs/sdn.md).
     Keyword::block("virtual_network", 1, Some(1), sdn::VIRTUAL_NETWORK),
-    Keyword::block("mux", 0, Some(0), sdn::ENDPOINT),
+    Keyword::block("mux", 0, Some(0), sdn::MUX),
     Keyword::block("host_agent", 0, Some(0), sdn::ENDPOINT),
     Keyword::leaf("net_namespace", 1, Some(1)).not_acted_on(),
     Keyword::leaf("net_namespace_ipvs", 1, Some(1)).not_acted_on(),

@@ -36,6 +36,16 @@ pub static VIRTUAL_NETWORK: &[Keyword] = &[
 
 pub static ENDPOINT: &[Keyword] = &[Keyword::leaf("vtep", 1, Some(1))];
 
+pub static MUX: &[Keyword] = &[
+    Keyword::leaf("vtep", 1, Some(1)),
+    Keyword::leaf("announce_table", 1, Some(1)),
+    Keyword::leaf("withdraw_delay", 1, Some(1)),
+];
+
+/// The kernel's own tables (`default`, `main`, `local`), and 0 (none):
+/// not a table to announce from.
+const RESERVED_TABLES: [u32; 4] = [0, 253, 254, 255];
+
 /// `virtual_network NAME { vni N [interface IF] }`.
 pub fn read_virtual_network(node: &Node, config: &mut Config, context: &mut Context) {
     let name = common::first(node);
@@ -90,12 +100,41 @@ pub fn read_virtual_network(node: &Node, config: &mut Config, context: &mut Cont
     });
 }
 
-/// `mux { vtep ADDRESS }` and `host_agent { vtep ADDRESS }`.
+/// `mux { vtep ADDRESS [announce_table N] [withdraw_delay SECONDS] }` and
+/// `host_agent { vtep ADDRESS }`.
 pub fn read_endpoint(node: &Node, config: &mut Config, context: &mut Context) {
+    let is_mux = node.name() == "mux";
     let mut vtep = None;
+    let mut announce_table = is_mux.then_some(crate::model::DEFAULT_ANNOUNCE_TABLE);
+    let mut withdraw_delay = is_mux.then_some(crate::model::DEFAULT_WITHDRAW_DELAY);
     for child in node.children {
         match (child.name(), child.argument(0)) {
             ("vtep", Some(word)) => vtep = values::address(context, word, "vtep"),
+            ("announce_table", Some(word)) if is_mux => {
+                match values::integer::<u32>(context, word, 1, u32::MAX.into(), "announce_table") {
+                    Some(table) if RESERVED_TABLES.contains(&table) => context.error(
+                        word.span,
+                        format!(
+                            "announce_table {table} is one of the kernel's own tables \
+                             (253 default, 254 main, 255 local): the default, {}, is kept",
+                            crate::model::DEFAULT_ANNOUNCE_TABLE
+                        ),
+                    ),
+                    Some(table) => announce_table = Some(table),
+                    None => {}
+                }
+            }
+            ("withdraw_delay", Some(word)) if is_mux => {
+                if let Some(delay) = values::seconds(
+                    context,
+                    word,
+                    std::time::Duration::ZERO,
+                    std::time::Duration::from_secs(3600),
+                    "withdraw_delay",
+                ) {
+                    withdraw_delay = Some(delay);
+                }
+            }
             _ => context.not_acted_on(child),
         }
     }
@@ -111,7 +150,13 @@ pub fn read_endpoint(node: &Node, config: &mut Config, context: &mut Context) {
         return;
     }
     match vtep {
-        Some(vtep) => *slot = Some(Endpoint { vtep }),
+        Some(vtep) => {
+            *slot = Some(Endpoint {
+                vtep,
+                announce_table,
+                withdraw_delay,
+            })
+        }
         None => context.error(
             node.end_span(),
             format!(

@@ -36,6 +36,11 @@
 //!   table stay its own, so every Mux, whatever health it saw when, holds
 //!   the same table, and only the down DIP's flows move (on to the next
 //!   DIP in the table, by `mh-fallback`). Other schedulers lose it.
+//! - **A VIP is announced while this Mux can serve it**: while one of its
+//!   services has a DIP serving at a weight above 0. Announced, it has a
+//!   route in the Mux's announce table, which the BGP daemon beside the
+//!   Mux exports to the routers (docs/sdn.md); withdrawn, the routers send
+//!   its flows to the Muxes that still announce it.
 //! - The Mux sends no probe: health is only what host agents wrote.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -68,6 +73,8 @@ pub struct Tenant {
     /// Its reachable DIPs.
     pub dips: BTreeMap<IpAddr, Neighbour>,
     pub table: Table,
+    /// The VIPs this Mux can serve: announced.
+    pub announced: BTreeSet<IpAddr>,
     /// Destinations wanted at weight 0 (down) that are created at their
     /// policy weight first.
     pub creation_weights: CreationWeights,
@@ -148,6 +155,7 @@ pub fn overlay(reading: &Reading) -> Overlay {
             vips: BTreeSet::new(),
             dips: BTreeMap::new(),
             table: Table::default(),
+            announced: BTreeSet::new(),
             creation_weights: CreationWeights::new(),
         });
         tenant.vips.insert(address);
@@ -193,6 +201,12 @@ pub fn overlay(reading: &Reading) -> Overlay {
                 tenant.creation_weights.insert((key, address), dip.weight);
             }
             destinations.push(destination);
+        }
+        if destinations
+            .iter()
+            .any(|destination| destination.weight > 0)
+        {
+            tenant.announced.insert(address);
         }
         tenant.table.insert(TableService {
             service,

@@ -19,6 +19,9 @@
 //!   frame's destination, and the VXLAN device encapsulates it to the host.
 //!
 //! Order of a change (nothing half applied reaches a packet):
+//! 0. VIPs this Mux can no longer serve (or removed) are withdrawn: their
+//!    route in the announce table goes, and the BGP daemon beside the Mux
+//!    withdraws them from the routers;
 //! 1. VIPs removed stop being routed to the tenant;
 //! 2. new DIPs get their route, neighbour and FDB entries;
 //! 3. new VIPs are made local in the tenant's namespace;
@@ -26,7 +29,11 @@
 //!    (new destinations before old ones go: [`crate::lvs::plan`]; `mh`
 //!    services in one creation order: [`super::maglev`]);
 //! 5. new VIPs are routed to the tenant;
-//! 6. removed VIPs' addresses, then removed DIPs' entries, go.
+//! 6. removed VIPs' addresses, then removed DIPs' entries, go;
+//! 7. VIPs this Mux can serve, routed, are announced: a /32 (or /128)
+//!    route on `fvmN` in the announce table, which BIRD's kernel protocol
+//!    learns (`learn`) and BGP exports; last, so that no router sends a
+//!    flow before the Mux forwards it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -42,7 +49,7 @@ use netlink_packet_route::AddressFamily;
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
 };
-use netlink_packet_route::route::{RouteScope, RouteType};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteScope, RouteType};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use super::desired::{Neighbour, Overlay, Tenant};
@@ -57,6 +64,8 @@ pub struct Kernel {
     vtep: IpAddr,
     /// The overlay's MTU: the underlay's less VXLAN's encapsulation.
     mtu: u32,
+    /// The routing table of the announcements (`announce_table`).
+    announce_table: u32,
     tenants: BTreeMap<u32, Programmed>,
 }
 
@@ -75,13 +84,16 @@ struct Programmed {
     inner_mac: [u8; 6],
     vips: BTreeSet<IpAddr>,
     dips: BTreeMap<IpAddr, Neighbour>,
+    /// The VIPs with a route in the announce table.
+    announced: BTreeSet<IpAddr>,
+    announce_table: u32,
 }
 
 impl Kernel {
     /// Connects to the Mux's namespace and adopts the tenants' namespaces
     /// a previous Mux left (what they hold is read, so that what is no
     /// longer wanted is removed and nothing is flushed).
-    pub async fn start(vtep: IpAddr) -> Result<Kernel, KernelError> {
+    pub async fn start(vtep: IpAddr, announce_table: u32) -> Result<Kernel, KernelError> {
         let runtime = tokio::runtime::Handle::current();
         let (connection, main, _) =
             rtnetlink::new_connection().map_err(io_failed("cannot open rtnetlink"))?;
@@ -96,12 +108,13 @@ impl Kernel {
             main,
             vtep,
             mtu,
+            announce_table,
             tenants: BTreeMap::new(),
         };
         for (name, vni) in namespace::existing() {
             tracing::info!("mux: adopting the namespace {name} of VNI {vni}");
             let mut programmed = kernel.tenant(vni).await?;
-            programmed.read_back().await?;
+            programmed.read_back(&kernel.main).await?;
             kernel.tenants.insert(vni, programmed);
         }
         Ok(kernel)
@@ -125,6 +138,16 @@ impl Kernel {
             .collect();
         for vni in gone {
             self.remove(vni).await?;
+        }
+        Ok(())
+    }
+
+    /// Withdraws every announcement (the first step of a clean stop: the
+    /// routers move the flows to the other Muxes while this one still
+    /// forwards).
+    pub async fn withdraw(&mut self) -> Result<(), KernelError> {
+        for programmed in self.tenants.values_mut() {
+            programmed.withdraw(&self.main, None).await?;
         }
         Ok(())
     }
@@ -265,6 +288,8 @@ impl Kernel {
             inner_mac,
             vips: BTreeSet::new(),
             dips: BTreeMap::new(),
+            announced: BTreeSet::new(),
+            announce_table: self.announce_table,
         })
     }
 
@@ -304,6 +329,8 @@ impl Programmed {
         let added_vips: Vec<IpAddr> = wanted.vips.difference(&self.vips).copied().collect();
         let removed_vips: Vec<IpAddr> = self.vips.difference(&wanted.vips).copied().collect();
 
+        // 0.
+        self.withdraw(main, Some(&wanted.announced)).await?;
         // 1.
         for vip in &removed_vips {
             remove_route(main, *vip, self.outer).await?;
@@ -427,12 +454,106 @@ impl Programmed {
                 .await;
             self.dips.remove(address);
         }
+        // 7.
+        let announced: Vec<IpAddr> = wanted
+            .announced
+            .iter()
+            .filter(|vip| self.vips.contains(vip) && !self.announced.contains(vip))
+            .copied()
+            .collect();
+        for vip in announced {
+            let result = main
+                .route()
+                .add(self.announcement(vip))
+                .replace()
+                .execute()
+                .await;
+            result.map_err(failed(format!(
+                "cannot announce {vip} (table {})",
+                self.announce_table
+            )))?;
+            tracing::info!("mux: {vip} announced");
+            self.announced.insert(vip);
+        }
         Ok(())
     }
 
-    /// What a previous Mux left in this tenant: the VIPs local on `lo`
-    /// and the DIPs with neighbour entries on the VXLAN device.
-    async fn read_back(&mut self) -> Result<(), KernelError> {
+    /// Withdraws the announced VIPs not in `kept` (all, without).
+    async fn withdraw(
+        &mut self,
+        main: &Handle,
+        kept: Option<&BTreeSet<IpAddr>>,
+    ) -> Result<(), KernelError> {
+        let withdrawn: Vec<IpAddr> = self
+            .announced
+            .iter()
+            .filter(|vip| kept.is_none_or(|kept| !kept.contains(vip)))
+            .copied()
+            .collect();
+        for vip in withdrawn {
+            let result = main.route().del(self.announcement(vip)).execute().await;
+            ignore(result, &[libc::ESRCH, libc::ENOENT]).map_err(failed(format!(
+                "cannot withdraw {vip} (table {})",
+                self.announce_table
+            )))?;
+            tracing::info!("mux: {vip} withdrawn");
+            self.announced.remove(&vip);
+        }
+        Ok(())
+    }
+
+    /// A VIP's route in the announce table: on `fvmN`, as it is routed.
+    fn announcement(&self, vip: IpAddr) -> netlink_packet_route::route::RouteMessage {
+        let length = if vip.is_ipv4() { 32 } else { 128 };
+        RouteMessageBuilder::<IpAddr>::new()
+            .destination_prefix(vip, length)
+            .expect("an address and its full length")
+            .output_interface(self.outer)
+            .table_id(self.announce_table)
+            .scope(RouteScope::Link)
+            .kind(RouteType::Unicast)
+            .build()
+    }
+
+    /// What a previous Mux left in this tenant: the VIPs local on `lo`,
+    /// the DIPs with neighbour entries on the VXLAN device, and the VIPs
+    /// announced (routes on `fvmN` in the announce table).
+    async fn read_back(&mut self, main: &Handle) -> Result<(), KernelError> {
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut request = netlink_packet_route::route::RouteMessage::default();
+            request.header.address_family = family;
+            let routes: Vec<_> = main
+                .route()
+                .get(request)
+                .execute()
+                .try_collect()
+                .await
+                .map_err(failed("cannot read the Mux's routes"))?;
+            for route in routes {
+                let mut table = u32::from(route.header.table);
+                let mut output = None;
+                let mut destination = None;
+                for attribute in &route.attributes {
+                    match attribute {
+                        RouteAttribute::Table(number) => table = *number,
+                        RouteAttribute::Oif(index) => output = Some(*index),
+                        RouteAttribute::Destination(RouteAddress::Inet(address)) => {
+                            destination = Some(IpAddr::V4(*address))
+                        }
+                        RouteAttribute::Destination(RouteAddress::Inet6(address)) => {
+                            destination = Some(IpAddr::V6(*address))
+                        }
+                        _ => {}
+                    }
+                }
+                if table == self.announce_table
+                    && output == Some(self.outer)
+                    && let Some(vip) = destination
+                {
+                    self.announced.insert(vip);
+                }
+            }
+        }
         let addresses: Vec<_> = self
             .handle
             .address()
@@ -480,6 +601,7 @@ impl Tenant {
             vips: BTreeSet::new(),
             dips: BTreeMap::new(),
             table: Default::default(),
+            announced: Default::default(),
             creation_weights: Default::default(),
         }
     }

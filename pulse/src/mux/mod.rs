@@ -15,8 +15,10 @@
 //!   policy revision it applied under `live/applied/mux/VTEP`, on a lease
 //!   of [`LEASE_SECONDS`] renewed by a task of its own (a slow change
 //!   never starves it): a dead Mux's entry expires.
-//! - **Clean stop.** SIGTERM or SIGINT removes every namespace, device and
-//!   route the Mux made (a restart adopts them instead, when killed).
+//! - **Clean stop.** SIGTERM or SIGINT withdraws every VIP first, waits
+//!   `withdraw_delay` for the routers to move the flows to the other
+//!   Muxes, then removes every namespace, device and route the Mux made
+//!   (a restart adopts them instead, when killed).
 
 pub mod desired;
 pub mod kernel;
@@ -74,13 +76,29 @@ pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
             return exit::FATAL;
         }
     };
-    match runtime.block_on(serve(mux.vtep, endpoints)) {
+    let announcements = Announcements {
+        table: mux
+            .announce_table
+            .unwrap_or(fulcrum_config::model::DEFAULT_ANNOUNCE_TABLE),
+        withdraw_delay: mux
+            .withdraw_delay
+            .unwrap_or(fulcrum_config::model::DEFAULT_WITHDRAW_DELAY),
+    };
+    match runtime.block_on(serve(mux.vtep, announcements, endpoints)) {
         Ok(()) => exit::CLEAN,
         Err(error) => {
             tracing::error!("mux: {error}");
             exit::FATAL
         }
     }
+}
+
+/// Where the Mux announces its VIPs, and how long it waits on a clean stop
+/// between withdrawing them and removing what forwards.
+#[derive(Debug, Clone, Copy)]
+struct Announcements {
+    table: u32,
+    withdraw_delay: Duration,
 }
 
 /// What ended the inner loop.
@@ -90,10 +108,14 @@ enum Ended {
     Again(String),
 }
 
-async fn serve(vtep: IpAddr, endpoints: Vec<String>) -> Result<(), KernelError> {
+async fn serve(
+    vtep: IpAddr,
+    announcements: Announcements,
+    endpoints: Vec<String>,
+) -> Result<(), KernelError> {
     let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
-    let mut kernel = kernel::Kernel::start(vtep).await?;
+    let mut kernel = kernel::Kernel::start(vtep, announcements.table).await?;
     let id = vtep.to_string();
     tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));
     let mut applied_revision: Option<u64> = None;
@@ -139,7 +161,14 @@ async fn serve(vtep: IpAddr, endpoints: Vec<String>) -> Result<(), KernelError> 
             }
         }
     }
-    tracing::info!("mux {id}: stopping, removing what it made");
+    // Withdrawn first: the routers move the flows to the other Muxes while
+    // this one still forwards what reaches it; then removed.
+    tracing::info!(
+        "mux {id}: stopping: withdrawing its VIPs, removing what it made in {:.1} s",
+        announcements.withdraw_delay.as_secs_f64()
+    );
+    kernel.withdraw().await?;
+    tokio::time::sleep(announcements.withdraw_delay).await;
     kernel.clear().await
 }
 

@@ -191,3 +191,44 @@ fn a_tenants_probes_are_those_host_agents_run() {
     );
     assert_eq!(errors(&format!("{network}{http}")), vec![]);
 }
+
+#[test]
+fn a_mux_announces_in_its_table_and_waits_its_withdraw_delay() {
+    let (config, diagnostics) =
+        check("mux {\n  vtep 192.0.2.1\n}\nhost_agent {\n  vtep 192.0.2.2\n}\n");
+    assert!(diagnostics.items.is_empty(), "{:?}", diagnostics.items);
+    let mux = config.mux.unwrap();
+    assert_eq!(
+        mux.announce_table,
+        Some(crate::model::DEFAULT_ANNOUNCE_TABLE)
+    );
+    assert_eq!(
+        mux.withdraw_delay,
+        Some(crate::model::DEFAULT_WITHDRAW_DELAY)
+    );
+    assert_eq!(config.host_agent.unwrap().announce_table, None);
+
+    let text = "mux {\n  vtep 192.0.2.1\n  announce_table 100\n  withdraw_delay 0.5\n}\n";
+    let (config, diagnostics) = check(text);
+    assert!(diagnostics.items.is_empty(), "{:?}", diagnostics.items);
+    let mux = config.mux.unwrap();
+    assert_eq!(mux.announce_table, Some(100));
+    assert_eq!(
+        mux.withdraw_delay,
+        Some(std::time::Duration::from_millis(500))
+    );
+
+    let text = "mux {\n  vtep 192.0.2.1\n  announce_table 254\n  withdraw_delay -1\n}\n";
+    let messages = errors(text);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0].0, 3);
+    assert!(messages[0].1.contains("254 main"), "{messages:?}");
+    assert_eq!(messages[1].0, 4);
+    assert_eq!(
+        check(text).0.mux.unwrap().announce_table,
+        Some(crate::model::DEFAULT_ANNOUNCE_TABLE)
+    );
+    // A host agent announces nothing.
+    let (_, diagnostics) = check("host_agent {\n  vtep 192.0.2.2\n  announce_table 100\n}\n");
+    assert_eq!(diagnostics.items.len(), 1, "{:?}", diagnostics.items);
+}

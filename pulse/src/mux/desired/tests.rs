@@ -239,3 +239,42 @@ fn under_another_scheduler_a_down_dip_is_not_a_destination() {
     );
     assert!(a.creation_weights.is_empty());
 }
+
+#[test]
+fn a_vip_is_announced_while_one_of_its_dips_serves() {
+    // tenant-a's VIP has .5 and .7 up; tenant-b's one DIP is not served yet
+    // (alpha, nothing reported): not announced.
+    let overlay = overlay(&reading(POLICY));
+    let announced = |overlay: &Overlay, vni: u32| -> Vec<String> {
+        overlay.tenants[&vni]
+            .announced
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(announced(&overlay, 100), ["203.0.113.10"]);
+    assert!(announced(&overlay, 200).is_empty());
+    let mut up = POLICY.to_vec();
+    up.push((
+        "/fulcrum/v1/live/health/host2/tenant-b/10.1.0.5/8080",
+        r#"{"up":true}"#,
+    ));
+    assert_eq!(
+        announced(&super::overlay(&reading(&up)), 200),
+        ["203.0.113.20"]
+    );
+    // Every DIP of tenant-a's VIP down (at weight 0 under mh): withdrawn,
+    // its VIP still local and routed (a flow under way still reaches it).
+    let mut down = POLICY.to_vec();
+    down.push((
+        "/fulcrum/v1/live/health/host1/tenant-a/10.1.0.5/8080",
+        r#"{"up":false}"#,
+    ));
+    down.push((
+        "/fulcrum/v1/live/health/host2/tenant-a/10.1.0.7/8080",
+        r#"{"up":false}"#,
+    ));
+    let overlay = super::overlay(&reading(&down));
+    assert!(announced(&overlay, 100).is_empty());
+    assert_eq!(overlay.tenants[&100].vips.len(), 1);
+}
