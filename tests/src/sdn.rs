@@ -498,3 +498,136 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -
     }
     Ok(started.elapsed())
 }
+
+/// The Mux's BGP address and AS, and the edge router's.
+pub const MUX_AS: u32 = 65001;
+pub const ROUTER_ADDRESS: &str = "172.30.1.1";
+pub const ROUTER_AS: u32 = 65000;
+
+/// BIRD (Debian's bird2) beside the Mux and on the edge router, peered by
+/// eBGP over the Mux's link: the Mux's BIRD learns the routes pulse keeps
+/// in the announce table (its kernel protocol's `learn`) and exports them;
+/// the router's imports them and writes them to its kernel, merging equal
+/// paths (ECMP over several Muxes). Hold time 3 s (BIRD's least),
+/// keepalives every second. Once the router has learned a route for each
+/// of `vips`, its static route to the VIPs is removed: from then on the
+/// VIPs are reached by what BGP says alone. Stopped when dropped.
+pub struct Bgp {
+    children: Vec<Child>,
+}
+
+impl Bgp {
+    pub fn start(topology: &Topology, directory: &Path, vips: &[Ipv4Addr]) -> Result<Bgp> {
+        let mux = format!(
+            "router id {MUX_VTEP};
+protocol device {{ }}
+# pulse's announce table (mux {{ announce_table }}, 4789 unless written).
+protocol kernel announce {{
+    kernel table 4789;
+    learn;
+    ipv4 {{ import all; export none; }};
+}}
+protocol bgp edge {{
+    local {MUX_VTEP} as {MUX_AS};
+    neighbor {ROUTER_ADDRESS} as {ROUTER_AS};
+    hold time 3; keepalive time 1; connect retry time 1;
+    ipv4 {{ import none; export all; next hop self; }};
+}}
+"
+        );
+        let router = format!(
+            "router id {ROUTER_ADDRESS};
+protocol device {{ }}
+protocol kernel {{
+    merge paths on;
+    ipv4 {{ import none; export all; }};
+}}
+protocol bgp mux1 {{
+    local {ROUTER_ADDRESS} as {ROUTER_AS};
+    neighbor {MUX_VTEP} as {MUX_AS};
+    hold time 3; keepalive time 1; connect retry time 1;
+    ipv4 {{ import all; export none; }};
+}}
+"
+        );
+        let mut bgp = Bgp {
+            children: Vec::new(),
+        };
+        for (name, namespace, text) in [
+            ("mux", &topology.mux, mux),
+            ("router", topology.namespace("sdn-router"), router),
+        ] {
+            let configuration = directory.join(format!("bird-{name}.conf"));
+            std::fs::write(&configuration, text)?;
+            let child = namespace
+                .direct_command("bird")
+                .arg("-f")
+                .arg("-c")
+                .arg(&configuration)
+                .arg("-s")
+                .arg(directory.join(format!("bird-{name}.ctl")))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(File::create(directory.join(format!("bird-{name}.log")))?)
+                .spawn()
+                .context("cannot start bird (Debian's bird2)")?;
+            bgp.children.push(child);
+        }
+        wait_until(
+            "the router learning the VIPs by BGP",
+            Duration::from_secs(60),
+            || {
+                let routes = router_routes(topology);
+                vips.iter().all(|vip| {
+                    routes
+                        .iter()
+                        .any(|route| route.starts_with(&format!("{vip} ")))
+                })
+            },
+        )?;
+        topology
+            .namespace("sdn-router")
+            .ip("route del 203.0.113.0/24 via 172.30.1.2")?;
+        Ok(bgp)
+    }
+}
+
+impl Drop for Bgp {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The edge router's host routes (/32) in its main table, where BIRD
+/// writes what BGP learned, as "203.0.113.10 via 172.30.1.2", read from
+/// /proc/net/route on a thread (no process: the lab's processes cost a
+/// tenth of a second each, and this is polled to time a withdrawal). A
+/// multipath route shows its first path there.
+pub fn router_routes(topology: &Topology) -> Vec<String> {
+    let text = topology
+        .namespace("sdn-router")
+        .run(|| std::fs::read_to_string("/proc/thread-self/net/route"))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    // "Iface Destination Gateway Flags RefCnt Use Metric Mask ...", the
+    // addresses in hexadecimal in the host's byte order.
+    let address = |field: &str| {
+        u32::from_str_radix(field, 16)
+            .ok()
+            .map(|value| Ipv4Addr::from(value.to_ne_bytes()))
+    };
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let destination = address(fields.get(1)?)?;
+            let gateway = address(fields.get(2)?)?;
+            let mask = address(fields.get(7)?)?;
+            (mask == Ipv4Addr::BROADCAST).then(|| format!("{destination} via {gateway}"))
+        })
+        .collect()
+}

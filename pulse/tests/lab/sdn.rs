@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use fulcrum_cluster::store::{Store, endpoints};
 use labkit::Namespace;
 use labkit::etcd::Etcd;
-use labkit::sdn::{Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, tenant_table};
+use labkit::sdn::{
+    Bgp, Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, router_routes,
+    tenant_table,
+};
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
@@ -259,6 +262,25 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         mux.log()
     );
 
+    eprintln!("sdn step: bgp");
+    // BIRD beside the Mux and on the edge router: the router learns each
+    // VIP the Mux can serve from the Mux's announce table, by BGP, and
+    // from here on reaches the VIPs by those routes alone (its static
+    // route is removed).
+    let bgp_started = Instant::now();
+    let bgp = Bgp::start(&underlay, &directory, &[VIP_A, VIP_B]).unwrap();
+    println!(
+        "BIRD started to the router routing both VIPs by BGP: {:.2} s",
+        bgp_started.elapsed().as_secs_f64()
+    );
+    let announced =
+        |vip: Ipv4Addr| router_routes(&underlay).contains(&format!("{vip} via {MUX_VTEP}"));
+    assert!(
+        announced(VIP_A) && announced(VIP_B),
+        "{:?}",
+        router_routes(&underlay)
+    );
+
     // The tenant's IPVS schedules a flow it never saw begin (ECMP moving
     // it from another Mux) rather than dropping it. Only an `mh` service
     // gets `mh-fallback` (the desired overlay's unit tests): this policy's
@@ -418,6 +440,46 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     wait_until("10.1.0.6 back", Duration::from_secs(10), || {
         tenant_table(100) == full_a
     });
+
+    eprintln!("sdn step: withdraw");
+    // tenant-b's only DIP reported down: its VIP can no longer be served
+    // by this Mux, which withdraws it (the router holds no route for it);
+    // up again, it is announced again. tenant-a's VIP stays announced.
+    let written = put(
+        &etcd,
+        &[(
+            "/fulcrum/v1/live/health/172.30.3.2/tenant-b/10.1.0.5/8080",
+            r#"{"up":false}"#,
+        )],
+    );
+    let put_took = written.elapsed();
+    let withdrawn = wait_until("VIP B withdrawn", Duration::from_secs(10), || {
+        !announced(VIP_B)
+    });
+    assert!(announced(VIP_A), "{:?}", router_routes(&underlay));
+    let written = put(
+        &etcd,
+        &[(
+            "/fulcrum/v1/live/health/172.30.3.2/tenant-b/10.1.0.5/8080",
+            r#"{"up":true}"#,
+        )],
+    );
+    let second_put_took = written.elapsed();
+    let reannounced = wait_until("VIP B announced again", Duration::from_secs(10), || {
+        announced(VIP_B)
+    });
+    println!(
+        "every DIP of a VIP down to the router without its route: {:.1} ms after the store's \
+         acknowledgement ({:.1} ms); a DIP back to the route again: {:.1} ms after it ({:.1} ms)",
+        withdrawn.as_secs_f64() * 1000.0,
+        put_took.as_secs_f64() * 1000.0,
+        reannounced.as_secs_f64() * 1000.0,
+        second_put_took.as_secs_f64() * 1000.0
+    );
+    assert_eq!(
+        answers(&underlay, VIP_B, 2),
+        BTreeSet::from(["tenant-b 10.1.0.5".to_owned()])
+    );
 
     eprintln!("sdn step: service stop");
     // A DIP whose service stops: its agent's probe (delay_loop 1,
@@ -697,12 +759,61 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         panic!("{error}; its log:\n{}\n{}", mux.log(), mux.whereabouts());
     }
     assert_eq!((tenant_table(100), tenant_table(200)), before, "adopted");
+    // BIRD went on announcing what the dead Mux left in the announce
+    // table, and the new one adopted it.
+    assert!(
+        announced(VIP_A) && announced(VIP_B),
+        "{:?}",
+        router_routes(&underlay)
+    );
     let answer = open.get().unwrap();
     assert!(answer.starts_with("tenant-b "), "{answer}");
     assert!(
         mux.log().contains("adopting the namespace fulcrum-vni100"),
         "{}",
         mux.log()
+    );
+
+    eprintln!("sdn step: bgp cut");
+    // The Mux cut off from the router with its link still up (every
+    // packet between them dropped at the router): nothing closes the BGP
+    // session, and the router drops the Mux's routes when its hold timer
+    // (3 s) expires. Let through again, the session comes back and so do
+    // the routes.
+    nft(
+        underlay.namespace("sdn-router"),
+        "table inet sdnbgpcut {
+    chain input {
+        type filter hook input priority 0;
+        ip saddr 172.30.1.2 drop
+    }
+    chain output {
+        type filter hook output priority 0;
+        ip daddr 172.30.1.2 drop
+    }
+}
+",
+    );
+    let dropped = wait_until(
+        "the router dropping the cut Mux's routes",
+        Duration::from_secs(30),
+        || !announced(VIP_A) && !announced(VIP_B),
+    );
+    let deleted = underlay
+        .namespace("sdn-router")
+        .command("nft")
+        .args(["delete", "table", "inet", "sdnbgpcut"])
+        .status()
+        .unwrap();
+    assert!(deleted.success());
+    let back = wait_until("the Mux's routes back", Duration::from_secs(60), || {
+        announced(VIP_A) && announced(VIP_B)
+    });
+    println!(
+        "a Mux cut off (its link up) to the router without its routes: {:.2} s (BGP hold time \
+         3 s); let through again, the routes back {:.2} s later",
+        dropped.as_secs_f64(),
+        back.as_secs_f64()
     );
 
     eprintln!("sdn step: clean stop");
@@ -741,9 +852,41 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         let before = if host == "sdn-host1" { "0" } else { "1" };
         assert_eq!(forwarding.trim(), before, "{host}");
     }
+    // The Mux's clean stop withdraws its VIPs first: the router loses
+    // their routes while the tenants' namespaces still forward.
     let log = mux.log();
-    let stopped = mux.stop().unwrap();
+    let watching = std::sync::atomic::AtomicBool::new(true);
+    let stopped = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let started = Instant::now();
+            while watching.load(std::sync::atomic::Ordering::Relaxed) {
+                if !announced(VIP_A) && !announced(VIP_B) {
+                    return Some((
+                        started.elapsed(),
+                        Path::new("/run/netns/fulcrum-vni100").exists(),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            None
+        });
+        let stopped = mux.stop().unwrap();
+        watching.store(false, std::sync::atomic::Ordering::Relaxed);
+        (stopped, watcher.join().unwrap())
+    });
+    let (stopped, withdrawn) = stopped;
     assert!(stopped.success(), "{stopped}: {log}");
+    let (withdrawn, still_forwarding) = withdrawn.expect("the routes outlived the Mux");
+    println!(
+        "a clean stop to the router without the VIPs' routes: {:.1} ms (the tenants' \
+         namespaces still there: {still_forwarding})",
+        withdrawn.as_secs_f64() * 1000.0
+    );
+    assert!(
+        still_forwarding,
+        "withdrawn only once the tenants were removed"
+    );
+    drop(bgp);
     assert!(!Path::new("/run/netns/fulcrum-vni100").exists());
     assert!(!Path::new("/run/netns/fulcrum-vni200").exists());
     let links = underlay

@@ -26,6 +26,9 @@ pub const PACKAGES: &[&str] = &[
     // A capture on the Mux's underlay link: requests are VXLAN with the
     // tenant's VNI, and no reply passes (the SDN test and demo).
     "tcpdump",
+    // BGP: BIRD beside each Mux and on the edge router (the SDN test and
+    // demo).
+    "bird2",
     // The SDN mode's cluster store, run by the tests on this machine
     // (labkit::etcd) and in the guest.
     "etcd-server",
