@@ -531,6 +531,9 @@ protocol bgp edge {{
     local {MUX_VTEP} as {MUX_AS};
     neighbor {ROUTER_ADDRESS} as {ROUTER_AS};
     hold time 3; keepalive time 1; connect retry time 1;
+    # After a session's error BIRD waits 60 s or more before the next
+    # attempt unless told: a Mux let through again is back in seconds.
+    error wait time 1, 5;
     ipv4 {{ import none; export all; next hop self; }};
 }}
 "
@@ -546,6 +549,9 @@ protocol bgp mux1 {{
     local {ROUTER_ADDRESS} as {ROUTER_AS};
     neighbor {MUX_VTEP} as {MUX_AS};
     hold time 3; keepalive time 1; connect retry time 1;
+    # After a session's error BIRD waits 60 s or more before the next
+    # attempt unless told: a Mux let through again is back in seconds.
+    error wait time 1, 5;
     ipv4 {{ import all; export none; }};
 }}
 "
