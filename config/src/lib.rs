@@ -11,6 +11,8 @@ pub mod lexer;
 mod load;
 pub mod model;
 mod reload;
+#[cfg(test)]
+mod scratch;
 pub mod syntax;
 
 pub use load::{Loaded, load, load_on_two_threads, load_str};

@@ -28,26 +28,7 @@ fn second_part_starts(text: &[u8]) -> Vec<usize> {
         .collect()
 }
 
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let directory =
-            std::env::temp_dir().join(format!("fulcrum-load-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&directory).unwrap();
-        Scratch(directory)
-    }
-
-    fn file(&self) -> std::path::PathBuf {
-        self.0.join("keepalived.conf")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch::Scratch;
 
 /// A file with what a virtual server's reading takes from elsewhere (a
 /// group, global `smtp_alert`, a BFD instance, a tracked
@@ -119,7 +100,7 @@ virtual_server_group web6 {
 
 #[test]
 fn a_file_read_in_two_parts_is_read_as_whole_wherever_the_second_starts() {
-    let scratch = Scratch::new("generated");
+    let scratch = Scratch::new("load-generated");
     let path = scratch.file();
     let text = generated();
     std::fs::write(&path, &text).unwrap();
@@ -147,7 +128,7 @@ fn a_file_read_in_two_parts_is_read_as_whole_wherever_the_second_starts() {
 
 #[test]
 fn a_file_that_cannot_be_parted_with_certainty_is_read_whole() {
-    let scratch = Scratch::new("whole");
+    let scratch = Scratch::new("load-whole");
     let path = scratch.file();
     let text = generated();
     let options = Options::default();
@@ -188,7 +169,7 @@ fn a_file_that_cannot_be_parted_with_certainty_is_read_whole() {
     // Too small to be worth a thread; not there at all.
     std::fs::write(&path, &text).unwrap();
     assert!(load_in_two_parts(&path, &options, TWO_THREADS_FROM, None).is_none());
-    let missing = scratch.0.join("missing.conf");
+    let missing = scratch.path("missing.conf");
     assert!(load_in_two_parts(&missing, &options, 0, None).is_none());
     assert_eq!(
         outcome(&load_on_two_threads(&missing, &options)),
@@ -207,7 +188,7 @@ fn the_corpus_read_in_two_parts_is_read_as_whole() {
         eprintln!("skipped: no corpus at {}", corpus.display());
         return;
     };
-    let scratch = Scratch::new("corpus");
+    let scratch = Scratch::new("load-corpus");
     let path = scratch.file();
     let options = Options::default();
     let (mut files, mut parted, mut whole_instead) = (0, 0, 0);

@@ -77,26 +77,7 @@ fn outcome(loaded: &Loaded) -> (String, Vec<String>) {
     (format!("{:#?}", loaded.config), diagnostics)
 }
 
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let directory =
-            std::env::temp_dir().join(format!("fulcrum-reload-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&directory).unwrap();
-        Scratch(directory)
-    }
-
-    fn file(&self) -> std::path::PathBuf {
-        self.0.join("keepalived.conf")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch::Scratch;
 
 /// Writes `text`, reads it again from `previous`, checks the outcome is a
 /// whole read's and that it was read as `expected`; returns the new load.
@@ -111,7 +92,7 @@ fn reload(path: &Path, previous: &Loaded, text: &str, expected: Reread, what: &s
 
 #[test]
 fn an_edit_in_one_virtual_server_reads_that_block_alone_to_the_whole_files_outcome() {
-    let scratch = Scratch::new("edits");
+    let scratch = Scratch::new("reload-edits");
     let path = scratch.file();
     let base = base();
     std::fs::write(&path, &base).unwrap();
@@ -212,7 +193,7 @@ fn an_edit_in_one_virtual_server_reads_that_block_alone_to_the_whole_files_outco
 
 #[test]
 fn reloads_in_a_row_keep_reading_one_block() {
-    let scratch = Scratch::new("chain");
+    let scratch = Scratch::new("reload-chain");
     let path = scratch.file();
     let mut text = base();
     std::fs::write(&path, &text).unwrap();
@@ -287,7 +268,7 @@ fn edits_of_the_corpus_virtual_servers_read_again_to_the_whole_files_outcome() {
         eprintln!("skipped: no corpus at {}", corpus.display());
         return;
     };
-    let scratch = Scratch::new("corpus");
+    let scratch = Scratch::new("reload-corpus");
     let path = scratch.file();
     let (mut files, mut edits, mut fast) = (0, 0, 0);
     let mut names: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
