@@ -111,10 +111,18 @@ impl Kernel {
             announce_table,
             tenants: BTreeMap::new(),
         };
-        for (name, vni) in namespace::existing() {
+        let adopted = namespace::existing();
+        // The announcements a previous Mux left, read once for every
+        // tenant it left: (device, VIP).
+        let announced = if adopted.is_empty() {
+            Vec::new()
+        } else {
+            announcements(&kernel.main, announce_table).await?
+        };
+        for (name, vni) in adopted {
             tracing::info!("mux: adopting the namespace {name} of VNI {vni}");
             let mut programmed = kernel.tenant(vni).await?;
-            programmed.read_back(&kernel.main).await?;
+            programmed.read_back(&announced).await?;
             kernel.tenants.insert(vni, programmed);
         }
         Ok(kernel)
@@ -504,56 +512,19 @@ impl Programmed {
 
     /// A VIP's route in the announce table: on `fvmN`, as it is routed.
     fn announcement(&self, vip: IpAddr) -> netlink_packet_route::route::RouteMessage {
-        let length = if vip.is_ipv4() { 32 } else { 128 };
-        RouteMessageBuilder::<IpAddr>::new()
-            .destination_prefix(vip, length)
-            .expect("an address and its full length")
-            .output_interface(self.outer)
-            .table_id(self.announce_table)
-            .scope(RouteScope::Link)
-            .kind(RouteType::Unicast)
-            .build()
+        route_in(vip, self.outer, self.announce_table)
     }
 
     /// What a previous Mux left in this tenant: the VIPs local on `lo`,
     /// the DIPs with neighbour entries on the VXLAN device, and the VIPs
     /// announced (routes on `fvmN` in the announce table).
-    async fn read_back(&mut self, main: &Handle) -> Result<(), KernelError> {
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
-            let mut request = netlink_packet_route::route::RouteMessage::default();
-            request.header.address_family = family;
-            let routes: Vec<_> = main
-                .route()
-                .get(request)
-                .execute()
-                .try_collect()
-                .await
-                .map_err(failed("cannot read the Mux's routes"))?;
-            for route in routes {
-                let mut table = u32::from(route.header.table);
-                let mut output = None;
-                let mut destination = None;
-                for attribute in &route.attributes {
-                    match attribute {
-                        RouteAttribute::Table(number) => table = *number,
-                        RouteAttribute::Oif(index) => output = Some(*index),
-                        RouteAttribute::Destination(RouteAddress::Inet(address)) => {
-                            destination = Some(IpAddr::V4(*address))
-                        }
-                        RouteAttribute::Destination(RouteAddress::Inet6(address)) => {
-                            destination = Some(IpAddr::V6(*address))
-                        }
-                        _ => {}
-                    }
-                }
-                if table == self.announce_table
-                    && output == Some(self.outer)
-                    && let Some(vip) = destination
-                {
-                    self.announced.insert(vip);
-                }
-            }
-        }
+    async fn read_back(&mut self, announced: &[(u32, IpAddr)]) -> Result<(), KernelError> {
+        self.announced.extend(
+            announced
+                .iter()
+                .filter(|(output, _)| *output == self.outer)
+                .map(|(_, vip)| *vip),
+        );
         let addresses: Vec<_> = self
             .handle
             .address()
@@ -607,12 +578,64 @@ impl Tenant {
     }
 }
 
+/// The routes of the Mux's namespace in `table` with an output device,
+/// as (device, destination): what a previous Mux announced.
+async fn announcements(main: &Handle, table: u32) -> Result<Vec<(u32, IpAddr)>, KernelError> {
+    let mut found = Vec::new();
+    for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+        let mut request = netlink_packet_route::route::RouteMessage::default();
+        request.header.address_family = family;
+        let routes: Vec<_> = main
+            .route()
+            .get(request)
+            .execute()
+            .try_collect()
+            .await
+            .map_err(failed("cannot read the Mux's routes"))?;
+        for route in routes {
+            // A table above 255 is only in its attribute.
+            let mut in_table = u32::from(route.header.table);
+            let mut output = None;
+            let mut destination = None;
+            for attribute in &route.attributes {
+                match attribute {
+                    RouteAttribute::Table(number) => in_table = *number,
+                    RouteAttribute::Oif(index) => output = Some(*index),
+                    RouteAttribute::Destination(RouteAddress::Inet(address)) => {
+                        destination = Some(IpAddr::V4(*address))
+                    }
+                    RouteAttribute::Destination(RouteAddress::Inet6(address)) => {
+                        destination = Some(IpAddr::V6(*address))
+                    }
+                    _ => {}
+                }
+            }
+            if in_table == table
+                && let (Some(output), Some(destination)) = (output, destination)
+            {
+                found.push((output, destination));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// `address` alone, on the device `index`, in the main table.
 fn route(address: IpAddr, index: u32) -> netlink_packet_route::route::RouteMessage {
+    route_in(address, index, RT_TABLE_MAIN)
+}
+
+/// The kernel's main routing table.
+const RT_TABLE_MAIN: u32 = 254;
+
+/// `address` alone, on the device `index`, in `table`.
+fn route_in(address: IpAddr, index: u32, table: u32) -> netlink_packet_route::route::RouteMessage {
     let length = if address.is_ipv4() { 32 } else { 128 };
     RouteMessageBuilder::<IpAddr>::new()
         .destination_prefix(address, length)
         .expect("an address and its full length")
         .output_interface(index)
+        .table_id(table)
         .scope(RouteScope::Link)
         .kind(RouteType::Unicast)
         .build()

@@ -32,6 +32,7 @@
 //! - Services of other schedulers are planned as [`crate::lvs::plan`]
 //!   plans them.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 
@@ -55,20 +56,25 @@ pub fn plan(kernel: &Table, desired: &Table, creation_weights: &CreationWeights)
     // against a kernel without them, then deleted before the service's
     // first creation.
     let mut recreated: HashMap<ServiceKey, Vec<SocketAddr>> = HashMap::new();
-    let mut adjusted = kernel.clone();
     for (key, wanted) in &desired.services {
         if wanted.service.scheduler != MAGLEV {
             continue;
         }
-        let Some(present) = adjusted.services.get_mut(key) else {
-            continue;
-        };
-        let out = out_of_order(present, wanted);
-        if !out.is_empty() {
+        if let Some(present) = kernel.services.get(key) {
+            let out = out_of_order(present, wanted);
+            if !out.is_empty() {
+                recreated.insert(*key, out);
+            }
+        }
+    }
+    // The kernel as the plan sees it: copied only when there is something
+    // to take out of it (most passes have nothing).
+    let mut adjusted = Cow::Borrowed(kernel);
+    for (key, out) in &recreated {
+        if let Some(present) = adjusted.to_mut().services.get_mut(key) {
             present
                 .destinations
                 .retain(|destination| !out.contains(&destination.socket_address()));
-            recreated.insert(*key, out);
         }
     }
     let planned = plan_table(&adjusted, desired, &Ownership::Everything);
