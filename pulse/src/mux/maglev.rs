@@ -32,6 +32,8 @@
 //! - Services of other schedulers are planned as [`crate::lvs::plan`]
 //!   plans them.
 
+pub mod lookup;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
