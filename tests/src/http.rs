@@ -14,8 +14,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::Namespace;
 
-/// How long a responder waits for the request on an open connection.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a responder waits for the request on an open connection (a
+/// long-lived one's next request too: a test asks its sessions every few
+/// seconds, and some of its steps take minutes under emulation).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A responder listening in a namespace; it stops when dropped.
 pub struct Responder {
@@ -115,30 +117,51 @@ fn serve(
 }
 
 /// Answers `body` (the responder's name and a newline); to a request with
-/// a body, the name and how many bytes of it arrived.
+/// a body, the name and how many bytes of it arrived. A request that asks
+/// `Connection: keep-alive` (a [`Session`]'s) keeps the connection open
+/// for the next one; any other is the connection's last.
 fn answer(mut stream: TcpStream, body: &str, served: &AtomicU64) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
-    if let Ok(uploaded) = read_request(&mut stream) {
-        let body = match uploaded {
+    while let Ok(request) = read_request(&mut stream) {
+        let body = match request.uploaded {
             Some(count) => format!("{} received {count}\n", body.trim_end()),
             None => body.to_owned(),
         };
+        let connection = if request.keep_alive {
+            "keep-alive"
+        } else {
+            "close"
+        };
         let response = format!(
-            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nConnection: {connection}\r\n\
+             Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
-        let _ = stream.write_all(response.as_bytes());
+        if stream.write_all(response.as_bytes()).is_err() {
+            return;
+        }
         served.fetch_add(1, Ordering::Relaxed);
+        if !request.keep_alive {
+            break;
+        }
     }
     let _ = stream.shutdown(Shutdown::Write);
 }
 
+/// What [`read_request`] read of a request.
+struct Request {
+    /// How many bytes of a body came, if it announced one.
+    uploaded: Option<usize>,
+    /// Whether it asked to keep the connection open.
+    keep_alive: bool,
+}
+
 /// Reads up to the blank line that ends a request's head, then the body
-/// its Content-Length announces; returns how many bytes of a body came.
-/// A connection closed before the head's end (a TCP health check's) is an
-/// error: it is not a request.
-fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<usize>> {
+/// its Content-Length announces. A connection closed before the head's end
+/// (a TCP health check's, or a session's end) is an error: it is not a
+/// request.
+fn read_request(stream: &mut TcpStream) -> std::io::Result<Request> {
     let mut request = Vec::new();
     let mut buffer = [0u8; 16384];
     let head_end = loop {
@@ -152,11 +175,17 @@ fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<usize>> {
         request.extend_from_slice(&buffer[..count]);
     };
     let head = String::from_utf8_lossy(&request[..head_end]).to_ascii_lowercase();
+    let keep_alive = head
+        .lines()
+        .any(|line| line.replace(' ', "") == "connection:keep-alive");
     let Some(length) = head.lines().find_map(|line| {
         line.strip_prefix("content-length:")
             .and_then(|value| value.trim().parse::<usize>().ok())
     }) else {
-        return Ok(None);
+        return Ok(Request {
+            uploaded: None,
+            keep_alive,
+        });
     };
     let mut received = request.len() - head_end;
     while received < length {
@@ -166,7 +195,10 @@ fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<usize>> {
         }
         received += count;
     }
-    Ok(Some(received))
+    Ok(Request {
+        uploaded: Some(received),
+        keep_alive,
+    })
 }
 
 /// One `GET /` to `address` over a new connection, from inside `namespace`;
@@ -248,5 +280,94 @@ impl Connection {
             bail!("{address} answered {head:?}");
         }
         Ok(body.trim_end().to_owned())
+    }
+}
+
+/// A long-lived connection: one TCP connection that asks `GET /` again and
+/// again (HTTP keep-alive), as a client of a load balancer holds a
+/// connection open for minutes. Whether it survives what happens between
+/// two questions (a Mux killed, a path moved) is whether the next answer
+/// comes, on the same connection, from the same real server.
+pub struct Session {
+    stream: TcpStream,
+    address: SocketAddr,
+    local: SocketAddr,
+}
+
+impl Session {
+    /// Connects to `address` from inside `namespace`.
+    pub fn open(namespace: &Namespace, address: SocketAddr) -> Result<Session> {
+        let stream = namespace
+            .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
+            .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
+        let local = stream.local_addr()?;
+        Ok(Session {
+            stream,
+            address,
+            local,
+        })
+    }
+
+    /// The client's end: its address and port.
+    pub fn local_address(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Asks `GET /` on the same connection, waiting at most `timeout` for
+    /// the answer; returns its body (the responder's name). An error once
+    /// the connection is broken (reset, closed, or no answer in time).
+    pub fn ask(&mut self, timeout: Duration) -> Result<String> {
+        let address = self.address;
+        self.stream.set_read_timeout(Some(timeout))?;
+        write!(
+            self.stream,
+            "GET / HTTP/1.1\r\nHost: {}\r\nConnection: keep-alive\r\n\r\n",
+            address.ip()
+        )
+        .with_context(|| format!("cannot ask {address} from {}", self.local))?;
+        let mut response = Vec::new();
+        let mut buffer = [0u8; 4096];
+        let head_end = loop {
+            if let Some(position) = response.windows(4).position(|window| window == b"\r\n\r\n") {
+                break position + 4;
+            }
+            let count = self
+                .stream
+                .read(&mut buffer)
+                .with_context(|| format!("no answer from {address} to {}", self.local))?;
+            if count == 0 {
+                bail!("{address} closed the connection from {}", self.local);
+            }
+            response.extend_from_slice(&buffer[..count]);
+        };
+        let head = String::from_utf8_lossy(&response[..head_end]).to_ascii_lowercase();
+        if !head.starts_with("http/1.0 200") {
+            bail!("{address} answered {head:?}");
+        }
+        let length = head
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("content-length:")
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+            })
+            .with_context(|| format!("an answer without a length from {address}: {head:?}"))?;
+        while response.len() < head_end + length {
+            let count = self
+                .stream
+                .read(&mut buffer)
+                .with_context(|| format!("a cut answer from {address} to {}", self.local))?;
+            if count == 0 {
+                bail!(
+                    "{address} closed the connection from {} mid-answer",
+                    self.local
+                );
+            }
+            response.extend_from_slice(&buffer[..count]);
+        }
+        Ok(
+            String::from_utf8_lossy(&response[head_end..head_end + length])
+                .trim_end()
+                .to_owned(),
+        )
     }
 }

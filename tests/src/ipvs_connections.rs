@@ -23,15 +23,19 @@ pub struct IpvsConnection {
 /// The IPv4 connections of `namespace`'s IPVS table; none when IPVS is not
 /// loaded.
 pub fn ipvs_connections(namespace: &Namespace) -> Result<Vec<IpvsConnection>> {
-    let text =
-        match namespace.run(|| std::fs::read_to_string("/proc/thread-self/net/ip_vs_conn"))? {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => {
-                return Err(error)
-                    .with_context(|| format!("cannot read ip_vs_conn in {}", namespace.name()));
-            }
-        };
+    namespace
+        .run(ipvs_connections_here)?
+        .with_context(|| format!("in {}", namespace.name()))
+}
+
+/// The IPv4 connections of the calling thread's namespace's IPVS table
+/// (a thread that entered one); none when IPVS is not loaded.
+pub fn ipvs_connections_here() -> Result<Vec<IpvsConnection>> {
+    let text = match std::fs::read_to_string("/proc/thread-self/net/ip_vs_conn") {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).context("cannot read ip_vs_conn"),
+    };
     // "Pro FromIP FPrt ToIP TPrt DestIP DPrt State Expires PEName PEData",
     // addresses and ports in hexadecimal (IPv6 ones are written in colon
     // form and skipped here).

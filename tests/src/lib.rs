@@ -13,12 +13,15 @@ mod ipvs_connections;
 pub mod kernel;
 pub mod lines;
 mod listing;
+mod machine;
 mod namespace;
+pub mod routes;
 pub mod sdn;
 pub mod topology;
 
-pub use ipvs_connections::{IpvsConnection, ipvs_connections};
+pub use ipvs_connections::{IpvsConnection, ipvs_connections, ipvs_connections_here};
 pub use listing::{listed_without_repeats, repeats_a_service};
+pub use machine::Machine;
 pub use namespace::{Namespace, run_ip};
 pub use topology::{
     DirectReturnTopology, Director, FailoverTopology, Host, NatTopology, Reception, neighbour,

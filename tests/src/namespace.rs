@@ -71,6 +71,11 @@ impl Namespace {
         &self.name
     }
 
+    /// Its descriptor, for a child to enter between fork and exec.
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.handle.as_raw_fd()
+    }
+
     /// Runs `work` on a thread inside this namespace; sockets it opens belong
     /// to the namespace for their whole life, whichever thread uses them later.
     pub fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> Result<T> {
@@ -121,15 +126,6 @@ impl Namespace {
             unsafe { libc::freeifaddrs(addresses) };
             Ok(found)
         })?
-    }
-
-    /// Runs `work` on a thread inside the namespace `name` of /run/netns
-    /// that another program made (the Mux's tenants' `fulcrum-vniN`);
-    /// `None` if there is none by that name, or not yet one to enter (a
-    /// file made but not mounted on).
-    pub fn run_in_named<T: Send>(name: &str, work: impl FnOnce() -> T + Send) -> Option<T> {
-        let handle = fulcrum_netns::open(name)?;
-        fulcrum_netns::run_in(&handle, work).ok()
     }
 
     /// Moves the calling thread into this namespace.

@@ -1,9 +1,16 @@
-//! The SDN mode's lab topology, shared by its test (pulse/tests/lab/sdn.rs)
-//! and `cargo xtask demo sdn`: a routed underlay (a client and an edge
-//! router; the Mux, two hosts and the cluster store each on a subnet of
-//! its own behind the router), two tenants on VXLAN with the same DIP
-//! address, the daemons started with their files, and what the test and
-//! the demo look at (who answers, a capture).
+//! The SDN mode's lab topology, shared by its tests (pulse/tests/lab/sdn.rs
+//! with one Mux, pulse/tests/lab/ecmp.rs with several) and `cargo xtask
+//! demo sdn`: a routed underlay (a client and an edge router; each Mux, two
+//! hosts and the cluster store each on a subnet of its own behind the
+//! router), two tenants on VXLAN with the same DIP address, the daemons
+//! started with their files, and what the tests and the demo look at (who
+//! answers, a capture, the router's paths).
+//!
+//! Each Mux is a [`Machine`] of its own (it keeps its tenants in its own
+//! /run/netns, as on a machine of its own), on a link of its own to the
+//! router. Tests that build this topology take [`exclusive`] first: lab
+//! tests of one binary run side by side, and the topology's names and the
+//! store's address are the guest's.
 //!
 //! The hosts' segments (a bridge per network) are the operator's, made
 //! here with iproute2: the agents terminate VXLAN, translate VIP:80 to
@@ -20,12 +27,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::Namespace;
 use crate::etcd::Etcd;
 use crate::http::{Responder, get};
+use crate::{Machine, Namespace};
 
 pub const VIP_A: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 10);
 pub const VIP_B: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 20);
+/// The first Mux's tunnel endpoint (its address on its link to the router).
 pub const MUX_VTEP: &str = "172.30.1.2";
 /// The cluster store's address: the guest's own end of a link to the
 /// router (etcd runs in the guest's namespace).
@@ -89,24 +97,138 @@ virtual_server 203.0.113.20 80 {
 }
 ";
 
-/// The namespaces, and the guest's own end of the store's link, removed
-/// when dropped.
+/// Held while a test or the demo uses the SDN topology: one at a time in
+/// the guest.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static TOPOLOGY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that panicked holding it has dropped its topology all the same.
+    TOPOLOGY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A Mux of the topology: a machine on a link of its own to the router.
+pub struct Mux {
+    /// 1 for the first.
+    pub number: u32,
+    pub machine: Machine,
+}
+
+impl Mux {
+    /// Its address on its link, which is its VTEP and its BGP address:
+    /// 172.30.1.2 for the first, 172.30.1N.2 for the Nth after.
+    pub fn vtep(&self) -> Ipv4Addr {
+        Ipv4Addr::new(172, 30, mux_subnet(self.number), 2)
+    }
+
+    /// The router's address on the Mux's link.
+    pub fn gateway(&self) -> Ipv4Addr {
+        Ipv4Addr::new(172, 30, mux_subnet(self.number), 1)
+    }
+
+    /// The router's end of the Mux's link: `mux` for the first, `muxN`.
+    pub fn router_link(&self) -> String {
+        link_name(self.number)
+    }
+
+    pub fn namespace(&self) -> &Namespace {
+        self.machine.namespace()
+    }
+
+    /// The IPVS table of the tenant of `vni` on this Mux, read in its
+    /// namespace (`fulcrum-vniN` of the Mux's machine), as lines `SERVICE:
+    /// DESTINATION wWEIGHT, ...`, sorted; empty while it has none (or no
+    /// namespace yet).
+    pub fn tenant_table(&self, vni: u32) -> Vec<String> {
+        self.machine
+            .run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<Vec<String>> {
+                let mut client = ipvs::Client::connect()?;
+                let mut lines = Vec::new();
+                for service in client.services()? {
+                    let mut destinations: Vec<String> = client
+                        .destinations(&service.key)?
+                        .iter()
+                        .map(|destination| {
+                            format!("{} w{}", destination.socket_address(), destination.weight)
+                        })
+                        .collect();
+                    destinations.sort();
+                    lines.push(format!("{}: {}", service.key, destinations.join(", ")));
+                }
+                lines.sort();
+                Ok(lines)
+            })
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    }
+
+    /// How many packets the tenant of `vni`'s IPVS on this Mux has
+    /// forwarded (its services' totals; the kernel's estimator sums them,
+    /// so they lag up to 2 s).
+    pub fn forwarded(&self, vni: u32) -> u64 {
+        self.machine
+            .run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<u64> {
+                let mut client = ipvs::Client::connect()?;
+                Ok(client
+                    .services()?
+                    .iter()
+                    .filter_map(|service| service.statistics.as_ref())
+                    .map(|statistics| statistics.incoming_packets)
+                    .sum())
+            })
+            .and_then(Result::ok)
+            .unwrap_or(0)
+    }
+
+    /// The tenant of `vni`'s IPVS connections on this Mux.
+    pub fn connections(&self, vni: u32) -> Vec<crate::IpvsConnection> {
+        self.machine
+            .run_in_named(&format!("fulcrum-vni{vni}"), crate::ipvs_connections_here)
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    }
+}
+
+fn mux_subnet(number: u32) -> u8 {
+    if number == 1 { 1 } else { 10 + number as u8 }
+}
+
+fn link_name(number: u32) -> String {
+    if number == 1 {
+        "mux".to_owned()
+    } else {
+        format!("mux{number}")
+    }
+}
+
+/// [`POLICY`] with `scheduler` for both VIPs: `mh` where several Muxes
+/// share the flows (every Mux chooses the same DIP for a flow).
+pub fn policy(scheduler: &str) -> String {
+    POLICY.replace("lb_algo rr", &format!("lb_algo {scheduler}"))
+}
+
+/// The namespaces and machines, and the guest's own end of the store's
+/// link, removed when dropped.
 pub struct Topology {
     pub client: Namespace,
-    pub mux: Namespace,
+    pub muxes: Vec<Mux>,
     others: Vec<Namespace>,
 }
 
 impl Topology {
-    /// Builds it. host1 holds tenant-a's .5 and .6, host2 tenant-a's .7
-    /// and tenant-b's .5 and .6 (the policy names tenant-b's .6 only once
-    /// a DIP is added to it). The underlay carries VXLAN's 50 bytes more than
-    /// a 1,500-byte packet (1,550-byte links to the Mux and the hosts).
-    pub fn build() -> Result<Topology> {
+    /// Builds it with `muxes` Muxes (1 to 8). host1 holds tenant-a's .5
+    /// and .6, host2 tenant-a's .7 and tenant-b's .5 and .6 (the policy
+    /// names tenant-b's .6 only once a DIP is added to it). The underlay
+    /// carries VXLAN's 50 bytes more than a 1,500-byte packet (1,550-byte
+    /// links to the Muxes and the hosts). The router hashes a flow's ports
+    /// too when it spreads flows over several paths
+    /// (`fib_multipath_hash_policy=1`). Before BGP ([`Bgp::start`]) the
+    /// VIPs are routed to the first Mux.
+    pub fn build(muxes: u32) -> Result<Topology> {
+        assert!((1..=8).contains(&muxes), "1 to 8 Muxes");
         let names = [
             "sdn-client",
             "sdn-router",
-            "sdn-mux",
             "sdn-host1",
             "sdn-host2",
             "sdn-a5",
@@ -122,7 +244,6 @@ impl Topology {
         crate::run_ip(
             None,
             "link add eth0 netns sdn-client type veth peer name client netns sdn-router
-link add eth0 netns sdn-mux type veth peer name mux netns sdn-router
 link add eth0 netns sdn-host1 type veth peer name host1 netns sdn-router
 link add eth0 netns sdn-host2 type veth peer name host2 netns sdn-router
 link add sdnstore0 type veth peer name store netns sdn-router
@@ -137,24 +258,49 @@ route add 172.30.0.0/16 via 172.30.4.2",
         )?;
         let router = &namespaces[1];
         router.ip("addr add 172.30.0.1/24 dev client
-addr add 172.30.1.1/24 dev mux
 addr add 172.30.2.1/24 dev host1
 addr add 172.30.3.1/24 dev host2
 addr add 172.30.4.2/24 dev store
 link set client up
-link set mux up mtu 1550
 link set host1 up mtu 1550
 link set host2 up mtu 1550
-link set store up
-route add 203.0.113.0/24 via 172.30.1.2")?;
+link set store up")?;
         router.sysctl("net/ipv4/ip_forward", "1")?;
+        router.sysctl("net/ipv4/fib_multipath_hash_policy", "1")?;
         namespaces[0].ip(
             "addr add 172.30.0.2/24 dev eth0\nlink set eth0 up\nroute add default via 172.30.0.1",
         )?;
-        // The underlay carries VXLAN's 50 bytes more than a 1,500-byte packet.
-        namespaces[2]
-        .ip("addr add 172.30.1.2/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via 172.30.1.1")
-        ?;
+        let mut built = Vec::new();
+        for number in 1..=muxes {
+            let name = if number == 1 {
+                "sdn-mux".to_owned()
+            } else {
+                format!("sdn-mux{number}")
+            };
+            let mux = Mux {
+                number,
+                machine: Machine::create(&name)?,
+            };
+            let link = mux.router_link();
+            crate::run_ip(
+                None,
+                &format!("link add eth0 netns {name} type veth peer name {link} netns sdn-router"),
+            )?;
+            router.ip(&format!(
+                "addr add {}/24 dev {link}\nlink set {link} up mtu 1550",
+                mux.gateway()
+            ))?;
+            // The underlay carries VXLAN's 50 bytes more than a 1,500-byte
+            // packet.
+            mux.namespace().ip(&format!(
+                "addr add {}/24 dev eth0\nlink set eth0 up mtu 1550\nroute add default via {}",
+                mux.vtep(),
+                mux.gateway()
+            ))?;
+            built.push(mux);
+        }
+        // Until BGP routes them, the VIPs are the first Mux's.
+        router.ip(&format!("route add 203.0.113.0/24 via {MUX_VTEP}"))?;
         let host = |namespace: &Namespace,
                     gateway: &str,
                     address: &str,
@@ -181,13 +327,13 @@ link set br{vni} up
             namespace.ip(&commands)
         };
         host(
-            &namespaces[3],
+            &namespaces[2],
             "172.30.2.1",
             "172.30.2.2",
             &[(100, &["a5", "a6"], "10.1.0.1/24")],
         )?;
         host(
-            &namespaces[4],
+            &namespaces[3],
             "172.30.3.1",
             "172.30.3.2",
             &[
@@ -196,26 +342,30 @@ link set br{vni} up
             ],
         )?;
         for (index, dip) in [
-            (5, "10.1.0.5"),
-            (6, "10.1.0.6"),
-            (7, "10.1.0.7"),
-            (8, "10.1.0.5"),
-            (9, "10.1.0.6"),
+            (4, "10.1.0.5"),
+            (5, "10.1.0.6"),
+            (6, "10.1.0.7"),
+            (7, "10.1.0.5"),
+            (8, "10.1.0.6"),
         ] {
             namespaces[index].ip(&format!(
                 "addr add {dip}/24 dev eth0\nlink set eth0 up\nroute add default via 10.1.0.1"
             ))?;
         }
-        let mux = namespaces.remove(2);
         let client = namespaces.remove(0);
         Ok(Topology {
             client,
-            mux,
+            muxes: built,
             others: namespaces,
         })
     }
 
-    /// A namespace of the topology other than the client's and the Mux's:
+    /// The first Mux.
+    pub fn mux(&self) -> &Mux {
+        &self.muxes[0]
+    }
+
+    /// A namespace of the topology other than the client's and the Muxes':
     /// `sdn-router`, `sdn-host1`, `sdn-a5`...
     pub fn namespace(&self, name: &str) -> &Namespace {
         self.others
@@ -297,31 +447,6 @@ pub fn capture(
         .collect())
 }
 
-/// The IPVS table of the tenant of `vni`, read in its namespace (the
-/// Mux's `fulcrum-vniN`), as lines `SERVICE: DESTINATION wWEIGHT, ...`,
-/// sorted; empty while it has none (or no namespace yet).
-pub fn tenant_table(vni: u32) -> Vec<String> {
-    Namespace::run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<Vec<String>> {
-        let mut client = ipvs::Client::connect()?;
-        let mut lines = Vec::new();
-        for service in client.services()? {
-            let mut destinations: Vec<String> = client
-                .destinations(&service.key)?
-                .iter()
-                .map(|destination| {
-                    format!("{} w{}", destination.socket_address(), destination.weight)
-                })
-                .collect();
-            destinations.sort();
-            lines.push(format!("{}: {}", service.key, destinations.join(", ")));
-        }
-        lines.sort();
-        Ok(lines)
-    })
-    .and_then(Result::ok)
-    .unwrap_or_default()
-}
-
 /// What tcpdump saw on the Mux's underlay link (`eth0`) of VXLAN and of
 /// the VIPs' traffic while `during` ran.
 pub fn capture_underlay(
@@ -365,14 +490,28 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// `pulse` as the Mux, in the Mux's namespace, its files in
-    /// `directory`.
-    pub fn mux(topology: &Topology, pulse: &Path, directory: &Path, etcd: &Etcd) -> Result<Daemon> {
-        let configuration = directory.join("mux.conf");
-        std::fs::write(&configuration, format!("mux {{\n    vtep {MUX_VTEP}\n}}\n"))?;
-        let mut command = topology.mux.direct_command(pulse);
+    /// `pulse` as the Mux on `mux`'s machine, its files in `directory`
+    /// (`mux.conf` and `mux.log` for the first, `muxN.conf`...).
+    pub fn mux(mux: &Mux, pulse: &Path, directory: &Path, etcd: &Etcd) -> Result<Daemon> {
+        let name = link_name(mux.number);
+        let configuration = directory.join(format!("{name}.conf"));
+        std::fs::write(
+            &configuration,
+            format!("mux {{\n    vtep {}\n}}\n", mux.vtep()),
+        )?;
+        let mut command = mux.machine.command(pulse);
         command.args(["-G"]);
-        Daemon::start(command, &configuration, directory.join("mux.log"), etcd)
+        Daemon::start(
+            command,
+            &configuration,
+            directory.join(format!("{name}.log")),
+            etcd,
+        )
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     /// `agent` (fulcrum-agent) on host `number` (1 or 2).
@@ -499,27 +638,98 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -
     Ok(started.elapsed())
 }
 
-/// The Mux's BGP address and AS, and the edge router's.
+/// The Muxes' AS (one for all: equal paths the router merges), and the
+/// edge router's.
 pub const MUX_AS: u32 = 65001;
-pub const ROUTER_ADDRESS: &str = "172.30.1.1";
 pub const ROUTER_AS: u32 = 65000;
 
-/// BIRD (Debian's bird2) beside the Mux and on the edge router, peered by
-/// eBGP over the Mux's link: the Mux's BIRD learns the routes pulse keeps
+/// BIRD (Debian's bird2) beside each Mux and on the edge router, peered by
+/// eBGP over each Mux's link: a Mux's BIRD learns the routes pulse keeps
 /// in the announce table (its kernel protocol's `learn`) and exports them;
 /// the router's imports them and writes them to its kernel, merging equal
-/// paths (ECMP over several Muxes). Hold time 3 s (BIRD's least),
-/// keepalives every second. Once the router has learned a route for each
-/// of `vips`, its static route to the VIPs is removed: from then on the
-/// VIPs are reached by what BGP says alone. Stopped when dropped.
+/// paths (ECMP over the Muxes). Hold time 3 s (BIRD's least), keepalives
+/// every second. The router peers with every Mux of the topology from the
+/// start (a Mux whose BIRD is not started yet is a session still
+/// connecting). Stopped when dropped.
 pub struct Bgp {
-    children: Vec<Child>,
+    directory: PathBuf,
+    router: Child,
+    /// Each running Mux's BIRD, by the Mux's number.
+    muxes: Vec<(u32, Child)>,
 }
 
 impl Bgp {
-    pub fn start(topology: &Topology, directory: &Path, vips: &[Ipv4Addr]) -> Result<Bgp> {
-        let mux = format!(
-            "router id {MUX_VTEP};
+    /// Starts the router's BIRD and the BIRD beside each of the first
+    /// `running` Muxes; once the router routes each of `vips` by BGP, its
+    /// static route to the VIPs is removed: from then on the VIPs are
+    /// reached by what BGP says alone.
+    pub fn start(
+        topology: &Topology,
+        directory: &Path,
+        vips: &[Ipv4Addr],
+        running: usize,
+    ) -> Result<Bgp> {
+        let gateway = topology.mux().gateway();
+        let mut router = format!(
+            "router id {gateway};
+protocol device {{ }}
+protocol kernel {{
+    # The Muxes' equal paths, one multipath route (ECMP).
+    merge paths on;
+    ipv4 {{ import none; export all; }};
+}}
+"
+        );
+        for mux in &topology.muxes {
+            router.push_str(&format!(
+                "protocol bgp {name} {{
+    local {gateway} as {ROUTER_AS};
+    neighbor {vtep} as {MUX_AS};
+    hold time 3; keepalive time 1; connect retry time 1;
+    # After a session's error BIRD waits 60 s or more before the next
+    # attempt unless told: a Mux let through again is back in seconds.
+    error wait time 1, 5;
+    ipv4 {{ import all; export none; }};
+}}
+",
+                name = link_name(mux.number),
+                gateway = mux.gateway(),
+                vtep = mux.vtep(),
+            ));
+        }
+        let router = bird(
+            topology.namespace("sdn-router").direct_command("bird"),
+            directory,
+            "router",
+            &router,
+        )?;
+        let mut bgp = Bgp {
+            directory: directory.to_owned(),
+            router,
+            muxes: Vec::new(),
+        };
+        for mux in topology.muxes.iter().take(running) {
+            bgp.start_mux(mux)?;
+        }
+        wait_until(
+            "the router learning the VIPs by BGP",
+            Duration::from_secs(60),
+            || {
+                vips.iter()
+                    .all(|vip| !router_paths(topology, *vip).is_empty())
+            },
+        )?;
+        topology
+            .namespace("sdn-router")
+            .ip(&format!("route del 203.0.113.0/24 via {MUX_VTEP}"))?;
+        Ok(bgp)
+    }
+
+    /// Starts the BIRD beside `mux`.
+    pub fn start_mux(&mut self, mux: &Mux) -> Result<()> {
+        let vtep = mux.vtep();
+        let text = format!(
+            "router id {vtep};
 protocol device {{ }}
 # pulse's announce table (mux {{ announce_table }}, 4789 unless written).
 protocol kernel announce {{
@@ -528,112 +738,81 @@ protocol kernel announce {{
     ipv4 {{ import all; export none; }};
 }}
 protocol bgp edge {{
-    local {MUX_VTEP} as {MUX_AS};
-    neighbor {ROUTER_ADDRESS} as {ROUTER_AS};
+    local {vtep} as {MUX_AS};
+    neighbor {gateway} as {ROUTER_AS};
     hold time 3; keepalive time 1; connect retry time 1;
     # After a session's error BIRD waits 60 s or more before the next
     # attempt unless told: a Mux let through again is back in seconds.
     error wait time 1, 5;
     ipv4 {{ import none; export all; next hop self; }};
 }}
-"
+",
+            gateway = mux.gateway()
         );
-        let router = format!(
-            "router id {ROUTER_ADDRESS};
-protocol device {{ }}
-protocol kernel {{
-    merge paths on;
-    ipv4 {{ import none; export all; }};
-}}
-protocol bgp mux1 {{
-    local {ROUTER_ADDRESS} as {ROUTER_AS};
-    neighbor {MUX_VTEP} as {MUX_AS};
-    hold time 3; keepalive time 1; connect retry time 1;
-    # After a session's error BIRD waits 60 s or more before the next
-    # attempt unless told: a Mux let through again is back in seconds.
-    error wait time 1, 5;
-    ipv4 {{ import all; export none; }};
-}}
-"
-        );
-        let mut bgp = Bgp {
-            children: Vec::new(),
-        };
-        for (name, namespace, text) in [
-            ("mux", &topology.mux, mux),
-            ("router", topology.namespace("sdn-router"), router),
-        ] {
-            let configuration = directory.join(format!("bird-{name}.conf"));
-            std::fs::write(&configuration, text)?;
-            let child = namespace
-                .direct_command("bird")
-                .arg("-f")
-                .arg("-c")
-                .arg(&configuration)
-                .arg("-s")
-                .arg(directory.join(format!("bird-{name}.ctl")))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(File::create(directory.join(format!("bird-{name}.log")))?)
-                .spawn()
-                .context("cannot start bird (Debian's bird2)")?;
-            bgp.children.push(child);
-        }
-        wait_until(
-            "the router learning the VIPs by BGP",
-            Duration::from_secs(60),
-            || {
-                let routes = router_routes(topology);
-                vips.iter().all(|vip| {
-                    routes
-                        .iter()
-                        .any(|route| route.starts_with(&format!("{vip} ")))
-                })
-            },
+        let child = bird(
+            mux.machine.command("bird"),
+            &self.directory,
+            &link_name(mux.number),
+            &text,
         )?;
-        topology
-            .namespace("sdn-router")
-            .ip("route del 203.0.113.0/24 via 172.30.1.2")?;
-        Ok(bgp)
+        self.muxes.push((mux.number, child));
+        Ok(())
     }
-}
 
-impl Drop for Bgp {
-    fn drop(&mut self) {
-        for child in &mut self.children {
+    /// Kills the BIRD beside Mux `number` (SIGKILL: its BGP session's TCP
+    /// connection is closed by the kernel as the process ends).
+    pub fn kill_mux(&mut self, number: u32) {
+        if let Some(position) = self.muxes.iter().position(|(mux, _)| *mux == number) {
+            let (_, mut child) = self.muxes.remove(position);
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 }
 
-/// The edge router's host routes (/32) in its main table, where BIRD
-/// writes what BGP learned, as "203.0.113.10 via 172.30.1.2", read from
-/// /proc/net/route on a thread (no process: the lab's processes cost a
-/// tenth of a second each, and this is polled to time a withdrawal). A
-/// multipath route shows its first path there.
-pub fn router_routes(topology: &Topology) -> Vec<String> {
-    let text = topology
+/// Starts `bird` in the foreground with `text` as its file, its control
+/// socket and log in `directory` under `name`.
+fn bird(mut command: Command, directory: &Path, name: &str, text: &str) -> Result<Child> {
+    let configuration = directory.join(format!("bird-{name}.conf"));
+    std::fs::write(&configuration, text)?;
+    command
+        .arg("-f")
+        .arg("-c")
+        .arg(&configuration)
+        .arg("-s")
+        .arg(directory.join(format!("bird-{name}.ctl")))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(directory.join(format!("bird-{name}.log")))?)
+        .spawn()
+        .context("cannot start bird (Debian's bird2)")
+}
+
+impl Drop for Bgp {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.muxes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = self.router.kill();
+        let _ = self.router.wait();
+    }
+}
+
+/// The next hops of the edge router's route to `vip` (/32, main table):
+/// the Muxes it sends the VIP's flows to (one address per path of a
+/// multipath route), sorted; empty when it has no such route. Read over
+/// rtnetlink on a thread (no process: the lab's processes cost a tenth of
+/// a second each, and this is polled to time a withdrawal).
+pub fn router_paths(topology: &Topology, vip: Ipv4Addr) -> Vec<Ipv4Addr> {
+    topology
         .namespace("sdn-router")
-        .run(|| std::fs::read_to_string("/proc/thread-self/net/route"))
+        .run(crate::routes::dump_ipv4)
         .ok()
         .and_then(Result::ok)
-        .unwrap_or_default();
-    // "Iface Destination Gateway Flags RefCnt Use Metric Mask ...", the
-    // addresses in hexadecimal in the host's byte order.
-    let address = |field: &str| {
-        u32::from_str_radix(field, 16)
-            .ok()
-            .map(|value| Ipv4Addr::from(value.to_ne_bytes()))
-    };
-    text.lines()
-        .skip(1)
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let destination = address(fields.get(1)?)?;
-            let gateway = address(fields.get(2)?)?;
-            let mask = address(fields.get(7)?)?;
-            (mask == Ipv4Addr::BROADCAST).then(|| format!("{destination} via {gateway}"))
-        })
-        .collect()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|route| route.destination == vip && route.prefix_length == 32)
+        .map(|route| route.next_hops)
+        .unwrap_or_default()
 }

@@ -12,19 +12,18 @@ use fulcrum_cluster::store::{Store, endpoints};
 use labkit::Namespace;
 use labkit::etcd::Etcd;
 use labkit::sdn::{
-    Bgp, Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, router_routes,
-    tenant_table,
+    Bgp, Daemon, MUX_VTEP, POLICY, STORE_ADDRESS, Topology, VIP_A, VIP_B, router_paths,
 };
 
-const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+pub(crate) const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
 /// How long two new agents get to make their devices, find their DIPs and
 /// the Mux to program them: under emulation each step takes seconds (in
 /// one CI run the agents took 10 s to make their first device, and one
 /// found its DIPs 6 s after that; 30 s was not always enough).
-const AGENTS_PATIENCE: Duration = Duration::from_secs(90);
+pub(crate) const AGENTS_PATIENCE: Duration = Duration::from_secs(90);
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -33,7 +32,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Writes `entries` (key, JSON) to the store, as host agents would;
 /// returns when the first write was sent (after connecting).
-fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
+pub(crate) fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
     runtime().block_on(async {
         let mut store = Store::connect(&endpoints(&etcd.urls()), Duration::from_secs(5))
             .await
@@ -49,7 +48,7 @@ fn put(etcd: &Etcd, entries: &[(&str, &str)]) -> Instant {
 /// Waits up to three times `limit`: the limits were set on a faster day
 /// of the emulated lab, and on a slow one (3 December 2026) each step of
 /// this test took two to three times as long, with nothing wrong.
-fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) -> Duration {
+pub(crate) fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) -> Duration {
     labkit::sdn::wait_until(what, limit * 3, done).unwrap()
 }
 
@@ -67,7 +66,7 @@ fn answers(underlay: &Topology, vip: Ipv4Addr, count: usize) -> BTreeSet<String>
                 &directory.join("host1"),
                 || {
                     lines = labkit::sdn::capture(
-                        &underlay.mux,
+                        underlay.mux().namespace(),
                         "any",
                         "not host 172.30.4.1",
                         &directory,
@@ -131,7 +130,7 @@ fn diagnosis(underlay: &Topology) -> String {
         ] {
             let words: Vec<&str> = command.split(' ').collect();
             let space = if namespace == "sdn-mux" {
-                &underlay.mux
+                underlay.mux().namespace()
             } else {
                 underlay.namespace(namespace)
             };
@@ -161,7 +160,7 @@ fn counters(mux: &Namespace) -> Vec<u64> {
 }
 
 /// Loads the nftables `ruleset` (`nft -f -`) in `namespace`.
-fn nft(namespace: &Namespace, ruleset: &str) {
+pub(crate) fn nft(namespace: &Namespace, ruleset: &str) {
     let mut nft = namespace
         .command("nft")
         .args(["-f", "-"])
@@ -173,9 +172,28 @@ fn nft(namespace: &Namespace, ruleset: &str) {
     assert!(nft.wait().unwrap().success(), "nft -f -: {ruleset}");
 }
 
+/// Applies `policy` with `pulse --cluster URLS --apply`; what it said.
+pub(crate) fn apply(etcd: &Etcd, directory: &Path, policy: &str) -> String {
+    let file = directory.join("policy.conf");
+    std::fs::write(&file, policy).unwrap();
+    let applied = Command::new(PULSE)
+        .arg(format!("--cluster={}", etcd.urls()))
+        .arg("--apply")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        applied.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    String::from_utf8_lossy(&applied.stdout).into_owned()
+}
+
 /// fulcrum-agent, built beside pulse (by its own crate's tests: cargo sets
 /// `CARGO_BIN_EXE_*` for a crate's own binaries only).
-fn agent_binary() -> PathBuf {
+pub(crate) fn agent_binary() -> PathBuf {
     let path = Path::new(PULSE).with_file_name("fulcrum-agent");
     assert!(
         path.exists(),
@@ -186,7 +204,7 @@ fn agent_binary() -> PathBuf {
 }
 
 fn start_mux(underlay: &Topology, directory: &Path, etcd: &Etcd) -> Daemon {
-    Daemon::mux(underlay, Path::new(PULSE), directory, etcd).unwrap()
+    Daemon::mux(underlay.mux(), Path::new(PULSE), directory, etcd).unwrap()
 }
 
 fn start_agent(underlay: &Topology, number: u32, directory: &Path, etcd: &Etcd) -> Daemon {
@@ -197,7 +215,8 @@ fn start_agent(underlay: &Topology, number: u32, directory: &Path, etcd: &Etcd) 
 #[ignore = "runs in the lab"]
 fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     labkit::require_lab();
-    let underlay = Topology::build().unwrap();
+    let _exclusive = labkit::sdn::exclusive();
+    let underlay = Topology::build(1).unwrap();
     let directory = std::env::temp_dir().join("fulcrum-sdn-mux");
     std::fs::create_dir_all(&directory).unwrap();
     let mut etcd = Etcd::start_on(STORE_ADDRESS, 3).unwrap();
@@ -205,7 +224,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     // the agents' probes alike.
     let mut responders = underlay.responders().unwrap();
     nft(
-        &underlay.mux,
+        underlay.mux().namespace(),
         "table inet sdntest {
     chain seen {
         type filter hook prerouting priority 0;
@@ -217,20 +236,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
 
     let mut mux = start_mux(&underlay, &directory, &etcd);
-    let policy = directory.join("policy.conf");
-    std::fs::write(&policy, POLICY).unwrap();
-    let applied = Command::new(PULSE)
-        .arg(format!("--cluster={}", etcd.urls()))
-        .arg("--apply")
-        .arg(&policy)
-        .output()
-        .unwrap();
-    assert_eq!(
-        applied.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    apply(&etcd, &directory, POLICY);
     eprintln!("sdn step: agents");
     // The agents register their hosts and the DIPs they find.
     let mut agents = vec![
@@ -241,11 +247,11 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1".to_owned(),
     ];
     let started = Instant::now();
-    while tenant_table(100) != full_a {
+    while underlay.mux().tenant_table(100) != full_a {
         assert!(
             started.elapsed() < AGENTS_PATIENCE,
             "tenant-a's table {:?}\nmux: {}\nagent 1: {}\nagent 2: {}",
-            tenant_table(100),
+            underlay.mux().tenant_table(100),
             mux.log(),
             agents[0].log(),
             agents[1].log()
@@ -253,10 +259,10 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
     wait_until("tenant-b's table", AGENTS_PATIENCE, || {
-        tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
+        underlay.mux().tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
     });
     assert_eq!(
-        tenant_table(200),
+        underlay.mux().tenant_table(200),
         ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"],
         "{}",
         mux.log()
@@ -268,40 +274,42 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     // from here on reaches the VIPs by those routes alone (its static
     // route is removed).
     let bgp_started = Instant::now();
-    let bgp = Bgp::start(&underlay, &directory, &[VIP_A, VIP_B]).unwrap();
+    let bgp = Bgp::start(&underlay, &directory, &[VIP_A, VIP_B], 1).unwrap();
     println!(
         "BIRD started to the router routing both VIPs by BGP: {:.2} s",
         bgp_started.elapsed().as_secs_f64()
     );
-    let announced =
-        |vip: Ipv4Addr| router_routes(&underlay).contains(&format!("{vip} via {MUX_VTEP}"));
+    let announced = |vip: Ipv4Addr| router_paths(&underlay, vip) == [underlay.mux().vtep()];
     assert!(
         announced(VIP_A) && announced(VIP_B),
         "{:?}",
-        router_routes(&underlay)
+        router_paths(&underlay, VIP_A)
     );
 
     // The tenant's IPVS schedules a flow it never saw begin (ECMP moving
     // it from another Mux) rather than dropping it. Only an `mh` service
     // gets `mh-fallback` (the desired overlay's unit tests): this policy's
     // `rr` keeps the flags it was written with.
-    let (flags, sloppy) = Namespace::run_in_named("fulcrum-vni100", || {
-        let mut client = ipvs::Client::connect().unwrap();
-        let flags: Vec<ipvs::ServiceFlags> = client
-            .services()
-            .unwrap()
-            .iter()
-            .map(|service| service.flags)
-            .collect();
-        let sloppy = ["tcp", "sctp"].map(|protocol| {
-            std::fs::read_to_string(format!("/proc/sys/net/ipv4/vs/sloppy_{protocol}"))
+    let (flags, sloppy) = underlay
+        .mux()
+        .machine
+        .run_in_named("fulcrum-vni100", || {
+            let mut client = ipvs::Client::connect().unwrap();
+            let flags: Vec<ipvs::ServiceFlags> = client
+                .services()
                 .unwrap()
-                .trim()
-                .to_owned()
-        });
-        (flags, sloppy)
-    })
-    .unwrap();
+                .iter()
+                .map(|service| service.flags)
+                .collect();
+            let sloppy = ["tcp", "sctp"].map(|protocol| {
+                std::fs::read_to_string(format!("/proc/sys/net/ipv4/vs/sloppy_{protocol}"))
+                    .unwrap()
+                    .trim()
+                    .to_owned()
+            });
+            (flags, sloppy)
+        })
+        .unwrap();
     assert_eq!(flags.len(), 1);
     assert_eq!(
         flags[0] & !ipvs::ServiceFlags::HASHED,
@@ -354,14 +362,14 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     }
     eprintln!("sdn step: counters");
     // Requests crossed the Mux; no reply did.
-    let seen = counters(&underlay.mux);
+    let seen = counters(underlay.mux().namespace());
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(seen[0], 0, "replies from a VIP crossed the Mux");
     assert!(seen[1] >= 16 * 3, "requests to the VIPs: {seen:?}");
     eprintln!("sdn step: capture");
     // On the Mux's underlay link: each request in, then out as VXLAN to
     // its DIP's host, port 4789, with its tenant's VNI; no reply.
-    let lines = labkit::sdn::capture_underlay(&underlay.mux, &directory, || {
+    let lines = labkit::sdn::capture_underlay(underlay.mux().namespace(), &directory, || {
         answers(&underlay, VIP_A, 3);
         answers(&underlay, VIP_B, 1);
     })
@@ -419,7 +427,8 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
     let put_took = written.elapsed();
     let reached = wait_until("10.1.0.6 leaving", Duration::from_secs(10), || {
-        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.7:8080 w1"]
+        underlay.mux().tenant_table(100)
+            == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.7:8080 w1"]
     });
     println!(
         "a DIP's health from the store's write to the kernel without it: {:.1} ms \
@@ -438,7 +447,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         )],
     );
     wait_until("10.1.0.6 back", Duration::from_secs(10), || {
-        tenant_table(100) == full_a
+        underlay.mux().tenant_table(100) == full_a
     });
 
     eprintln!("sdn step: withdraw");
@@ -456,7 +465,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     let withdrawn = wait_until("VIP B withdrawn", Duration::from_secs(10), || {
         !announced(VIP_B)
     });
-    assert!(announced(VIP_A), "{:?}", router_routes(&underlay));
+    assert!(announced(VIP_A), "{:?}", router_paths(&underlay, VIP_A));
     let written = put(
         &etcd,
         &[(
@@ -491,7 +500,10 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     let left = wait_until(
         "10.1.0.6's service stopping",
         Duration::from_secs(15),
-        || tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.7:8080 w1"],
+        || {
+            underlay.mux().tenant_table(100)
+                == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.7:8080 w1"]
+        },
     );
     println!(
         "a DIP's service stopped to the Mux's table without it: {:.2} s (probe every 1 s, \
@@ -502,7 +514,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     assert!(!answers(&underlay, VIP_A, 6).contains("tenant-a 10.1.0.6"));
     responders[1] = Some(underlay.responder("sdn-a6", "tenant-a 10.1.0.6").unwrap());
     wait_until("10.1.0.6's service back", Duration::from_secs(15), || {
-        tenant_table(100) == full_a
+        underlay.mux().tenant_table(100) == full_a
     });
 
     eprintln!("sdn step: agent kill");
@@ -516,8 +528,9 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .unwrap();
     agents.remove(1).kill();
     let expired = wait_until("host2's DIPs expiring", Duration::from_secs(20), || {
-        tenant_table(100) == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"]
-            && tenant_table(200) == ["TCP 203.0.113.20:80: "]
+        underlay.mux().tenant_table(100)
+            == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"]
+            && underlay.mux().tenant_table(200) == ["TCP 203.0.113.20:80: "]
     });
     println!(
         "an agent killed to its DIPs out of the Mux's tables: {:.1} s (lease {} s)",
@@ -533,8 +546,8 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
     agents.push(start_agent(&underlay, 2, &directory, &etcd));
     wait_until("host2's DIPs back", Duration::from_secs(30), || {
-        tenant_table(100) == full_a
-            && tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
+        underlay.mux().tenant_table(100) == full_a
+            && underlay.mux().tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1"]
     });
     assert_eq!(across.get().unwrap(), "tenant-b 10.1.0.5");
 
@@ -564,23 +577,6 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     eprintln!("sdn step: apply");
     // A policy change (a weight) through `pulse --apply`: its transaction,
     // then the kernel's table showing it.
-    let urls = etcd.urls();
-    let apply = |text: &str| {
-        std::fs::write(&policy, text).unwrap();
-        let output = Command::new(PULSE)
-            .arg(format!("--cluster={urls}"))
-            .arg("--apply")
-            .arg(&policy)
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
     // A weight changed in tenant-a, a DIP added to tenant-b (10.1.0.6,
     // tenant-a's address too, on the other host).
     let weighted = POLICY
@@ -594,13 +590,14 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             "    virtual_network tenant-b\n    real_server 10.1.0.6 8080 {\n    }\n",
             1,
         );
-    let said = apply(&weighted);
+    let said = apply(&etcd, &directory, &weighted);
     let reached = wait_until("the weight", Duration::from_secs(10), || {
-        tenant_table(100)
+        underlay.mux().tenant_table(100)
             == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w3, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"]
     });
     let added = wait_until("the DIP added", Duration::from_secs(20), || {
-        tenant_table(200) == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"]
+        underlay.mux().tenant_table(200)
+            == ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"]
     });
     println!(
         "a DIP added by the same change: in the Mux's table {:.2} s later (its agent finds it, \
@@ -625,14 +622,18 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     // Fail static: the Mux cut off from the store keeps forwarding; a
     // policy written meanwhile is applied once it is back.
     nft(
-        &underlay.mux,
+        underlay.mux().namespace(),
         "table inet sdncut {\n    chain out {\n        type filter hook output priority 0;\n        \
          ip daddr 172.30.4.1 drop\n    }\n}\n",
     );
-    apply(&weighted.replacen("        weight 3\n", "        weight 4\n", 1));
+    apply(
+        &etcd,
+        &directory,
+        &weighted.replacen("        weight 3\n", "        weight 4\n", 1),
+    );
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
-        tenant_table(100),
+        underlay.mux().tenant_table(100),
         ["TCP 203.0.113.10:80: 10.1.0.5:8080 w3, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"],
         "applied without the store"
     );
@@ -643,7 +644,8 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     );
     assert!(
         underlay
-            .mux
+            .mux()
+            .namespace()
             .command("nft")
             .args(["delete", "table", "inet", "sdncut"])
             .status()
@@ -651,7 +653,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             .success()
     );
     let caught_up = wait_until("catching up", Duration::from_secs(30), || {
-        tenant_table(100)
+        underlay.mux().tenant_table(100)
             == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w4, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"]
     });
     println!(
@@ -709,7 +711,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
             lost.elapsed()
         );
         assert_eq!(
-            tenant_table(100),
+            underlay.mux().tenant_table(100),
             ["TCP 203.0.113.10:80: 10.1.0.5:8080 w4, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"],
             "without quorum, {:?} in",
             lost.elapsed()
@@ -717,20 +719,24 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert_eq!(
-        tenant_table(100),
+        underlay.mux().tenant_table(100),
         ["TCP 203.0.113.10:80: 10.1.0.5:8080 w4, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"],
         "without quorum"
     );
     etcd.start_member(1).unwrap();
     etcd.start_member(2).unwrap();
     etcd.wait_healthy(Duration::from_secs(60)).unwrap();
-    apply(&weighted.replacen("        weight 3\n", "        weight 5\n", 1));
+    apply(
+        &etcd,
+        &directory,
+        &weighted.replacen("        weight 3\n", "        weight 5\n", 1),
+    );
     wait_until("following the store again", Duration::from_secs(30), || {
-        tenant_table(100)
+        underlay.mux().tenant_table(100)
             == ["TCP 203.0.113.10:80: 10.1.0.5:8080 w5, 10.1.0.6:8080 w1, 10.1.0.7:8080 w1"]
     });
     assert_eq!(
-        tenant_table(200),
+        underlay.mux().tenant_table(200),
         ["TCP 203.0.113.20:80: 10.1.0.5:8080 w1, 10.1.0.6:8080 w1"],
         "after quorum"
     );
@@ -738,13 +744,19 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     eprintln!("sdn step: mux kill");
     // A Mux killed leaves the kernel as it was; the next adopts it without
     // a flush, and a connection opened before the crash is answered after.
-    let before = (tenant_table(100), tenant_table(200));
+    let before = (
+        underlay.mux().tenant_table(100),
+        underlay.mux().tenant_table(200),
+    );
     let open =
         labkit::http::Connection::open(&underlay.client, SocketAddr::new(IpAddr::V4(VIP_B), 80))
             .unwrap();
     mux.kill();
     assert_eq!(
-        (tenant_table(100), tenant_table(200)),
+        (
+            underlay.mux().tenant_table(100),
+            underlay.mux().tenant_table(200)
+        ),
         before,
         "after the crash"
     );
@@ -758,13 +770,20 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     ) {
         panic!("{error}; its log:\n{}\n{}", mux.log(), mux.whereabouts());
     }
-    assert_eq!((tenant_table(100), tenant_table(200)), before, "adopted");
+    assert_eq!(
+        (
+            underlay.mux().tenant_table(100),
+            underlay.mux().tenant_table(200)
+        ),
+        before,
+        "adopted"
+    );
     // BIRD went on announcing what the dead Mux left in the announce
     // table, and the new one adopted it.
     assert!(
         announced(VIP_A) && announced(VIP_B),
         "{:?}",
-        router_routes(&underlay)
+        router_paths(&underlay, VIP_A)
     );
     let answer = open.get().unwrap();
     assert!(answer.starts_with("tenant-b "), "{answer}");
@@ -863,7 +882,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
                 if !announced(VIP_A) && !announced(VIP_B) {
                     return Some((
                         started.elapsed(),
-                        Path::new("/run/netns/fulcrum-vni100").exists(),
+                        underlay.mux().machine.netns_path("fulcrum-vni100").exists(),
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(1));
@@ -887,10 +906,11 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "withdrawn only once the tenants were removed"
     );
     drop(bgp);
-    assert!(!Path::new("/run/netns/fulcrum-vni100").exists());
-    assert!(!Path::new("/run/netns/fulcrum-vni200").exists());
+    assert!(!underlay.mux().machine.netns_path("fulcrum-vni100").exists());
+    assert!(!underlay.mux().machine.netns_path("fulcrum-vni200").exists());
     let links = underlay
-        .mux
+        .mux()
+        .namespace()
         .command("ip")
         .args(["-o", "link"])
         .output()
