@@ -403,7 +403,7 @@ async fn write_all(
     ));
     connection
         .store
-        .put_live_all(&entries, &connection.lease)
+        .write_live(&entries, &[], &connection.lease)
         .await
 }
 

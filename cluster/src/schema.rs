@@ -14,7 +14,8 @@
 //!   writers cannot interleave.
 //! - **Live state** (`live/...`) is written by the daemons, each key under
 //!   its writer's lease, so that a dead writer's entries expire. A host
-//!   agent's keys are all under its own host's name.
+//!   agent's keys are all under its own host's name; a Mux's under its ID
+//!   (`live/applied/mux/ID`, `live/muxes/ID/...`).
 
 use std::net::IpAddr;
 
@@ -60,6 +61,14 @@ pub fn health(host: &str, network: &str, address: IpAddr, port: u16) -> String {
 
 pub fn applied(role: Role, id: &str) -> String {
     format!("{ROOT}live/applied/{}/{id}", role.name())
+}
+
+/// Where Mux `id` says how its kernel holds a VIP's service.
+pub fn mux_service(id: &str, address: IpAddr, protocol: Protocol, port: u16) -> String {
+    format!(
+        "{ROOT}live/muxes/{id}/services/{address}/{}/{port}",
+        protocol.name()
+    )
 }
 
 /// A value of the schema as the store holds it.
@@ -253,6 +262,40 @@ pub struct Applied {
     pub revision: u64,
 }
 
+/// `live/muxes/ID/services/ADDRESS/PROTOCOL/PORT`: a VIP's service as Mux
+/// ID's kernel holds it once a change is applied, and whether the Mux
+/// announces the VIP: what `pulse --status` shows of the announcements,
+/// and what `pulse --which-dip` computes each Mux's choice from (every
+/// Mux's own table, read back from its kernel, not the policy).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MuxService {
+    /// The Mux announces the VIP (routes it in its announce table).
+    pub announced: bool,
+    /// The IPVS scheduler's name.
+    pub scheduler: String,
+    /// `mh-port`: the client's port is hashed with its address.
+    #[serde(default)]
+    pub mh_port: bool,
+    /// `mh-fallback`: a flow hashed to a DIP at weight 0 goes on.
+    #[serde(default)]
+    pub mh_fallback: bool,
+    /// In the kernel's list order (the head first), which is the order
+    /// `mh` fills its table in.
+    pub destinations: Vec<MuxDestination>,
+}
+
+/// A destination of a [`MuxService`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MuxDestination {
+    pub address: IpAddr,
+    pub port: u16,
+    pub weight: u32,
+    /// The last weight above 0 the kernel gave it (0 if it was created at
+    /// 0), as the Mux knows it: the kernel does not show it, and `mh`
+    /// sizes a destination's share of its table by it.
+    pub last_weight: u32,
+}
+
 /// A key of this schema, read back from its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Key {
@@ -279,6 +322,12 @@ pub enum Key {
         role: Role,
         id: String,
     },
+    MuxService {
+        id: String,
+        address: IpAddr,
+        protocol: Protocol,
+        port: u16,
+    },
 }
 
 impl Key {
@@ -303,17 +352,18 @@ impl Key {
                 Ok(text.to_owned())
             }
         };
+        let protocol = |text: &str| match text {
+            "tcp" => Ok(Protocol::Tcp),
+            "udp" => Ok(Protocol::Udp),
+            "sctp" => Ok(Protocol::Sctp),
+            other => Err(format!("'{other}' is not tcp, udp or sctp")),
+        };
         Ok(match parts.as_slice() {
             ["policy", "revision"] => Key::PolicyRevision,
             ["policy", "networks", network] => Key::Network(name(network)?),
-            ["policy", "vips", vip, protocol, frontend] => Key::Vip {
+            ["policy", "vips", vip, written, frontend] => Key::Vip {
                 address: address(vip)?,
-                protocol: match *protocol {
-                    "tcp" => Protocol::Tcp,
-                    "udp" => Protocol::Udp,
-                    "sctp" => Protocol::Sctp,
-                    other => return Err(format!("'{other}' is not tcp, udp or sctp")),
-                },
+                protocol: protocol(written)?,
                 port: port(frontend)?,
             },
             ["live", "hosts", host] => Key::Host(name(host)?),
@@ -335,6 +385,12 @@ impl Key {
                     other => return Err(format!("'{other}' is not mux or agent")),
                 },
                 id: name(id)?,
+            },
+            ["live", "muxes", id, "services", vip, written, frontend] => Key::MuxService {
+                id: name(id)?,
+                address: address(vip)?,
+                protocol: protocol(written)?,
+                port: port(frontend)?,
             },
             _ => return Err("not a key of schema v1".to_owned()),
         })
@@ -382,6 +438,15 @@ mod tests {
                 Key::Applied {
                     role: Role::Mux,
                     id: "mux1".into(),
+                },
+            ),
+            (
+                mux_service("172.30.1.2", address, Protocol::Udp, 53),
+                Key::MuxService {
+                    id: "172.30.1.2".into(),
+                    address,
+                    protocol: Protocol::Udp,
+                    port: 53,
                 },
             ),
         ];

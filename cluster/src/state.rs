@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use crate::schema::{
-    Applied, Health, Host, Key, LocalDip, Network, PolicyRevision, Protocol, Role, Vip,
+    Applied, Health, Host, Key, LocalDip, MuxService, Network, PolicyRevision, Protocol, Role, Vip,
 };
 use crate::store::Reading;
 
@@ -46,6 +46,8 @@ pub struct State {
     pub dips: Vec<Registered>,
     pub health: BTreeMap<HealthKey, bool>,
     pub applied: BTreeMap<(Role, String), u64>,
+    /// What each Mux's kernel holds of each VIP: (Mux ID, VIP).
+    pub mux_services: BTreeMap<(String, VipKey), MuxService>,
     pub problems: Vec<String>,
 }
 
@@ -112,6 +114,19 @@ impl State {
             Key::Applied { role, id } => {
                 self.applied
                     .insert((role, id), read::<Applied>(value)?.revision);
+            }
+            Key::MuxService {
+                id,
+                address,
+                protocol,
+                port,
+            } => {
+                let vip = VipKey {
+                    address,
+                    protocol,
+                    port,
+                };
+                self.mux_services.insert((id, vip), read(value)?);
             }
         }
         Ok(())

@@ -9,6 +9,9 @@
 //!   `unknown` when the agent wrote none (or no agent has the DIP).
 //! - A Mux or an agent is behind when the revision it applied is older
 //!   than the policy's.
+//! - A VIP is announced by the Muxes that say so of its service
+//!   (`live/muxes/ID/services/...`, under each Mux's lease: a dead Mux's
+//!   word expires with it).
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -45,6 +48,8 @@ pub struct VipStatus {
     pub network: String,
     pub scheduler: String,
     pub dips: Vec<DipStatus>,
+    /// The Muxes announcing it, by ID.
+    pub announced_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -140,6 +145,12 @@ pub fn of(reading: &Reading) -> Status {
                 }
             })
             .collect();
+        let announced_by = state
+            .mux_services
+            .iter()
+            .filter(|((_, service_key), service)| service_key == key && service.announced)
+            .map(|((id, _), _)| id.clone())
+            .collect();
         status.vips.push(VipStatus {
             address: key.address,
             protocol: key.protocol,
@@ -147,6 +158,7 @@ pub fn of(reading: &Reading) -> Status {
             network: vip.network.clone(),
             scheduler: vip.scheduler.clone(),
             dips,
+            announced_by,
         });
     }
     for (name, host) in &state.hosts {
@@ -199,11 +211,16 @@ pub fn render(status: &Status) -> String {
     for vip in &status.vips {
         let _ = writeln!(
             text,
-            "  {}/{}  {}  {}",
+            "  {}/{}  {}  {}  {}",
             socket(vip.address, vip.port),
             vip.protocol.name(),
             vip.network,
-            vip.scheduler
+            vip.scheduler,
+            if vip.announced_by.is_empty() {
+                "announced by no Mux".to_owned()
+            } else {
+                format!("announced by {}", vip.announced_by.join(", "))
+            }
         );
         for dip in &vip.dips {
             let _ = writeln!(

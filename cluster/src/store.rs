@@ -266,23 +266,29 @@ impl Store {
         Ok(())
     }
 
-    /// Writes `entries` (key, value) under `lease` in as few requests as
-    /// the store allows (a transaction holds at most [`MAX_TRANSACTION`]
-    /// operations): an agent's keys, written again on reconnecting, are
-    /// one round trip, not one per key, well within the lease's life.
-    pub async fn put_live_all(
+    /// Writes `puts` (key, value) under `lease` and deletes `deletes`, in
+    /// as few transactions as the store allows (at most
+    /// [`MAX_TRANSACTION`] operations each; one when they fit, so that a
+    /// reader sees all of a small change or none of it): an agent's keys,
+    /// written again on reconnecting, are one round trip, not one per key,
+    /// well within the lease's life.
+    pub async fn write_live(
         &mut self,
-        entries: &[(String, String)],
+        puts: &[(String, String)],
+        deletes: &[String],
         lease: &Lease,
     ) -> Result<(), StoreError> {
         let options = etcd_client::PutOptions::new().with_lease(lease.id);
-        for chunk in entries.chunks(MAX_TRANSACTION) {
-            let operations: Vec<TxnOp> = chunk
-                .iter()
-                .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), Some(options.clone())))
-                .collect();
+        let operations: Vec<TxnOp> = puts
+            .iter()
+            .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), Some(options.clone())))
+            .chain(deletes.iter().map(|key| TxnOp::delete(key.as_str(), None)))
+            .collect();
+        let mut operations = operations.into_iter().peekable();
+        while operations.peek().is_some() {
+            let chunk: Vec<TxnOp> = operations.by_ref().take(MAX_TRANSACTION).collect();
             self.client
-                .txn(Txn::new().and_then(operations))
+                .txn(Txn::new().and_then(chunk))
                 .await
                 .map_err(request("write live keys"))?;
         }

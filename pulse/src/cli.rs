@@ -52,8 +52,12 @@ enum Flag {
     Apply,
     /// `--status`: show the cluster's state.
     Status,
-    /// `--json`: `--status` as JSON.
+    /// `--json`: `--status` or `--which-dip` as JSON.
     Json,
+    /// `--which-dip=CLIENT:PORT`: the DIP each Mux chooses for a client.
+    WhichDip,
+    /// `--vip=ADDRESS:PORT[/PROTOCOL]`: the one VIP `--which-dip` asks of.
+    Vip,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -122,6 +126,8 @@ const OPTIONS: &[Spec] = &[
     option(None, "apply", Required, Apply),
     option(None, "status", Nothing, Status),
     option(None, "json", Nothing, Json),
+    option(None, "which-dip", Required, WhichDip),
+    option(None, "vip", Required, Vip),
 ];
 
 /// Where `-t` writes its report.
@@ -164,6 +170,10 @@ pub struct Arguments {
     pub apply: Option<PathBuf>,
     pub status: bool,
     pub json: bool,
+    /// `--which-dip CLIENT:PORT`, as written.
+    pub which_dip: Option<String>,
+    /// `--vip ADDRESS:PORT[/PROTOCOL]`, as written.
+    pub vip: Option<String>,
     /// keepalived options accepted but not acted on yet, as written.
     pub not_yet_supported: Vec<String>,
     /// Arguments that are not options: keepalived reports them and goes on.
@@ -204,6 +214,8 @@ impl Default for Arguments {
             apply: None,
             status: false,
             json: false,
+            which_dip: None,
+            vip: None,
             not_yet_supported: Vec::new(),
             unexpected: Vec::new(),
         }
@@ -371,6 +383,8 @@ fn apply(
         Apply => parsed.apply = value.map(PathBuf::from),
         Status => parsed.status = true,
         Json => parsed.json = true,
+        WhichDip => parsed.which_dip = value,
+        Vip => parsed.vip = value,
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
             None => written.to_string(),
@@ -417,7 +431,14 @@ Usage: pulse [OPTION...]
                                 nothing is written (exit 4)
       --status                 Show the cluster: VIPs, DIPs, hosts, health, and
                                 the policy revision each Mux and agent applied
-      --json                   --status as one JSON document
+      --which-dip=ADDRESS:PORT For a client's address and port, the DIP each Mux
+                                chooses for each VIP (mh: computed from the
+                                table each Mux's kernel holds), and whether
+                                they agree
+      --vip=ADDRESS:PORT[/tcp|udp|sctp]
+                               The one VIP --which-dip asks of (tcp unless
+                                written)
+      --json                   --status or --which-dip as one JSON document
   -v, --version                Display the version number
   -h, --help                   Display this help message
 
@@ -426,6 +447,7 @@ it has errors); SIGTERM and SIGINT stop.
 Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.
 Exit status: 0 clean, 1 bad command line, 3 cannot run (no IPVS, pid file
 held, the cluster store unreachable), 4 configuration errors (--apply: nothing
-written; --status: the store holds what its schema cannot read), 5 warnings
+written; --status: the store holds what its schema cannot read; --which-dip:
+the Muxes disagree, or no such VIP), 5 warnings
 only with -t (docs/pulse.md).
 ";

@@ -1,11 +1,18 @@
 //! The SDN mode's commands on the cluster store (docs/sdn.md):
-//! `pulse --cluster URLS --apply FILE` and `pulse --cluster URLS --status
-//! [--json]`.
+//! `pulse --cluster URLS --apply FILE`, `pulse --cluster URLS --status
+//! [--json]` and `pulse --cluster URLS --which-dip CLIENT:PORT [--vip
+//! VIP:PORT[/PROTOCOL]] [--json]`.
+
+pub mod which_dip;
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use fulcrum_cluster::store::{self, Store};
+use fulcrum_cluster::schema::Protocol;
+use fulcrum_cluster::state::{State, VipKey};
+
+use fulcrum_cluster::store::{self, Reading, Store};
 use fulcrum_cluster::{policy, status};
 use fulcrum_config::diagnostic::Severity;
 
@@ -26,16 +33,25 @@ pub fn run(
         writeln!(stderr, "Try 'pulse --help' for more information.")?;
         Ok(exit::USAGE)
     };
-    if arguments.json && !arguments.status {
-        return usage(stderr, "--json goes with --status");
+    let commands = usize::from(arguments.apply.is_some())
+        + usize::from(arguments.status)
+        + usize::from(arguments.which_dip.is_some());
+    if commands > 1 {
+        return usage(
+            stderr,
+            "--apply, --status and --which-dip are three commands: give one",
+        );
     }
-    if arguments.apply.is_some() && arguments.status {
-        return usage(stderr, "--apply and --status are two commands: give one");
+    if arguments.json && !arguments.status && arguments.which_dip.is_none() {
+        return usage(stderr, "--json goes with --status or --which-dip");
+    }
+    if arguments.vip.is_some() && arguments.which_dip.is_none() {
+        return usage(stderr, "--vip goes with --which-dip");
     }
     let Some(cluster) = &arguments.cluster else {
         return usage(
             stderr,
-            "--apply and --status need the cluster store: --cluster=URL[,URL...]",
+            "--apply, --status and --which-dip need the cluster store: --cluster=URL[,URL...]",
         );
     };
     let endpoints = store::endpoints(cluster);
@@ -47,6 +63,22 @@ pub fn run(
     }
     if arguments.status {
         return show_status(arguments, &endpoints, stdout, stderr);
+    }
+    if let Some(client) = &arguments.which_dip {
+        let Ok(client) = client.parse::<SocketAddr>() else {
+            return usage(
+                stderr,
+                &format!(
+                    "--which-dip takes a client's ADDRESS:PORT ([ADDRESS]:PORT for IPv6), \
+                     not '{client}'"
+                ),
+            );
+        };
+        let vip = match arguments.vip.as_deref().map(vip_key).transpose() {
+            Ok(vip) => vip,
+            Err(message) => return usage(stderr, &message),
+        };
+        return show_which_dip(arguments, &endpoints, client, vip, stdout, stderr);
     }
     stdout.flush()?;
     stderr.flush()?;
@@ -133,16 +165,8 @@ fn show_status(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
-    let reading = runtime()?.block_on(async {
-        let mut store = Store::connect(endpoints, STORE_TIMEOUT).await?;
-        store.read().await
-    });
-    let reading = match reading {
-        Ok(reading) => reading,
-        Err(error) => {
-            writeln!(stderr, "pulse: {error}")?;
-            return Ok(exit::FATAL);
-        }
+    let Some(reading) = read_store(endpoints, stderr)? else {
+        return Ok(exit::FATAL);
     };
     let status = status::of(&reading);
     if arguments.json {
@@ -155,6 +179,80 @@ fn show_status(
         writeln!(stderr, "pulse: the store's {problem}")?;
     }
     Ok(if status.problems.is_empty() {
+        exit::CLEAN
+    } else {
+        exit::ERRORS
+    })
+}
+
+/// The store read whole at one revision; `None` when it cannot be (said
+/// on `stderr`).
+fn read_store(endpoints: &[String], stderr: &mut dyn Write) -> std::io::Result<Option<Reading>> {
+    let reading = runtime()?.block_on(async {
+        let mut store = Store::connect(endpoints, STORE_TIMEOUT).await?;
+        store.read().await
+    });
+    match reading {
+        Ok(reading) => Ok(Some(reading)),
+        Err(error) => {
+            writeln!(stderr, "pulse: {error}")?;
+            Ok(None)
+        }
+    }
+}
+
+/// `--vip ADDRESS:PORT[/PROTOCOL]`.
+fn vip_key(text: &str) -> Result<VipKey, String> {
+    let (socket, protocol) = text.split_once('/').unwrap_or((text, "tcp"));
+    let protocol = match protocol {
+        "tcp" => Protocol::Tcp,
+        "udp" => Protocol::Udp,
+        "sctp" => Protocol::Sctp,
+        other => return Err(format!("--vip: '{other}' is not tcp, udp or sctp")),
+    };
+    let socket: SocketAddr = socket.parse().map_err(|_| {
+        format!("--vip takes ADDRESS:PORT[/tcp|udp|sctp] ([ADDRESS]:PORT for IPv6), not '{text}'")
+    })?;
+    Ok(VipKey {
+        address: socket.ip(),
+        protocol,
+        port: socket.port(),
+    })
+}
+
+/// `--which-dip CLIENT:PORT [--vip VIP] [--json]`.
+fn show_which_dip(
+    arguments: &cli::Arguments,
+    endpoints: &[String],
+    client: SocketAddr,
+    vip: Option<VipKey>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> std::io::Result<i32> {
+    let Some(reading) = read_store(endpoints, stderr)? else {
+        return Ok(exit::FATAL);
+    };
+    let state = State::of(&reading);
+    let answer = which_dip::answer(&state, client, vip);
+    if let (Some(vip), true) = (vip, answer.vips.is_empty()) {
+        writeln!(
+            stderr,
+            "pulse: the policy has no VIP {}/{}",
+            SocketAddr::new(vip.address, vip.port),
+            vip.protocol.name()
+        )?;
+        return Ok(exit::ERRORS);
+    }
+    if arguments.json {
+        let json = serde_json::to_string_pretty(&answer).map_err(std::io::Error::other)?;
+        writeln!(stdout, "{json}")?;
+    } else {
+        write!(stdout, "{}", which_dip::render(&answer))?;
+    }
+    for problem in &state.problems {
+        writeln!(stderr, "pulse: the store's {problem}")?;
+    }
+    Ok(if answer.agree() && state.problems.is_empty() {
         exit::CLEAN
     } else {
         exit::ERRORS

@@ -79,6 +79,8 @@ pub fn run(
         || arguments.apply.is_some()
         || arguments.status
         || arguments.json
+        || arguments.which_dip.is_some()
+        || arguments.vip.is_some()
     {
         return cluster::run(&arguments, stdout, stderr);
     }

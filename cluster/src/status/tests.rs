@@ -43,6 +43,15 @@ fn dips_are_shown_with_their_host_and_health_and_writers_with_their_revisions() 
         ),
         ("/fulcrum/v1/live/applied/agent/host1", r#"{"revision":3}"#),
         ("/fulcrum/v1/live/applied/mux/mux1", r#"{"revision":2}"#),
+        ("/fulcrum/v1/live/applied/mux/mux2", r#"{"revision":3}"#),
+        (
+            "/fulcrum/v1/live/muxes/mux1/services/203.0.113.10/tcp/80",
+            r#"{"announced":true,"scheduler":"mh","destinations":[]}"#,
+        ),
+        (
+            "/fulcrum/v1/live/muxes/mux2/services/203.0.113.10/tcp/80",
+            r#"{"announced":false,"scheduler":"mh","destinations":[]}"#,
+        ),
     ]));
     assert!(status.problems.is_empty(), "{:?}", status.problems);
     let text = render(&status);
@@ -54,7 +63,7 @@ networks
   tenant-a  vni 100
 
 VIPs
-  203.0.113.10:80/tcp  tenant-a  mh
+  203.0.113.10:80/tcp  tenant-a  mh  announced by mux1
     10.1.0.5:8080  weight 1  host1  up
     10.1.0.6:8080  weight 2  host1  down
     10.1.0.7:8080  weight 1  not found on any host  unknown
@@ -65,11 +74,13 @@ hosts
 
 muxes
   mux1  applied revision 2 (behind 3)
+  mux2  applied revision 3
 "
     );
     let json = serde_json::to_value(&status).unwrap();
     assert_eq!(json["vips"][0]["dips"][1]["health"], "down");
     assert_eq!(json["muxes"][0]["applied"], 2);
+    assert_eq!(json["vips"][0]["announced_by"], serde_json::json!(["mux1"]));
 }
 
 #[test]

@@ -52,9 +52,12 @@ use netlink_packet_route::neighbour::{
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteScope, RouteType};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
+use fulcrum_cluster::schema;
+
 use super::desired::{Neighbour, Overlay, Tenant};
 use super::maglev;
 use super::namespace;
+use crate::lvs::desired::Table;
 use crate::lvs::plan::read;
 
 /// What the Mux made and programmed.
@@ -87,6 +90,9 @@ struct Programmed {
     /// The VIPs with a route in the announce table.
     announced: BTreeSet<IpAddr>,
     announce_table: u32,
+    /// The tenant's IPVS table as the kernel held it after the last
+    /// application (read back when it changed): what the Mux publishes.
+    held: Table,
 }
 
 impl Kernel {
@@ -148,6 +154,70 @@ impl Kernel {
             self.remove(vni).await?;
         }
         Ok(())
+    }
+
+    /// What this Mux's kernel holds of each VIP's service, as the store's
+    /// live keys of Mux `id` (key, JSON value): the destinations in the
+    /// kernel's list order with their weights and last weights (a
+    /// destination at weight 0 that the Mux created at its policy weight
+    /// has that as its last), and whether the VIP is announced.
+    pub fn published(&self, id: &str, overlay: &Overlay) -> BTreeMap<String, String> {
+        let mut published = BTreeMap::new();
+        for (vni, programmed) in &self.tenants {
+            let creation_weights = overlay
+                .tenants
+                .get(vni)
+                .map(|tenant| &tenant.creation_weights);
+            for (key, held) in &programmed.held.services {
+                let ipvs::ServiceKey::Address {
+                    protocol,
+                    address,
+                    port,
+                } = *key
+                else {
+                    continue;
+                };
+                let protocol = match protocol {
+                    ipvs::Protocol::Tcp => schema::Protocol::Tcp,
+                    ipvs::Protocol::Udp => schema::Protocol::Udp,
+                    ipvs::Protocol::Sctp => schema::Protocol::Sctp,
+                    _ => continue,
+                };
+                let destinations = held
+                    .destinations
+                    .iter()
+                    .map(|destination| {
+                        let address = destination.socket_address();
+                        let last_weight = match destination.weight {
+                            0 => creation_weights
+                                .and_then(|weights| weights.get(&(*key, address)))
+                                .copied()
+                                .unwrap_or(0),
+                            weight => weight,
+                        };
+                        schema::MuxDestination {
+                            address: address.ip(),
+                            port: address.port(),
+                            weight: destination.weight,
+                            last_weight,
+                        }
+                    })
+                    .collect();
+                let flags = held.service.flags;
+                let service = schema::MuxService {
+                    announced: programmed.announced.contains(&address),
+                    scheduler: held.service.scheduler.clone(),
+                    mh_port: flags.contains(ipvs::ServiceFlags::SH_PORT),
+                    mh_fallback: flags.contains(ipvs::ServiceFlags::SH_FALLBACK),
+                    destinations,
+                };
+                published.insert(
+                    schema::mux_service(id, address, protocol, port),
+                    schema::to_json(&service),
+                );
+            }
+        }
+        published
     }
 
     /// Withdraws every announcement (the first step of a clean stop: the
@@ -298,6 +368,7 @@ impl Kernel {
             dips: BTreeMap::new(),
             announced: BTreeSet::new(),
             announce_table: self.announce_table,
+            held: Table::default(),
         })
     }
 
@@ -401,7 +472,9 @@ impl Programmed {
             cause: error.to_string(),
         })?;
         let operations = maglev::plan(&kernel, &wanted.table, &wanted.creation_weights);
-        if !operations.is_empty() {
+        if operations.is_empty() {
+            self.held = kernel;
+        } else {
             self.ipvs.apply(&operations).map_err(|error| KernelError {
                 what: format!("IPVS in {} refused a change", self.name),
                 cause: error.to_string(),
@@ -411,6 +484,13 @@ impl Programmed {
                 operations.len(),
                 self.name
             );
+            // Read back, not computed: what the Mux publishes of its table
+            // (`--which-dip` computes each Mux's choice from it) is the
+            // kernel's own list, in its order.
+            self.held = read(&mut self.ipvs).map_err(|error| KernelError {
+                what: format!("cannot read IPVS back in {}", self.name),
+                cause: error.to_string(),
+            })?;
         }
         // 5.
         for vip in &added_vips {

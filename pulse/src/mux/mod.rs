@@ -12,9 +12,12 @@
 //!   applied: forwarding and the tenants' tables stay, and the Mux tries
 //!   the store again every [`RETRY`] until it answers, then catches up.
 //! - **Applied revision.** After each application the Mux writes the
-//!   policy revision it applied under `live/applied/mux/VTEP`, on a lease
-//!   of [`LEASE_SECONDS`] renewed by a task of its own (a slow change
-//!   never starves it): a dead Mux's entry expires.
+//!   policy revision it applied under `live/applied/mux/VTEP`, and what
+//!   changed of what its kernel holds of each VIP (its destinations in
+//!   the kernel's order, whether it is announced) under
+//!   `live/muxes/VTEP/services/...`, in one write, on a lease of
+//!   [`LEASE_SECONDS`] renewed by a task of its own (a slow change never
+//!   starves it): a dead Mux's entries expire.
 //! - **Clean stop.** SIGTERM or SIGINT withdraws every VIP first, waits
 //!   `withdraw_delay` for the routers to move the flows to the other
 //!   Muxes, then removes every namespace, device and route the Mux made
@@ -191,6 +194,9 @@ async fn follow(
         Ok(watch) => watch,
         Err(error) => return Ended::Again(error.to_string()),
     };
+    // What this Mux wrote of its kernel under this lease (a new lease
+    // starts with nothing: the old one's keys expire with it).
+    let mut published: std::collections::BTreeMap<String, String> = Default::default();
     loop {
         let started = Instant::now();
         let overlay = desired::overlay(&reading);
@@ -217,15 +223,29 @@ async fn follow(
                 );
             }
             *applied_revision = Some(overlay.revision);
-            let applied = Applied {
-                revision: overlay.revision,
-            };
-            if let Err(error) = store
-                .put_live(&schema::applied(Role::Mux, id), &applied, lease)
-                .await
-            {
+            // What changed of what this Mux says its kernel holds, with
+            // the revision applied, in one write.
+            let now = kernel.published(id, &overlay);
+            let mut puts: Vec<(String, String)> = now
+                .iter()
+                .filter(|(key, value)| published.get(*key) != Some(*value))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            puts.push((
+                schema::applied(Role::Mux, id),
+                schema::to_json(&Applied {
+                    revision: overlay.revision,
+                }),
+            ));
+            let deletes: Vec<String> = published
+                .keys()
+                .filter(|key| !now.contains_key(*key))
+                .cloned()
+                .collect();
+            if let Err(error) = store.write_live(&puts, &deletes, lease).await {
                 return Ended::Again(error.to_string());
             }
+            published = now;
         }
         // The next change: the watch's events say only that something
         // changed; the reading says what.

@@ -20,7 +20,9 @@
 //!   taking its turns' slots, the next free one along its permutation;
 //! - a client hashes with `hash1` on its address, and its port with
 //!   `mh-port` (else port 0); with `mh-fallback`, a destination at weight
-//!   0 (or overloaded) sends the client on along `hash1` with offsets.
+//!   0 (or overloaded) sends the client on along `hash1` with offsets. The
+//!   hash's input is a sum (`offset + port + address`): two clients whose
+//!   address and port add up alike share a row.
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -88,7 +90,12 @@ impl Lookup {
         if gcd == 0 || entries.is_empty() {
             return Lookup { entries, slots };
         }
-        let largest = entries.iter().map(|entry| entry.last_weight).max().unwrap_or(0) / gcd;
+        let largest = entries
+            .iter()
+            .map(|entry| entry.last_weight)
+            .max()
+            .unwrap_or(0)
+            / gcd;
         // fls(): the position of the highest bit set, 1-based.
         let bits = u32::BITS - largest.leading_zeros();
         let shift = bits.saturating_sub(TABLE_BITS);
@@ -101,7 +108,8 @@ impl Lookup {
             .iter()
             .map(|entry| {
                 let offset = hash(entry.address.ip(), entry.address.port(), HASH1, 0) % size;
-                let skip = hash(entry.address.ip(), entry.address.port(), HASH2, 0) % (size - 1) + 1;
+                let skip =
+                    hash(entry.address.ip(), entry.address.port(), HASH2, 0) % (size - 1) + 1;
                 let turns = match (entry.last_weight / gcd) >> shift {
                     0 => u32::from(entry.last_weight != 0),
                     turns => turns,
@@ -165,6 +173,14 @@ impl Lookup {
         None
     }
 
+    /// Each row's destination, row by row (none in an empty table): what
+    /// a change of the destinations moves is the rows whose owner changes.
+    pub fn rows(&self) -> impl Iterator<Item = Option<SocketAddr>> + '_ {
+        self.slots
+            .iter()
+            .map(|slot| slot.map(|index| self.entries[index].address))
+    }
+
     /// How many slots each destination holds, in list order.
     pub fn shares(&self) -> Vec<usize> {
         let mut shares = vec![0; self.entries.len()];
@@ -194,9 +210,7 @@ fn hash(address: IpAddr, port: u16, key: (u64, u64), offset: u32) -> u32 {
                 .fold(0, |folded, word| folded ^ word)
         }
     };
-    let value = offset
-        .wrapping_add(u32::from(port))
-        .wrapping_add(folded);
+    let value = offset.wrapping_add(u32::from(port)).wrapping_add(folded);
     let mut hasher = SipHasher13::new_with_keys(key.0, key.1);
     std::hash::Hasher::write(&mut hasher, &value.to_le_bytes());
     std::hash::Hasher::finish(&hasher) as u32

@@ -56,6 +56,37 @@ fn weights_give_proportional_shares() {
 }
 
 #[test]
+fn a_removed_destination_moves_its_own_rows_and_few_others() {
+    let before = Lookup::new(entries(10, 1));
+    let mut rest = entries(10, 1);
+    rest.remove(3);
+    let after = Lookup::new(rest);
+    let (mut others, mut moved) = (0, 0);
+    for (was, is) in before.rows().zip(after.rows()) {
+        if was != Some(dip(4)) {
+            others += 1;
+            moved += usize::from(was != is);
+        }
+    }
+    assert_eq!(others, 4093 - before.shares()[3]);
+    // Maglev's bound: a few percent of the others' rows.
+    assert!(
+        moved > 0 && moved * 100 < others * 5,
+        "{moved} of {others} moved"
+    );
+}
+
+#[test]
+fn clients_whose_address_and_port_add_up_alike_share_a_row() {
+    // ip_vs_mh_hashkey hashes offset + port + address (a sum), so
+    // 172.30.0.2:30001 and 172.30.0.3:30000 are one input.
+    let lookup = Lookup::new(entries(10, 1));
+    let first = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(172, 30, 0, 2)), 30_001);
+    let second = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(172, 30, 0, 3)), 30_000);
+    assert_eq!(lookup.choose(first, BOTH), lookup.choose(second, BOTH));
+}
+
+#[test]
 fn a_removed_destination_moves_its_own_clients_and_few_others() {
     let before = Lookup::new(entries(10, 1));
     let mut rest = entries(10, 1);
