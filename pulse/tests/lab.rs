@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 mod daemon;
 #[path = "lab/differential.rs"]
 mod differential;
+#[path = "lab/ecmp.rs"]
+mod ecmp;
 #[path = "lab/failover.rs"]
 mod failover;
 #[path = "lab/maglev.rs"]

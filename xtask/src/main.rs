@@ -5,13 +5,15 @@
 //! - `demo`: the main job, in the lab, for a person to watch.
 //! - `bench`, `bench-config`, `bench-pulse`, `bench-nanny`: benchmarks
 //!   against ipvsadm and keepalived, printing both figures and the ratios,
-//!   never asserting on them.
+//!   never asserting on them; `bench-sdn`: the SDN mode's scale-out
+//!   figures beside their anchors.
 //! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
 
 mod bench;
 mod bench_config;
 mod bench_nanny;
 mod bench_pulse;
+mod bench_sdn;
 mod capture;
 mod demo;
 mod demo_sdn;
@@ -38,7 +40,8 @@ struct Arguments {
 enum Act {
     /// keepalived.conf on two directors: health checks, VRRP failover.
     Lvs,
-    /// The cloud load balancer: a Mux, host agents, tenants on VXLAN.
+    /// The cloud load balancer: three Muxes behind an ECMP router, host
+    /// agents, tenants on VXLAN.
     Sdn,
 }
 
@@ -56,10 +59,11 @@ enum Task {
     /// The main job in the lab, for a person to watch. The LVS act: pulse
     /// runs a keepalived.conf with two real servers behind a virtual
     /// address; the answers alternate, the rotation follows a server that
-    /// stops and comes back, a second director takes over. The SDN act: a
-    /// Mux and two host agents serve two tenants with the same DIP
-    /// address over VXLAN, the replies bypassing the Mux. Both acts
-    /// unless one is named.
+    /// stops and comes back, a second director takes over. The SDN act:
+    /// three Muxes and two host agents serve two tenants with the same DIP
+    /// address over VXLAN, the replies bypassing the Muxes; BGP spreads the
+    /// flows over the Muxes, one is killed and the connections go on. Both
+    /// acts unless one is named.
     Demo {
         #[arg(value_enum)]
         act: Option<Act>,
@@ -84,6 +88,12 @@ enum Task {
     /// from start to the full table, and from SIGHUP to one changed weight
     /// applied; both times and the ratios.
     BenchPulse,
+    /// Several active Muxes behind an ECMP router, in one lab run (pulse's
+    /// scale-out lab test alone): connections lost when a Mux is killed or
+    /// cut off, the router's convergence, the share of flows a DIP's
+    /// removal remaps, a policy write to the slowest Mux; each beside its
+    /// anchor.
+    BenchSdn,
     /// In the guest: the pulse benchmark itself.
     #[command(hide = true)]
     GuestBenchPulse {
@@ -274,6 +284,7 @@ fn run(task: Task) -> Result<ExitCode> {
             bench_nanny::run_in_guest(&nanny, &settings)?;
             Ok(ExitCode::SUCCESS)
         }
+        Task::BenchSdn => bench_sdn::run(&repository),
         Task::BenchConfig => {
             bench_config::run(&repository)?;
             Ok(ExitCode::SUCCESS)
