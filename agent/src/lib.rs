@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use fulcrum_cluster::etcd_client::{WatchResponse, WatchStream};
 use fulcrum_cluster::schema::{self, Applied, Health, Host, LocalDip, Role};
-use fulcrum_cluster::store::{Lease, Store, StoreError, watch_ended};
+use fulcrum_cluster::store::{Lease, Store, StoreError, changes_state, watch_ended};
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Plan, VirtualServerKey};
 use tokio::signal::unix::{SignalKind, signal};
@@ -64,6 +64,10 @@ struct Connection {
     store: Store,
     lease: Lease,
     watch: WatchStream,
+    /// The revision written as applied under this lease: written again
+    /// only when it changes (every Mux and agent reads what the others
+    /// write, so a write for nothing costs each of them a reading).
+    applied: Option<u64>,
 }
 
 impl Connection {
@@ -181,6 +185,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         store,
                         lease,
                         watch,
+                        applied: None,
                     };
                     follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
                     write_all(&mut fresh, &host, settings.vtep, &known).await?;
@@ -193,7 +198,9 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         problem: watch_ended(&response).unwrap_or_default(),
                     });
                 }
-                Wake::Watch(Ok(Some(response))) if response.events().is_empty() => {}
+                // Nothing the agent acts on: no event, or only daemons'
+                // bookkeeping (the Muxes' and agents' applied revisions).
+                Wake::Watch(Ok(Some(response))) if !changes_state(&response) => {}
                 Wake::Watch(Ok(Some(_))) => {
                     let current = connection.as_mut().expect("a watch has a connection");
                     let reading = current.store.read().await?;
@@ -404,22 +411,26 @@ async fn write_all(
     connection
         .store
         .write_live(&entries, &[], &connection.lease)
-        .await
+        .await?;
+    connection.applied = Some(known.local.revision);
+    Ok(())
 }
 
+/// Writes the revision applied, if it is not what this lease holds.
 async fn write_applied(
     connection: &mut Connection,
     host: &str,
     known: &Known,
 ) -> Result<(), StoreError> {
+    let revision = known.local.revision;
+    if connection.applied == Some(revision) {
+        return Ok(());
+    }
     connection
-        .put(
-            &schema::applied(Role::Agent, host),
-            &Applied {
-                revision: known.local.revision,
-            },
-        )
-        .await
+        .put(&schema::applied(Role::Agent, host), &Applied { revision })
+        .await?;
+    connection.applied = Some(revision);
+    Ok(())
 }
 
 /// A found DIP's value in the store.

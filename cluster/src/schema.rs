@@ -98,6 +98,16 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// The protocol `text` names (`tcp`, `udp`, `sctp`), or why not.
+    pub fn parse(text: &str) -> Result<Protocol, String> {
+        match text {
+            "tcp" => Ok(Protocol::Tcp),
+            "udp" => Ok(Protocol::Udp),
+            "sctp" => Ok(Protocol::Sctp),
+            other => Err(format!("'{other}' is not tcp, udp or sctp")),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Tcp => "tcp",
@@ -290,10 +300,13 @@ pub struct MuxDestination {
     pub address: IpAddr,
     pub port: u16,
     pub weight: u32,
-    /// The last weight above 0 the kernel gave it (0 if it was created at
-    /// 0), as the Mux knows it: the kernel does not show it, and `mh`
-    /// sizes a destination's share of its table by it.
-    pub last_weight: u32,
+    /// The last weight the kernel keeps for it (set by its creation, even
+    /// to 0, and by every edit to a weight above 0), as the Mux knows it:
+    /// the kernel does not show it, and `mh` sizes a destination's share of
+    /// its table by it. Absent (null) where the Mux cannot know: a
+    /// destination a previous Mux left at weight 0.
+    #[serde(default)]
+    pub last_weight: Option<u32>,
 }
 
 /// A key of this schema, read back from its text.
@@ -352,12 +365,7 @@ impl Key {
                 Ok(text.to_owned())
             }
         };
-        let protocol = |text: &str| match text {
-            "tcp" => Ok(Protocol::Tcp),
-            "udp" => Ok(Protocol::Udp),
-            "sctp" => Ok(Protocol::Sctp),
-            other => Err(format!("'{other}' is not tcp, udp or sctp")),
-        };
+        let protocol = Protocol::parse;
         Ok(match parts.as_slice() {
             ["policy", "revision"] => Key::PolicyRevision,
             ["policy", "networks", network] => Key::Network(name(network)?),

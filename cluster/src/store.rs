@@ -266,12 +266,14 @@ impl Store {
         Ok(())
     }
 
-    /// Writes `puts` (key, value) under `lease` and deletes `deletes`, in
-    /// as few transactions as the store allows (at most
-    /// [`MAX_TRANSACTION`] operations each; one when they fit, so that a
-    /// reader sees all of a small change or none of it): an agent's keys,
-    /// written again on reconnecting, are one round trip, not one per key,
-    /// well within the lease's life.
+    /// Deletes `deletes` and writes `puts` (key, value) under `lease`, in
+    /// that order, in as few transactions as the store allows (at most
+    /// [`MAX_TRANSACTION`] operations and [`MAX_TRANSACTION_BYTES`] each;
+    /// one when they fit, so that a reader sees all of a small change or
+    /// none of it): an agent's keys, written again on reconnecting, are
+    /// one round trip, not one per key, well within the lease's life. The
+    /// last put is in the last transaction: a writer puts its applied
+    /// revision last, so that it is never seen before what it covers.
     pub async fn write_live(
         &mut self,
         puts: &[(String, String)],
@@ -279,14 +281,31 @@ impl Store {
         lease: &Lease,
     ) -> Result<(), StoreError> {
         let options = etcd_client::PutOptions::new().with_lease(lease.id);
-        let operations: Vec<TxnOp> = puts
+        let operations = deletes
             .iter()
-            .map(|(key, value)| TxnOp::put(key.as_str(), value.as_str(), Some(options.clone())))
-            .chain(deletes.iter().map(|key| TxnOp::delete(key.as_str(), None)))
-            .collect();
-        let mut operations = operations.into_iter().peekable();
-        while operations.peek().is_some() {
-            let chunk: Vec<TxnOp> = operations.by_ref().take(MAX_TRANSACTION).collect();
+            .map(|key| (key.len(), TxnOp::delete(key.as_str(), None)))
+            .chain(puts.iter().map(|(key, value)| {
+                (
+                    key.len() + value.len(),
+                    TxnOp::put(key.as_str(), value.as_str(), Some(options.clone())),
+                )
+            }));
+        let mut chunk = Vec::new();
+        let mut bytes = 0;
+        for (size, operation) in operations {
+            if !chunk.is_empty()
+                && (chunk.len() == MAX_TRANSACTION || bytes + size > MAX_TRANSACTION_BYTES)
+            {
+                self.client
+                    .txn(Txn::new().and_then(std::mem::take(&mut chunk)))
+                    .await
+                    .map_err(request("write live keys"))?;
+                bytes = 0;
+            }
+            chunk.push(operation);
+            bytes += size;
+        }
+        if !chunk.is_empty() {
             self.client
                 .txn(Txn::new().and_then(chunk))
                 .await
@@ -374,9 +393,32 @@ async fn keep(
 /// (`--max-txn-ops`).
 pub const MAX_TRANSACTION: usize = 128;
 
+/// The bytes of keys and values one transaction of [`Store::write_live`]
+/// carries at most: etcd refuses a request over 1.5 MiB
+/// (`--max-request-bytes`), and a large VIP's published table is tens of
+/// kilobytes.
+pub const MAX_TRANSACTION_BYTES: usize = 1024 * 1024;
+
 /// Maps a client error to [`StoreError::Request`] saying what failed.
 fn request(what: &'static str) -> impl FnOnce(etcd_client::Error) -> StoreError {
     move |source| StoreError::Request { what, source }
+}
+
+/// Whether `response` reports a change that a daemon's desired state can
+/// depend on: any event but those on the daemons' own bookkeeping
+/// (`live/applied/...`, `live/muxes/...`), which no Mux or agent reads to
+/// decide anything. Each Mux and agent writes that bookkeeping after it
+/// applies a change, so a watcher woken by it would read, apply and write
+/// again, and wake the others: with several daemons, without end.
+pub fn changes_state(response: &etcd_client::WatchResponse) -> bool {
+    let applied = format!("{}live/applied/", schema::ROOT);
+    let muxes = format!("{}live/muxes/", schema::ROOT);
+    response.events().iter().any(|event| {
+        event.kv().is_none_or(|kv| {
+            let key = kv.key();
+            !key.starts_with(applied.as_bytes()) && !key.starts_with(muxes.as_bytes())
+        })
+    })
 }
 
 /// Why the store ended a watch, if `response` says it did: a watcher then

@@ -204,12 +204,7 @@ fn read_store(endpoints: &[String], stderr: &mut dyn Write) -> std::io::Result<O
 /// `--vip ADDRESS:PORT[/PROTOCOL]`.
 fn vip_key(text: &str) -> Result<VipKey, String> {
     let (socket, protocol) = text.split_once('/').unwrap_or((text, "tcp"));
-    let protocol = match protocol {
-        "tcp" => Protocol::Tcp,
-        "udp" => Protocol::Udp,
-        "sctp" => Protocol::Sctp,
-        other => return Err(format!("--vip: '{other}' is not tcp, udp or sctp")),
-    };
+    let protocol = Protocol::parse(protocol).map_err(|why| format!("--vip: {why}"))?;
     let socket: SocketAddr = socket.parse().map_err(|_| {
         format!("--vip takes ADDRESS:PORT[/tcp|udp|sctp] ([ADDRESS]:PORT for IPv6), not '{text}'")
     })?;

@@ -209,7 +209,7 @@ fn a_policy_is_written_whole_changed_by_its_difference_and_shown() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let shown = text(&output.stdout);
     for line in [
-        "  203.0.113.10:80/tcp  tenant-a  mh",
+        "  203.0.113.10:80/tcp  tenant-a  mh  announced by no Mux",
         "    10.1.0.5:8080  weight 1  host1  up",
         "    10.1.0.6:8080  weight 5  not found on any host  unknown",
         "  host1  vtep 192.0.2.21  1 DIP  applied nothing yet",
@@ -309,15 +309,33 @@ fn the_cluster_commands_need_the_store_and_one_command() {
     for (arguments, message) in [
         (
             &["--apply", "x.conf"][..],
-            "pulse: --apply and --status need the cluster store: --cluster=URL[,URL...]",
+            "pulse: --apply, --status and --which-dip need the cluster store: \
+             --cluster=URL[,URL...]",
         ),
         (
             &["--cluster=http://127.0.0.1:1", "--json"][..],
-            "pulse: --json goes with --status",
+            "pulse: --json goes with --status or --which-dip",
         ),
         (
             &["--cluster=http://127.0.0.1:1", "--status", "--apply=x"][..],
-            "pulse: --apply and --status are two commands: give one",
+            "pulse: --apply, --status and --which-dip are three commands: give one",
+        ),
+        (
+            &["--cluster=http://127.0.0.1:1", "--vip=203.0.113.10:80"][..],
+            "pulse: --vip goes with --which-dip",
+        ),
+        (
+            &["--cluster=http://127.0.0.1:1", "--which-dip=172.30.0.2"][..],
+            "pulse: --which-dip takes a client's ADDRESS:PORT ([ADDRESS]:PORT for IPv6), not \
+             '172.30.0.2'",
+        ),
+        (
+            &[
+                "--cluster=http://127.0.0.1:1",
+                "--which-dip=172.30.0.2:4000",
+                "--vip=203.0.113.10:80/icmp",
+            ][..],
+            "pulse: --vip: 'icmp' is not tcp, udp or sctp",
         ),
     ] {
         let output = pulse(arguments);

@@ -17,7 +17,10 @@
 //!   counts), so those VIPs say so instead of a DIP.
 //! - **Agreement**: every Mux that holds the VIP chooses the same DIP (or
 //!   none, where no DIP can take the flow). A Mux that holds no table for
-//!   the VIP is shown, and does not count.
+//!   the VIP is shown, and does not count; with none holding it, or one
+//!   whose choice cannot be computed (a destination's last weight unknown:
+//!   one a previous Mux left at weight 0), agreement cannot be told, and
+//!   is not claimed.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -58,8 +61,11 @@ pub struct MuxChoice {
     /// Whether it holds a table for the VIP at all.
     pub holds: bool,
     pub announced: bool,
+    /// Whether its choice is computed: false where it holds no table, the
+    /// scheduler is not `mh`, or a destination's last weight is unknown.
+    pub known: bool,
     /// The DIP it chooses (address and backend port); none where no DIP
-    /// can take the flow, or not computed.
+    /// can take the flow, or not known.
     pub chosen: Option<SocketAddr>,
 }
 
@@ -89,19 +95,24 @@ pub fn answer(state: &State, client: SocketAddr, only: Option<VipKey>) -> Answer
                 .iter()
                 .map(|id| {
                     let service = state.mux_services.get(&((*id).clone(), *key));
+                    let choice = service
+                        .filter(|_| computed)
+                        .and_then(|service| choose(service, client));
                     MuxChoice {
                         id: (*id).clone(),
                         holds: service.is_some(),
                         announced: service.is_some_and(|service| service.announced),
-                        chosen: service
-                            .filter(|_| computed)
-                            .and_then(|service| choose(service, client)),
+                        known: choice.is_some(),
+                        chosen: choice.flatten(),
                     }
                 })
                 .collect();
-            let mut held = choices.iter().filter(|choice| choice.holds);
-            let first = held.next().map(|choice| choice.chosen);
-            let agree = !computed || held.all(|choice| Some(choice.chosen) == first);
+            let held: Vec<&MuxChoice> = choices.iter().filter(|choice| choice.holds).collect();
+            let agree = !computed
+                || (!held.is_empty()
+                    && held
+                        .iter()
+                        .all(|choice| choice.known && choice.chosen == held[0].chosen));
             VipAnswer {
                 address: key.address,
                 protocol: key.protocol,
@@ -117,24 +128,28 @@ pub fn answer(state: &State, client: SocketAddr, only: Option<VipKey>) -> Answer
     Answer { client, vips }
 }
 
-/// The DIP the kernel's `mh` chooses from `service` for `client`.
-fn choose(service: &MuxService, client: SocketAddr) -> Option<SocketAddr> {
+/// The DIP the kernel's `mh` chooses from `service` for `client` (none
+/// where no DIP can take the flow); `None` where it cannot be computed (a
+/// destination's last weight unknown).
+fn choose(service: &MuxService, client: SocketAddr) -> Option<Option<SocketAddr>> {
     let entries = service
         .destinations
         .iter()
-        .map(|destination| Entry {
-            address: SocketAddr::new(destination.address, destination.port),
-            weight: destination.weight,
-            last_weight: destination.last_weight,
+        .map(|destination| {
+            Some(Entry {
+                address: SocketAddr::new(destination.address, destination.port),
+                weight: destination.weight,
+                last_weight: destination.last_weight?,
+            })
         })
-        .collect();
-    Lookup::new(entries).choose(
+        .collect::<Option<Vec<Entry>>>()?;
+    Some(Lookup::new(entries).choose(
         client,
         Options {
             port: service.mh_port,
             fallback: service.mh_fallback,
         },
-    )
+    ))
 }
 
 /// The answer as text, for people.
@@ -160,10 +175,15 @@ pub fn render(answer: &Answer) -> String {
         }
         let width = vip.muxes.iter().map(|mux| mux.id.len()).max().unwrap_or(0);
         for mux in &vip.muxes {
-            let chosen = match (mux.holds, mux.chosen) {
-                (false, _) => "holds no table for it".to_owned(),
-                (true, None) => "no DIP can take the flow".to_owned(),
-                (true, Some(dip)) => dip.to_string(),
+            let chosen = match (mux.holds, mux.known, mux.chosen) {
+                (false, _, _) => "holds no table for it".to_owned(),
+                (true, false, _) => {
+                    "unknown: a destination's last weight is not known (left at weight 0 by \
+                     a previous Mux)"
+                        .to_owned()
+                }
+                (true, true, None) => "no DIP can take the flow".to_owned(),
+                (true, true, Some(dip)) => dip.to_string(),
             };
             let announced = if mux.announced {
                 ""
@@ -182,6 +202,9 @@ pub fn render(answer: &Answer) -> String {
                     .chosen
                     .map_or_else(|| "no DIP".to_owned(), |dip| dip.to_string())
             ),
+            (Some(_), false) if held.iter().any(|mux| !mux.known) => {
+                writeln!(text, "  cannot tell whether the Muxes agree")
+            }
             (Some(_), false) => writeln!(text, "  the Muxes disagree"),
         };
     }

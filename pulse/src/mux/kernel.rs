@@ -35,9 +35,9 @@
 //!    learns (`learn`) and BGP exports; last, so that no router sends a
 //!    flow before the Mux forwards it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 
 use fulcrum_overlay::{
@@ -53,6 +53,7 @@ use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteScope, Rout
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use fulcrum_cluster::schema;
+use ipvs::Operation;
 
 use super::desired::{Neighbour, Overlay, Tenant};
 use super::maglev;
@@ -93,6 +94,12 @@ struct Programmed {
     /// The tenant's IPVS table as the kernel held it after the last
     /// application (read back when it changed): what the Mux publishes.
     held: Table,
+    /// Each destination's last weight as the kernel keeps it, which it
+    /// does not show (`ip_vs_ctl.c`: a creation sets it, even to 0; an
+    /// edit to a weight above 0 sets it): from the operations the Mux
+    /// sent and every weight above 0 read back. None is known of a
+    /// destination a previous Mux left at weight 0.
+    last_weights: HashMap<(ipvs::ServiceKey, SocketAddr), u32>,
 }
 
 impl Kernel {
@@ -158,16 +165,12 @@ impl Kernel {
 
     /// What this Mux's kernel holds of each VIP's service, as the store's
     /// live keys of Mux `id` (key, JSON value): the destinations in the
-    /// kernel's list order with their weights and last weights (a
-    /// destination at weight 0 that the Mux created at its policy weight
-    /// has that as its last), and whether the VIP is announced.
-    pub fn published(&self, id: &str, overlay: &Overlay) -> BTreeMap<String, String> {
+    /// kernel's list order with their weights and last weights (unknown
+    /// for one a previous Mux left at weight 0), and whether the VIP is
+    /// announced.
+    pub fn published(&self, id: &str) -> BTreeMap<String, String> {
         let mut published = BTreeMap::new();
-        for (vni, programmed) in &self.tenants {
-            let creation_weights = overlay
-                .tenants
-                .get(vni)
-                .map(|tenant| &tenant.creation_weights);
+        for programmed in self.tenants.values() {
             for (key, held) in &programmed.held.services {
                 let ipvs::ServiceKey::Address {
                     protocol,
@@ -188,18 +191,11 @@ impl Kernel {
                     .iter()
                     .map(|destination| {
                         let address = destination.socket_address();
-                        let last_weight = match destination.weight {
-                            0 => creation_weights
-                                .and_then(|weights| weights.get(&(*key, address)))
-                                .copied()
-                                .unwrap_or(0),
-                            weight => weight,
-                        };
                         schema::MuxDestination {
                             address: address.ip(),
                             port: address.port(),
                             weight: destination.weight,
-                            last_weight,
+                            last_weight: programmed.last_weights.get(&(*key, address)).copied(),
                         }
                     })
                     .collect();
@@ -369,6 +365,7 @@ impl Kernel {
             announced: BTreeSet::new(),
             announce_table: self.announce_table,
             held: Table::default(),
+            last_weights: HashMap::new(),
         })
     }
 
@@ -472,6 +469,19 @@ impl Programmed {
             cause: error.to_string(),
         })?;
         let operations = maglev::plan(&kernel, &wanted.table, &wanted.creation_weights);
+        for operation in &operations {
+            match operation {
+                Operation::CreateDestination(key, destination) => {
+                    self.last_weights
+                        .insert((*key, destination.socket_address()), destination.weight);
+                }
+                Operation::UpdateDestination(key, destination) if destination.weight > 0 => {
+                    self.last_weights
+                        .insert((*key, destination.socket_address()), destination.weight);
+                }
+                _ => {}
+            }
+        }
         if operations.is_empty() {
             self.held = kernel;
         } else {
@@ -491,6 +501,23 @@ impl Programmed {
                 what: format!("cannot read IPVS back in {}", self.name),
                 cause: error.to_string(),
             })?;
+        }
+        let held = &self.held;
+        self.last_weights.retain(|(key, address), _| {
+            held.service(key).is_some_and(|service| {
+                service
+                    .destinations
+                    .iter()
+                    .any(|destination| destination.socket_address() == *address)
+            })
+        });
+        for (key, service) in &held.services {
+            for destination in &service.destinations {
+                if destination.weight > 0 {
+                    self.last_weights
+                        .insert((*key, destination.socket_address()), destination.weight);
+                }
+            }
         }
         // 5.
         for vip in &added_vips {

@@ -197,6 +197,7 @@ async fn follow(
     // What this Mux wrote of its kernel under this lease (a new lease
     // starts with nothing: the old one's keys expire with it).
     let mut published: std::collections::BTreeMap<String, String> = Default::default();
+    let mut written_revision: Option<u64> = None;
     loop {
         let started = Instant::now();
         let overlay = desired::overlay(&reading);
@@ -223,29 +224,35 @@ async fn follow(
                 );
             }
             *applied_revision = Some(overlay.revision);
-            // What changed of what this Mux says its kernel holds, with
-            // the revision applied, in one write.
-            let now = kernel.published(id, &overlay);
+            // What changed of what this Mux says its kernel holds, and the
+            // revision applied (last), in one write; none when nothing
+            // changed: every Mux and agent reads what the others write.
+            let now = kernel.published(id);
             let mut puts: Vec<(String, String)> = now
                 .iter()
                 .filter(|(key, value)| published.get(*key) != Some(*value))
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect();
-            puts.push((
-                schema::applied(Role::Mux, id),
-                schema::to_json(&Applied {
-                    revision: overlay.revision,
-                }),
-            ));
+            if written_revision != Some(overlay.revision) {
+                puts.push((
+                    schema::applied(Role::Mux, id),
+                    schema::to_json(&Applied {
+                        revision: overlay.revision,
+                    }),
+                ));
+            }
             let deletes: Vec<String> = published
                 .keys()
                 .filter(|key| !now.contains_key(*key))
                 .cloned()
                 .collect();
-            if let Err(error) = store.write_live(&puts, &deletes, lease).await {
-                return Ended::Again(error.to_string());
+            if !puts.is_empty() || !deletes.is_empty() {
+                if let Err(error) = store.write_live(&puts, &deletes, lease).await {
+                    return Ended::Again(error.to_string());
+                }
             }
             published = now;
+            written_revision = Some(overlay.revision);
         }
         // The next change: the watch's events say only that something
         // changed; the reading says what.
@@ -254,7 +261,10 @@ async fn follow(
                 message = watch.message() => match message {
                     Ok(Some(response)) => match store::watch_ended(&response) {
                         Some(why) => return Ended::Again(why),
-                        None if response.events().is_empty() => continue,
+                        // Nothing the Mux acts on: no event, or only the
+                        // daemons' bookkeeping (applied revisions, the
+                        // Muxes' published tables).
+                        None if !store::changes_state(&response) => continue,
                         None => break,
                     },
                     Ok(None) => return Ended::Again("the store closed the watch".into()),

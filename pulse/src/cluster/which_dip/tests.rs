@@ -23,7 +23,7 @@ fn published(order: &[u8], announced: bool) -> String {
     )
 }
 
-fn state(entries: &[(&str, String)]) -> State {
+fn state_of(entries: &[(&str, String)]) -> State {
     State::of(&Reading {
         store_revision: 7,
         entries: entries
@@ -68,7 +68,7 @@ fn with_tables(m1: String, m2: String) -> State {
     let mut entries = base();
     entries.push(("/fulcrum/v1/live/muxes/m1/services/203.0.113.10/tcp/80", m1));
     entries.push(("/fulcrum/v1/live/muxes/m2/services/203.0.113.10/tcp/80", m2));
-    state(&entries)
+    state_of(&entries)
 }
 
 fn client(port: u16) -> SocketAddr {
@@ -116,6 +116,26 @@ fn muxes_with_the_same_table_agree_on_the_dip_the_model_chooses() {
     // Round-robin is each Mux's own: not computed, no disagreement.
     assert!(!answer.vips[1].computed);
     assert!(text.contains("only mh chooses alike everywhere"), "{text}");
+}
+
+#[test]
+fn an_unknown_last_weight_or_no_mux_holding_the_vip_claims_no_agreement() {
+    let unknown = published(&[7, 6, 5], true).replacen(r#","last_weight":1"#, "", 1);
+    let state = with_tables(published(&[7, 6, 5], true), unknown);
+    let answer = answer(&state, client(40_000), Some(state.vips[0].0));
+    assert!(!answer.agree());
+    assert!(answer.vips[0].muxes[0].known);
+    assert!(!answer.vips[0].muxes[1].known);
+    let text = render(&answer);
+    assert!(
+        text.contains("  cannot tell whether the Muxes agree"),
+        "{text}"
+    );
+    assert!(text.contains("last weight is not known"), "{text}");
+    let state = state_of(&base());
+    let answer = super::answer(&state, client(40_000), Some(state.vips[0].0));
+    assert!(!answer.agree());
+    assert!(render(&answer).contains("  no Mux holds it"));
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! the destination it chooses for a client. Pure; it answers "which DIP
 //! does each Mux choose for this client?" from what each Mux read of its
 //! own kernel (`pulse --cluster URLS --which-dip`), and the lab checks it
-//! against the kernel's own choices (pulse/tests/lab/maglev.rs).
+//! against the kernel's own choices (pulse/tests/lab/maglev.rs: a drained
+//! destination, weights 1, 2 and 100; pulse/tests/lab/ecmp.rs: live
+//! connections through three Muxes).
 //!
 //! What it copies (`net/netfilter/ipvs/ip_vs_mh.c`, kernel 6.1 to now):
 //! - the hash is `hsiphash`, which on a 64-bit kernel is SipHash-1-3 with
@@ -20,7 +22,9 @@
 //!   taking its turns' slots, the next free one along its permutation;
 //! - a client hashes with `hash1` on its address, and its port with
 //!   `mh-port` (else port 0); with `mh-fallback`, a destination at weight
-//!   0 (or overloaded) sends the client on along `hash1` with offsets. The
+//!   0 sends the client on along `hash1` with offsets (the kernel also
+//!   skips an overloaded one, past its connection threshold: the Mux sets
+//!   none, and the model has no connection counts). The
 //!   hash's input is a sum (`offset + port + address`): two clients whose
 //!   address and port add up alike share a row.
 

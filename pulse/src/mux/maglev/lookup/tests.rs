@@ -1,5 +1,5 @@
 //! The model's own properties; that it is the kernel's is checked against
-//! the kernel in the lab (pulse/tests/lab/maglev.rs).
+//! the kernel in the lab (pulse/tests/lab/maglev.rs and ecmp.rs).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
