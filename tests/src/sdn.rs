@@ -643,6 +643,14 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -
 pub const MUX_AS: u32 = 65001;
 pub const ROUTER_AS: u32 = 65000;
 
+/// Both ends of every BGP session: hold time 3 s (BIRD's least: a Mux cut
+/// off is dropped when it expires), keepalives every second.
+const SESSION_TIMERS: &str = "    hold time 3; keepalive time 1; connect retry time 1;
+    # After a session's error BIRD waits 60 s or more before the next
+    # attempt unless told: a Mux let through again is back in seconds.
+    error wait time 1, 5;
+";
+
 /// BIRD (Debian's bird2) beside each Mux and on the edge router, peered by
 /// eBGP over each Mux's link: a Mux's BIRD learns the routes pulse keeps
 /// in the announce table (its kernel protocol's `learn`) and exports them;
@@ -685,11 +693,7 @@ protocol kernel {{
                 "protocol bgp {name} {{
     local {gateway} as {ROUTER_AS};
     neighbor {vtep} as {MUX_AS};
-    hold time 3; keepalive time 1; connect retry time 1;
-    # After a session's error BIRD waits 60 s or more before the next
-    # attempt unless told: a Mux let through again is back in seconds.
-    error wait time 1, 5;
-    ipv4 {{ import all; export none; }};
+{SESSION_TIMERS}    ipv4 {{ import all; export none; }};
 }}
 ",
                 name = link_name(mux.number),
@@ -715,8 +719,11 @@ protocol kernel {{
             "the router learning the VIPs by BGP",
             Duration::from_secs(60),
             || {
-                vips.iter()
-                    .all(|vip| !router_paths(topology, *vip).is_empty())
+                vips.iter().all(|vip| {
+                    !router_paths(topology, *vip)
+                        .expect("the router's routes")
+                        .is_empty()
+                })
             },
         )?;
         topology
@@ -740,11 +747,7 @@ protocol kernel announce {{
 protocol bgp edge {{
     local {vtep} as {MUX_AS};
     neighbor {gateway} as {ROUTER_AS};
-    hold time 3; keepalive time 1; connect retry time 1;
-    # After a session's error BIRD waits 60 s or more before the next
-    # attempt unless told: a Mux let through again is back in seconds.
-    error wait time 1, 5;
-    ipv4 {{ import none; export all; next hop self; }};
+{SESSION_TIMERS}    ipv4 {{ import none; export all; next hop self; }};
 }}
 ",
             gateway = mux.gateway()
@@ -804,15 +807,14 @@ impl Drop for Bgp {
 /// multipath route), sorted; empty when it has no such route. Read over
 /// rtnetlink on a thread (no process: the lab's processes cost a tenth of
 /// a second each, and this is polled to time a withdrawal).
-pub fn router_paths(topology: &Topology, vip: Ipv4Addr) -> Vec<Ipv4Addr> {
-    topology
+pub fn router_paths(topology: &Topology, vip: Ipv4Addr) -> Result<Vec<Ipv4Addr>> {
+    let routes = topology
         .namespace("sdn-router")
-        .run(crate::routes::dump_ipv4)
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default()
+        .run(crate::routes::dump_ipv4)?
+        .context("the router's routes")?;
+    Ok(routes
         .into_iter()
         .find(|route| route.destination == vip && route.prefix_length == 32)
         .map(|route| route.next_hops)
-        .unwrap_or_default()
+        .unwrap_or_default())
 }

@@ -229,6 +229,7 @@ pub fn run_in_guest(pulse: &Path, agent: &Path) -> Result<()> {
     sorted.sort();
     let paths = |vip| -> Vec<String> {
         router_paths(&topology, vip)
+            .expect("the router's routes")
             .iter()
             .map(ToString::to_string)
             .collect()

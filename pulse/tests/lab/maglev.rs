@@ -22,6 +22,7 @@ use labkit::Namespace;
 use labkit::ipvs_connections;
 use pulse::lvs::desired::{Table, TableService};
 use pulse::lvs::plan::{Ownership, plan, read};
+use pulse::mux::maglev::lookup::{Entry, Lookup, Options};
 use pulse::mux::maglev::{self, CreationWeights, MAGLEV};
 
 const VIP: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 10);
@@ -118,6 +119,57 @@ impl Mux {
         self.ipvs
             .apply(&operations)
             .unwrap_or_else(|error| panic!("{}: {error:?}", self.name));
+    }
+
+    /// The VIP's destinations in the kernel's list order, as the `mh`
+    /// model reads them: a destination at weight 0 has the last weight the
+    /// Mux's plan created it with (its policy weight in `dips`).
+    fn entries(&mut self, dips: &[(u8, u32, bool)]) -> Vec<Entry> {
+        self.ipvs
+            .destinations(&key())
+            .unwrap()
+            .iter()
+            .map(|destination| {
+                let address = destination.socket_address();
+                let policy = dips
+                    .iter()
+                    .find(|(index, _, _)| dip(*index) == address)
+                    .map_or(0, |(_, weight, _)| *weight);
+                Entry {
+                    address,
+                    weight: destination.weight,
+                    last_weight: if destination.weight > 0 {
+                        destination.weight
+                    } else {
+                        policy
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// How many of `choices` (the kernel's, by the client's port) the model of
+    /// `mh` makes alike from `entries`; the first flows it does not, in
+    /// words (port, the kernel's choice, the model's).
+    fn modelled(entries: Vec<Entry>, choices: &BTreeMap<u16, SocketAddr>) -> (usize, Vec<String>) {
+        let model = Lookup::new(entries);
+        let options = Options {
+            port: true,
+            fallback: true,
+        };
+        let mut alike = 0;
+        let mut unlike = Vec::new();
+        for (port, destination) in choices {
+            let chosen = model.choose(SocketAddr::from((CLIENT, *port)), options);
+            if chosen == Some(*destination) {
+                alike += 1;
+            } else if unlike.len() < 10 {
+                unlike.push(format!(
+                    "port {port}: kernel {destination}, model {chosen:?}"
+                ));
+            }
+        }
+        (alike, unlike)
     }
 
     /// The DIP this Mux chose for each of the flows, by client port.
@@ -245,5 +297,35 @@ fn muxes_with_different_histories_choose_the_same_dip_for_every_flow() {
     assert!(
         agree(&naive_choices) < usize::from(FLOWS),
         "the LVS mode's plan agreed on every flow: this test cannot tell"
+    );
+
+    // pulse's model of `mh` (what `--which-dip` computes with) makes the
+    // kernel's choice for every flow: after the history (a drained DIP, a
+    // weight of 2, a DIP inserted in the middle of the list), and with
+    // weights 1, 2 and 100, which the kernel divides by their greatest
+    // common divisor and shifts to fit 6 bits.
+    let entries = lived.entries(last);
+    let (modelled, unlike) = Mux::modelled(entries.clone(), &lived_choices);
+    let mut weighted = Mux::create("mh-weights");
+    let heavy: &[(u8, u32, bool)] = &[(1, 1, true), (2, 2, true), (3, 100, true)];
+    weighted.apply(heavy, true);
+    let heavy_choices = weighted.choices();
+    let heavy_entries = weighted.entries(heavy);
+    let (heavy_modelled, heavy_unlike) = Mux::modelled(heavy_entries.clone(), &heavy_choices);
+    let mut heavy_shares: BTreeMap<SocketAddr, usize> = BTreeMap::new();
+    for destination in heavy_choices.values() {
+        *heavy_shares.entry(*destination).or_default() += 1;
+    }
+    println!(
+        "the mh model against the kernel: {modelled} of {FLOWS} flows after the history, \
+         {heavy_modelled} of {FLOWS} with weights 1, 2 and 100 (the kernel's flows per DIP: \
+         {heavy_shares:?}; the model's rows per DIP {:?})",
+        Lookup::new(heavy_entries.clone()).shares()
+    );
+    assert_eq!(modelled, usize::from(FLOWS), "{entries:?}\n{unlike:#?}");
+    assert_eq!(
+        heavy_modelled,
+        usize::from(FLOWS),
+        "{heavy_entries:?}\n{heavy_unlike:#?}"
     );
 }

@@ -279,11 +279,12 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
         "BIRD started to the router routing both VIPs by BGP: {:.2} s",
         bgp_started.elapsed().as_secs_f64()
     );
-    let announced = |vip: Ipv4Addr| router_paths(&underlay, vip) == [underlay.mux().vtep()];
+    let announced =
+        |vip: Ipv4Addr| router_paths(&underlay, vip).unwrap() == [underlay.mux().vtep()];
     assert!(
         announced(VIP_A) && announced(VIP_B),
         "{:?}",
-        router_paths(&underlay, VIP_A)
+        router_paths(&underlay, VIP_A).unwrap()
     );
 
     // The tenant's IPVS schedules a flow it never saw begin (ECMP moving
@@ -465,7 +466,11 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     let withdrawn = wait_until("VIP B withdrawn", Duration::from_secs(10), || {
         !announced(VIP_B)
     });
-    assert!(announced(VIP_A), "{:?}", router_paths(&underlay, VIP_A));
+    assert!(
+        announced(VIP_A),
+        "{:?}",
+        router_paths(&underlay, VIP_A).unwrap()
+    );
     let written = put(
         &etcd,
         &[(
@@ -783,7 +788,7 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     assert!(
         announced(VIP_A) && announced(VIP_B),
         "{:?}",
-        router_paths(&underlay, VIP_A)
+        router_paths(&underlay, VIP_A).unwrap()
     );
     let answer = open.get().unwrap();
     assert!(answer.starts_with("tenant-b "), "{answer}");
