@@ -56,6 +56,8 @@ enum Flag {
     Json,
     /// `--which-dip=CLIENT:PORT`: the DIP each Mux chooses for a client.
     WhichDip,
+    /// `--signum=NAME`: the number of keepalived's signal for NAME.
+    Signum,
     /// `--vip=ADDRESS:PORT[/PROTOCOL]`: the one VIP `--which-dip` asks of.
     Vip,
     /// A keepalived option pulse accepts but does not act on yet.
@@ -113,7 +115,7 @@ const OPTIONS: &[Spec] = &[
     option(Some('M'), "core-dump-pattern", Optional, Other),
     option(Some('e'), "all-config", Nothing, AllConfig),
     option(Some('i'), "config-id", Required, ConfigId),
-    option(None, "signum", Required, Other),
+    option(None, "signum", Required, Signum),
     option(Some('t'), "config-test", Optional, ConfigTest),
     option(Some('v'), "version", Nothing, Version),
     option(Some('h'), "help", Nothing, Help),
@@ -174,6 +176,8 @@ pub struct Arguments {
     pub which_dip: Option<String>,
     /// `--vip ADDRESS:PORT[/PROTOCOL]`, as written.
     pub vip: Option<String>,
+    /// `--signum NAME`, as written.
+    pub signum: Option<String>,
     /// keepalived options accepted but not acted on yet, as written.
     pub not_yet_supported: Vec<String>,
     /// Arguments that are not options: keepalived reports them and goes on.
@@ -216,6 +220,7 @@ impl Default for Arguments {
             json: false,
             which_dip: None,
             vip: None,
+            signum: None,
             not_yet_supported: Vec::new(),
             unexpected: Vec::new(),
         }
@@ -286,6 +291,9 @@ pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Arguments,
                 },
             };
             apply(&mut parsed, spec, value, argument)?;
+            if ends_parsing(spec) {
+                return Ok(parsed);
+            }
             continue;
         }
         // A group of short options: `-ln`, `-fFILE`, `-tFILE`.
@@ -319,9 +327,18 @@ pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Arguments,
                 }
             };
             apply(&mut parsed, spec, value, &format!("-{letter}"))?;
+            if ends_parsing(spec) {
+                return Ok(parsed);
+            }
         }
     }
     Ok(parsed)
+}
+
+/// Whether keepalived exits as it reads this option (`-v`, `-h`,
+/// `--signum`), so that nothing after it is read, right or wrong.
+fn ends_parsing(spec: &Spec) -> bool {
+    matches!(spec.flag, Version | Help | Signum)
 }
 
 /// getopt_long: an exact name, or an unambiguous prefix.
@@ -384,6 +401,14 @@ fn apply(
         Status => parsed.status = true,
         Json => parsed.json = true,
         WhichDip => parsed.which_dip = value,
+        Signum => match value {
+            Some(function) if !function.is_empty() => parsed.signum = Some(function),
+            _ => {
+                return Err(UsageError(
+                    "option '--signum' requires an argument".to_owned(),
+                ));
+            }
+        },
         Vip => parsed.vip = value,
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
@@ -439,6 +464,9 @@ Usage: pulse [OPTION...]
                                The one VIP --which-dip asks of (tcp unless
                                 written)
       --json                   --status or --which-dip as one JSON document
+      --signum=SIGFUNC         Print the number of the signal that asks for
+                                SIGFUNC (STOP, RELOAD, DATA, STATS,
+                                STATS_CLEAR, JSON), as keepalived does
   -v, --version                Display the version number
   -h, --help                   Display this help message
 

@@ -11,6 +11,7 @@ pub mod ipvs_start;
 pub mod lvs;
 pub mod mux;
 pub mod scripts;
+pub mod signals;
 pub mod sync_daemon;
 pub mod vrrp;
 
@@ -55,6 +56,19 @@ pub fn run(
             return Ok(exit::USAGE);
         }
     };
+    // keepalived prints the number and exits as it reads the option.
+    if let Some(function) = &arguments.signum {
+        return Ok(match signals::number(function) {
+            Some(number) => {
+                writeln!(stdout, "{number}")?;
+                exit::CLEAN
+            }
+            None => {
+                writeln!(stderr, "Unknown sigfunc {function}")?;
+                exit::USAGE
+            }
+        });
+    }
     if arguments.help {
         write!(stdout, "{}", cli::HELP)?;
         return Ok(exit::CLEAN);

@@ -571,6 +571,10 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
     // handler installed here, never unregistered, keeps its default
     // action (ending the process) away when VRRP does not run.
     let _ = signal(SignalKind::user_defined2());
+    crate::signals::listen_without_acting(
+        &crate::signals::not_acted_on(),
+        "pulse does not write keepalived's dumps yet",
+    );
     match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),

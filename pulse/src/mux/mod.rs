@@ -118,6 +118,15 @@ async fn serve(
 ) -> Result<(), KernelError> {
     let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
+    // keepalived's other signals end no Mux: it follows the store, so a
+    // SIGHUP has nothing to read again, and it writes no dump.
+    let mut others = crate::signals::not_acted_on().to_vec();
+    others.push((libc::SIGHUP, "SIGHUP"));
+    others.push((libc::SIGUSR2, "SIGUSR2 (keepalived's statistics)"));
+    crate::signals::listen_without_acting(
+        &others,
+        "the Mux follows the cluster store, it has nothing to reload or dump",
+    );
     let mut kernel = kernel::Kernel::start(vtep, announcements.table).await?;
     let id = vtep.to_string();
     tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));

@@ -1,0 +1,148 @@
+//! keepalived's signals: `pulse --signum=NAME` answers as keepalived 2.2.7
+//! does (compared with Debian's keepalived when it is installed, as the
+//! lab's packages install it), and the daemon lives through the dump
+//! signals it does not act on yet, which would otherwise end it.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
+
+fn run(program: &str, arguments: &[&str]) -> Output {
+    Command::new(program)
+        .args(arguments)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {program}: {error}"))
+}
+
+/// (status, standard output, standard error).
+fn said(output: &Output) -> (Option<i32>, String, String) {
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn keepalived_installed() -> bool {
+    Command::new("keepalived")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+#[test]
+fn signum_prints_what_keepalived_prints() {
+    let expected = [
+        ("STOP", Some(libc::SIGTERM)),
+        ("RELOAD", Some(libc::SIGHUP)),
+        ("DATA", Some(libc::SIGUSR1)),
+        ("STATS", Some(libc::SIGUSR2)),
+        ("STATS_CLEAR", Some(libc::SIGRTMAX() - 1)),
+        ("JSON", Some(libc::SIGRTMIN() + 2)),
+        // Debian's keepalived is built without THREAD_DUMP; names are
+        // case-sensitive.
+        ("TDATA", None),
+        ("stop", None),
+        ("NOSUCH", None),
+    ];
+    let compare = keepalived_installed();
+    if !compare {
+        eprintln!("keepalived is not installed: compared with the C library's numbers alone");
+    }
+    for (function, number) in expected {
+        let argument = format!("--signum={function}");
+        let pulse = said(&run(PULSE, &[&argument]));
+        let wanted = match number {
+            Some(number) => (Some(0), format!("{number}\n"), String::new()),
+            None => (
+                Some(1),
+                String::new(),
+                format!("Unknown sigfunc {function}\n"),
+            ),
+        };
+        assert_eq!(pulse, wanted, "{argument}");
+        if compare {
+            assert_eq!(pulse, said(&run("keepalived", &[&argument])), "{argument}");
+        }
+    }
+}
+
+#[test]
+fn signum_ends_the_command_line_where_keepalived_does() {
+    // What follows --signum is never read; what precedes it is.
+    for arguments in [
+        &["--signum=STOP", "--no-such-option"][..],
+        &["--signum", "JSON", "-f"][..],
+        &["-v", "--signum=STOP"][..],
+        &["-l", "--sig=DATA"][..],
+    ] {
+        let pulse = said(&run(PULSE, arguments));
+        assert_eq!(pulse.0, Some(0), "{arguments:?}: {pulse:?}");
+        if keepalived_installed() {
+            let keepalived = said(&run("keepalived", arguments));
+            assert_eq!(pulse.0, keepalived.0, "{arguments:?}");
+            // -v: each prints its own version; the number otherwise.
+            if arguments[0] != "-v" {
+                assert_eq!(pulse.1, keepalived.1, "{arguments:?}");
+            }
+        }
+    }
+    assert_eq!(
+        run(PULSE, &["--signum="]).status.code(),
+        Some(1),
+        "an empty name is a missing argument, as keepalived has it"
+    );
+}
+
+#[test]
+fn the_daemon_lives_through_keepalived_s_dump_signals() {
+    let directory = std::env::temp_dir().join(format!("pulse-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let configuration = directory.join("keepalived.conf");
+    std::fs::write(&configuration, "global_defs {\n    router_id signals\n}\n").unwrap();
+    let log = directory.join("pulse.log");
+    let mut daemon = Command::new(PULSE)
+        .args(["-n", "-l", "-G", "-f"])
+        .arg(&configuration)
+        .arg("-p")
+        .arg(directory.join("pulse.pid"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    let started = Instant::now();
+    while !read().contains("starting pulse") {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", read());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The handlers are installed as the daemon starts; a moment for them.
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = daemon.id() as libc::pid_t;
+    for signal in [libc::SIGUSR1, libc::SIGRTMIN() + 2, libc::SIGRTMAX() - 1] {
+        // SAFETY: kill on our own child.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            daemon.try_wait().unwrap().is_none(),
+            "signal {signal} ended the daemon: {}",
+            read()
+        );
+    }
+    let started = Instant::now();
+    while read().matches("; ignored").count() < 3 {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", read());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let status = daemon.wait().unwrap();
+    assert!(status.success(), "{status}: {}", read());
+    let _ = std::fs::remove_dir_all(&directory);
+}
