@@ -217,6 +217,14 @@ impl Traffic {
     }
 }
 
+impl Drop for Traffic {
+    /// A test that failed midway leaves no thread asking or connecting for
+    /// the rest of the binary's tests (each ends at its next turn).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// What a Mux's failure cost the client.
 struct Cost {
     /// The sessions that broke since the failure.
