@@ -759,6 +759,17 @@ fn muxes_behind_ecmp_keep_connections_when_one_dies_is_cut_added_or_stopped() {
         fraction * 100.0
     );
     assert!(others_lost.is_empty(), "{others_lost:?}");
+    // Where a Mux's part goes: its own log says how long applying took
+    // (from its reading of the store to the kernel's acknowledgement); the
+    // rest is the watch's delivery and the store's reading.
+    for number in [2, 4] {
+        let log = muxes[&number].log();
+        let applied = log
+            .lines()
+            .rfind(|line| line.contains("applied (store revision"))
+            .unwrap_or("no application logged");
+        println!("Mux {number}: {}", applied.trim());
+    }
     figures.push(format!(
         "a DIP removed (1 of 3): {:.2}% of the other DIPs' rows remapped (Maglev's anchor: \
          near the minimum, the removed DIP's 1/N of the table, and a small share of the rest)",
