@@ -297,9 +297,7 @@ pub struct Session {
 impl Session {
     /// Connects to `address` from inside `namespace`.
     pub fn open(namespace: &Namespace, address: SocketAddr) -> Result<Session> {
-        let stream = namespace
-            .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
-            .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
+        let Connection { stream, address } = Connection::open(namespace, address)?;
         let local = stream.local_addr()?;
         Ok(Session {
             stream,

@@ -140,51 +140,58 @@ impl Mux {
     /// DESTINATION wWEIGHT, ...`, sorted; empty while it has none (or no
     /// namespace yet).
     pub fn tenant_table(&self, vni: u32) -> Vec<String> {
+        self.in_tenant(vni, || -> Result<Vec<String>> {
+            let mut client = ipvs::Client::connect()?;
+            let mut lines = Vec::new();
+            for service in client.services()? {
+                let mut destinations: Vec<String> = client
+                    .destinations(&service.key)?
+                    .iter()
+                    .map(|destination| {
+                        format!("{} w{}", destination.socket_address(), destination.weight)
+                    })
+                    .collect();
+                destinations.sort();
+                lines.push(format!("{}: {}", service.key, destinations.join(", ")));
+            }
+            lines.sort();
+            Ok(lines)
+        })
+        .unwrap_or_default()
+    }
+
+    /// Runs `work` in the namespace of the tenant of `vni` on this Mux
+    /// (`fulcrum-vniN` of its machine); `None` while there is none, or
+    /// when `work` fails.
+    pub fn in_tenant<T: Send>(
+        &self,
+        vni: u32,
+        work: impl FnOnce() -> Result<T> + Send,
+    ) -> Option<T> {
         self.machine
-            .run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<Vec<String>> {
-                let mut client = ipvs::Client::connect()?;
-                let mut lines = Vec::new();
-                for service in client.services()? {
-                    let mut destinations: Vec<String> = client
-                        .destinations(&service.key)?
-                        .iter()
-                        .map(|destination| {
-                            format!("{} w{}", destination.socket_address(), destination.weight)
-                        })
-                        .collect();
-                    destinations.sort();
-                    lines.push(format!("{}: {}", service.key, destinations.join(", ")));
-                }
-                lines.sort();
-                Ok(lines)
-            })
+            .run_in_named(&format!("fulcrum-vni{vni}"), work)
             .and_then(Result::ok)
-            .unwrap_or_default()
     }
 
     /// How many packets the tenant of `vni`'s IPVS on this Mux has
     /// forwarded (its services' totals; the kernel's estimator sums them,
     /// so they lag up to 2 s).
     pub fn forwarded(&self, vni: u32) -> u64 {
-        self.machine
-            .run_in_named(&format!("fulcrum-vni{vni}"), || -> Result<u64> {
-                let mut client = ipvs::Client::connect()?;
-                Ok(client
-                    .services()?
-                    .iter()
-                    .filter_map(|service| service.statistics.as_ref())
-                    .map(|statistics| statistics.incoming_packets)
-                    .sum())
-            })
-            .and_then(Result::ok)
-            .unwrap_or(0)
+        self.in_tenant(vni, || -> Result<u64> {
+            let mut client = ipvs::Client::connect()?;
+            Ok(client
+                .services()?
+                .iter()
+                .filter_map(|service| service.statistics.as_ref())
+                .map(|statistics| statistics.incoming_packets)
+                .sum())
+        })
+        .unwrap_or(0)
     }
 
     /// The tenant of `vni`'s IPVS connections on this Mux.
     pub fn connections(&self, vni: u32) -> Vec<crate::IpvsConnection> {
-        self.machine
-            .run_in_named(&format!("fulcrum-vni{vni}"), crate::ipvs_connections_here)
-            .and_then(Result::ok)
+        self.in_tenant(vni, crate::ipvs_connections_here)
             .unwrap_or_default()
     }
 }

@@ -88,6 +88,30 @@ pub struct Neighbour {
     pub vtep: IpAddr,
 }
 
+/// The schema's protocols as IPVS names them, one table for both ways.
+const PROTOCOLS: [(schema::Protocol, ipvs::Protocol); 3] = [
+    (schema::Protocol::Tcp, ipvs::Protocol::Tcp),
+    (schema::Protocol::Udp, ipvs::Protocol::Udp),
+    (schema::Protocol::Sctp, ipvs::Protocol::Sctp),
+];
+
+/// IPVS's name for the schema's `protocol`.
+pub fn ipvs_protocol(protocol: schema::Protocol) -> ipvs::Protocol {
+    PROTOCOLS
+        .iter()
+        .find(|(schema, _)| *schema == protocol)
+        .map(|(_, ipvs)| *ipvs)
+        .expect("every schema protocol is IPVS's")
+}
+
+/// The schema's name for IPVS's `protocol`, if it has one.
+pub fn schema_protocol(protocol: ipvs::Protocol) -> Option<schema::Protocol> {
+    PROTOCOLS
+        .iter()
+        .find(|(_, ipvs)| *ipvs == protocol)
+        .map(|(schema, _)| *schema)
+}
+
 /// The overlay a reading of the store describes.
 pub fn overlay(reading: &Reading) -> Overlay {
     let state = State::of(reading);
@@ -160,11 +184,7 @@ pub fn overlay(reading: &Reading) -> Overlay {
         });
         tenant.vips.insert(address);
         let key = ServiceKey::Address {
-            protocol: match protocol {
-                schema::Protocol::Tcp => ipvs::Protocol::Tcp,
-                schema::Protocol::Udp => ipvs::Protocol::Udp,
-                schema::Protocol::Sctp => ipvs::Protocol::Sctp,
-            },
+            protocol: ipvs_protocol(protocol),
             address,
             port,
         };

@@ -180,11 +180,8 @@ impl Kernel {
                 else {
                     continue;
                 };
-                let protocol = match protocol {
-                    ipvs::Protocol::Tcp => schema::Protocol::Tcp,
-                    ipvs::Protocol::Udp => schema::Protocol::Udp,
-                    ipvs::Protocol::Sctp => schema::Protocol::Sctp,
-                    _ => continue,
+                let Some(protocol) = super::desired::schema_protocol(protocol) else {
+                    continue;
                 };
                 let destinations = held
                     .destinations

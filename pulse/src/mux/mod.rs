@@ -206,7 +206,7 @@ async fn follow(
     // What this Mux wrote of its kernel under this lease (a new lease
     // starts with nothing: the old one's keys expire with it).
     let mut published: std::collections::BTreeMap<String, String> = Default::default();
-    let mut written_revision: Option<u64> = None;
+    let applied_key = schema::applied(Role::Mux, id);
     loop {
         let started = Instant::now();
         let overlay = desired::overlay(&reading);
@@ -236,20 +236,20 @@ async fn follow(
             // What changed of what this Mux says its kernel holds, and the
             // revision applied (last), in one write; none when nothing
             // changed: every Mux and agent reads what the others write.
-            let now = kernel.published(id);
+            let mut now = kernel.published(id);
+            now.insert(
+                applied_key.clone(),
+                schema::to_json(&Applied {
+                    revision: overlay.revision,
+                }),
+            );
             let mut puts: Vec<(String, String)> = now
                 .iter()
                 .filter(|(key, value)| published.get(*key) != Some(*value))
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect();
-            if written_revision != Some(overlay.revision) {
-                puts.push((
-                    schema::applied(Role::Mux, id),
-                    schema::to_json(&Applied {
-                        revision: overlay.revision,
-                    }),
-                ));
-            }
+            // The revision applied last: never seen before what it covers.
+            puts.sort_by_key(|(key, _)| *key == applied_key);
             let deletes: Vec<String> = published
                 .keys()
                 .filter(|key| !now.contains_key(*key))
@@ -261,7 +261,6 @@ async fn follow(
                 }
             }
             published = now;
-            written_revision = Some(overlay.revision);
         }
         // The next change: the watch's events say only that something
         // changed; the reading says what.
