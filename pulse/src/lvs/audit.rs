@@ -29,10 +29,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use fulcrum_config::model as config;
 use ipvs::{Client, ServiceKey, Traffic};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::desired::{Table, TableService};
+use super::desired::{Layout, Table, TableService};
 
 /// The least time between the end of one audit and the start of the next.
 pub const PERIOD: Duration = Duration::from_secs(1);
@@ -60,6 +61,32 @@ impl Scope {
                 .map(|entry| entry.service.key)
                 .collect(),
         }
+    }
+
+    /// The scope a configuration can call for, before its desired table is
+    /// computed (the start reads the kernel first): the services of every
+    /// virtual server with a real server or sorry server that has
+    /// thresholds or is tunnelled. A superset of [`Scope::of`] the desired
+    /// table, whatever the health.
+    pub fn of_configuration(configuration: &config::Config, layout: &Layout) -> Scope {
+        let tunnelled = |forwarding: &config::ForwardingMethod| {
+            matches!(forwarding, config::ForwardingMethod::Tunnel(_))
+        };
+        let mut precise = HashSet::new();
+        for (position, virtual_server) in configuration.virtual_servers.iter().enumerate() {
+            let needs = virtual_server.real_servers.iter().any(|real_server| {
+                real_server.upper_threshold != 0
+                    || real_server.lower_threshold != 0
+                    || tunnelled(&real_server.forwarding)
+            }) || virtual_server
+                .sorry_server
+                .as_ref()
+                .is_some_and(|sorry_server| tunnelled(&sorry_server.forwarding));
+            if needs {
+                precise.extend(layout.services_of(position).iter().copied());
+            }
+        }
+        Scope { precise }
     }
 
     /// This scope once the services `keys` of `desired` were replaced (a

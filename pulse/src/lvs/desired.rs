@@ -296,6 +296,50 @@ impl Layout {
         layout
     }
 
+    /// The virtual servers cut into runs of consecutive positions covering
+    /// them all: the first of one, each next twice as long up to `largest`,
+    /// a run lengthened where ending it would part the virtual servers
+    /// making one service (a group overlapping a virtual server, or one
+    /// address twice: [`desired_of`] is whole for a service only with all
+    /// its makers).
+    pub fn runs(&self, largest: usize) -> Vec<std::ops::Range<usize>> {
+        // For each position, the furthest maker of a shared service one of
+        // whose makers is there: no run may end before it.
+        let mut reach: Vec<usize> = (0..self.names.len()).collect();
+        for makers in self.shared.values() {
+            let furthest = makers.iter().copied().max().unwrap_or(0);
+            for &maker in makers {
+                reach[maker] = reach[maker].max(furthest);
+            }
+        }
+        let mut runs = Vec::new();
+        let mut length = 1;
+        let mut start = 0;
+        while start < self.names.len() {
+            let mut end = (start + length).min(self.names.len());
+            let (mut scanned, mut furthest) = (start, start);
+            loop {
+                while scanned < end {
+                    furthest = furthest.max(reach[scanned]);
+                    scanned += 1;
+                }
+                if furthest < end {
+                    break;
+                }
+                end = furthest + 1;
+            }
+            runs.push(start..end);
+            start = end;
+            length = (length * 2).min(largest.max(1));
+        }
+        runs
+    }
+
+    /// The services the virtual server at `position` makes.
+    pub fn services_of(&self, position: usize) -> &[ServiceKey] {
+        &self.services[position]
+    }
+
     /// The position of the first virtual server of `name`.
     pub fn position(&self, name: &VirtualServerKey) -> Option<usize> {
         self.positions.get(name)?.first().copied()
@@ -406,6 +450,37 @@ pub fn desired_whole(
     let mut result = desired_of(configuration, layout, &everyone, health, previous_quorum);
     result.table.timeouts = timeouts(&configuration.global.lvs_timeouts);
     result
+}
+
+/// The first pieces of [`desired_in_pieces`] are small, so that the kernel
+/// has work at once; later ones grow to this many virtual servers, where a
+/// piece's cost is well above its passing between threads.
+const LARGEST_PIECE: usize = 128;
+
+/// [`desired_whole`] computed a run of virtual servers at a time, in
+/// configuration order, for a start that applies the first pieces while it
+/// computes the rest. A piece never splits a service that several virtual
+/// servers make ([`Layout::runs`]), so each service it holds is whole, and
+/// the pieces' tables, quorum states and changes, chained in order, are
+/// [`desired_whole`]'s (the timeouts are in the first piece).
+pub fn desired_in_pieces<'a>(
+    configuration: &'a config::Config,
+    layout: &'a Layout,
+    health: &'a Health,
+    previous_quorum: &'a QuorumStates,
+) -> impl Iterator<Item = Desired> + 'a {
+    layout
+        .runs(LARGEST_PIECE)
+        .into_iter()
+        .enumerate()
+        .map(move |(index, run)| {
+            let positions: Vec<usize> = run.collect();
+            let mut piece = desired_of(configuration, layout, &positions, health, previous_quorum);
+            if index == 0 {
+                piece.table.timeouts = timeouts(&configuration.global.lvs_timeouts);
+            }
+            piece
+        })
 }
 
 /// The services of the virtual servers at `positions` (in configuration

@@ -179,6 +179,48 @@ pub fn plan_within(
     operations
 }
 
+/// One piece of a start's plan: the operations for the services of
+/// `piece` (a run of virtual servers' services, each whole: see
+/// [`super::desired::desired_in_pieces`]), and the timeouts where the piece
+/// has them. Applied in order, the pieces and then [`plan_unwanted`] for
+/// their union do what [`plan`] of the whole does (the same operations;
+/// only a piece's destination removals come at the end of its piece, not
+/// of the whole plan, which keeps the rules within each service), so the
+/// kernel can take the first pieces while the rest are computed.
+pub fn plan_piece(kernel: &Table, piece: &Table, ownership: &Ownership) -> Vec<Operation> {
+    let mut operations = Vec::new();
+    if let Some(timeouts) = timeouts_change(&kernel.timeouts, &piece.timeouts) {
+        operations.push(Operation::SetTimeouts(timeouts));
+    }
+    operations.extend(plan_within(
+        kernel,
+        piece,
+        &Table::default(),
+        ownership,
+        Scope::Services(&piece.keys()),
+    ));
+    operations
+}
+
+/// The last piece of a plan made in pieces ([`plan_piece`]): the kernel's
+/// services that `desired` (the pieces' union) does not want, deleted where
+/// `ownership` allows, in the kernel's order.
+pub fn plan_unwanted(kernel: &Table, desired: &Table, ownership: &Ownership) -> Vec<Operation> {
+    let unwanted: HashSet<ServiceKey> = kernel
+        .services
+        .keys()
+        .filter(|key| !desired.services.contains_key(*key))
+        .copied()
+        .collect();
+    plan_within(
+        kernel,
+        desired,
+        &Table::default(),
+        ownership,
+        Scope::Services(&unwanted),
+    )
+}
+
 /// `keys` that are wanted, in the order of `desired`, then of `draining`.
 fn in_order<'a>(
     keys: &'a HashSet<ServiceKey>,

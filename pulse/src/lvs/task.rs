@@ -17,8 +17,10 @@
 //!   recomputes and plans only the virtual servers whose blocks differ
 //!   ([`Layout::changed`]); otherwise it recomputes the desired table in
 //!   memory and plans every service against what is known. Neither reads
-//!   the kernel. The operations go
-//!   as one pipelined batch ([`Client::apply`]).
+//!   the kernel. The operations go as one pipelined batch
+//!   ([`Client::apply`]); the start's, the largest, is computed and planned
+//!   in pieces that another thread hands to the kernel as they come
+//!   ([`Reconciler::apply_in_pieces`]), kept as one batch.
 //! - **Verified where it was changed.** After a batch, the services it
 //!   touched are read back, each alone (at most [`VERIFY_ONE_BY_ONE`];
 //!   a larger batch, such as the start's, is verified by an audit at once,
@@ -57,18 +59,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fulcrum_config::model as config;
-use ipvs::{BatchError, Client, Operation, ServiceKey, Traffic};
+use ipvs::{BatchError, Client, Operation, ServiceKey, Timeouts, Traffic};
 use nanny::scheduler::StateChange;
 use nanny::spec::VirtualServerKey;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::audit::{self, Snapshot};
 use super::desired::{
-    ByAddress, Desired, Health, Layout, QuorumStates, Table, TableService, desired_of,
-    desired_whole,
+    ByAddress, Desired, Health, Layout, QuorumStates, Table, TableService, desired_in_pieces,
+    desired_of, desired_whole,
 };
 use super::drain::Draining;
-use super::plan::{Ownership, Scope, destination_differs, plan_within, service_differs};
+use super::plan::{
+    Ownership, Scope, destination_differs, plan_piece, plan_unwanted, plan_within, service_differs,
+};
 use super::tap;
 
 /// How often what drains is read back.
@@ -306,24 +310,26 @@ impl Reconciler {
             .map(|position| &self.configuration.virtual_servers[position])
     }
 
-    /// The start: what the kernel holds read whole (the audit's way), the
-    /// desired table computed, then one pass.
+    /// The start: what the kernel holds read whole (the audit's way), then
+    /// one pass, computed and planned in pieces that the kernel takes as
+    /// they come ([`Reconciler::apply_in_pieces`]).
     pub fn start(&mut self) -> Report {
-        let computed = desired_whole(
-            &self.configuration,
-            &self.layout,
-            &self.health,
-            &self.quorum,
-        );
-        let scope = audit::Scope::of(&computed.table);
+        let scope = audit::Scope::of_configuration(&self.configuration, &self.layout);
         let (applied, cost) = match audit::read(&mut self.client, &scope, 0) {
             Ok(read) => read,
             Err(error) => {
                 // What is wanted is known; what the kernel holds, once an
                 // audit reads it (asked for now), which plans the rest.
+                let computed = desired_whole(
+                    &self.configuration,
+                    &self.layout,
+                    &self.health,
+                    &self.quorum,
+                );
+                self.audit_scope
+                    .send_replace(Arc::new(audit::Scope::of(&computed.table)));
                 self.desired = computed.table;
                 self.quorum = computed.quorum;
-                self.audit_scope.send_replace(Arc::new(scope));
                 self.audit_now.notify_one();
                 return Report::failed(ReconcileError::Read(error));
             }
@@ -334,8 +340,92 @@ impl Reconciler {
             cost.traffic
         );
         self.applied = applied;
-        self.audit_scope.send_replace(Arc::new(scope));
-        self.pass_with(Reason::Start, computed, Scope::Everything)
+        let started = Instant::now();
+        let traffic = self.client.traffic();
+        let (computed, first) = self.apply_in_pieces();
+        self.audit_scope
+            .send_replace(Arc::new(audit::Scope::of(&computed.table)));
+        self.desired = computed.table;
+        self.quorum = computed.quorum;
+        let notifications = self.quorum_notifications(computed.quorum_changes);
+        let mut report = self.finish_pass(first, started, traffic);
+        report.notifications = notifications;
+        report
+    }
+
+    /// The start's pass: the desired table computed and planned a piece at
+    /// a time ([`desired_in_pieces`], [`plan_piece`]) on this thread while
+    /// another gives the kernel each piece as it comes, so the kernel's
+    /// work (the start's largest cost) begins after the first virtual
+    /// server rather than after the whole table. Then the bookkeeping of one
+    /// batch ([`Reconciler::settle`]), as if the pieces had been one: the
+    /// kernel's answers are numbered across them, and an interrupted
+    /// exchange leaves the later pieces unsent (read back like the rest of
+    /// an interrupted batch). Returns the whole desired table.
+    fn apply_in_pieces(&mut self) -> (Desired, PlanOutcome) {
+        let computing = Instant::now();
+        let Reconciler {
+            client,
+            configuration,
+            layout,
+            health,
+            quorum,
+            applied,
+            ownership,
+            modules_asked_for,
+            ..
+        } = self;
+        let (computed, batch, computed_in) = std::thread::scope(|scope| {
+            let (pieces, received) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+            let sender = scope.spawn(move || send_pieces(client, modules_asked_for, received));
+            let mut whole = Desired::default();
+            for piece in desired_in_pieces(configuration, layout, health, quorum) {
+                let operations = plan_piece(applied, &piece.table, ownership);
+                // The sender ends only once this one is dropped.
+                if !operations.is_empty() {
+                    let _ = pieces.send(operations);
+                }
+                // Only the first piece has them.
+                if piece.table.timeouts != Timeouts::default() {
+                    whole.table.timeouts = piece.table.timeouts;
+                }
+                whole.table.services.extend(piece.table.services);
+                whole.quorum.extend(piece.quorum);
+                whole.quorum_changes.extend(piece.quorum_changes);
+            }
+            let last = plan_unwanted(applied, &whole.table, ownership);
+            if !last.is_empty() {
+                let _ = pieces.send(last);
+            }
+            let computed_in = computing.elapsed();
+            drop(pieces);
+            let batch = sender
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (whole, batch, computed_in)
+        });
+        tracing::debug!(
+            "start: computed and planned in {} pieces in {:.1} ms, the kernel done {:.1} ms after \
+             the start",
+            batch.pieces,
+            computed_in.as_secs_f64() * 1000.0,
+            computing.elapsed().as_secs_f64() * 1000.0
+        );
+        let operations = batch.operations;
+        if operations.is_empty() {
+            self.ownership = Ownership::Matching(HashSet::new());
+            return (computed, PlanOutcome::default());
+        }
+        let previously_failing = self.begin_pass(Reason::Start, Scope::Everything, &operations);
+        let outcome = self.settle(
+            Reason::Start,
+            &operations,
+            batch.failures,
+            batch.interrupted,
+            &previously_failing,
+            HashSet::new(),
+        );
+        (computed, outcome)
     }
 
     /// Moves to a new configuration and applies it. Quorum states and
@@ -580,6 +670,12 @@ impl Reconciler {
         let started = Instant::now();
         let traffic = self.client.traffic();
         let first = self.apply_plan(reason, scope);
+        self.finish_pass(first, started, traffic)
+    }
+
+    /// After a pass's first plan: once more for what the kernel refused
+    /// because it was not as known; the pass's report.
+    fn finish_pass(&mut self, first: PlanOutcome, started: Instant, traffic: Traffic) -> Report {
         let mut operations = first.operations;
         let mut error = first.error;
         if error.is_none() && !first.refused.is_empty() {
@@ -617,9 +713,31 @@ impl Reconciler {
             self.ownership = Ownership::Matching(owned);
             return PlanOutcome::default();
         }
+        let previously_failing = self.begin_pass(reason, scope, &operations);
+        load_modules(&operations, &mut self.modules_asked_for);
+        let (failures, interrupted) = apply_valid(&mut self.client, &operations);
+        self.settle(
+            reason,
+            &operations,
+            failures,
+            interrupted,
+            &previously_failing,
+            owned,
+        )
+    }
+
+    /// Before a batch is applied: what failed before is taken aside (those
+    /// of services `scope` does not plan still fail), the batch is logged,
+    /// and the services it touches are numbered with this pass. Returns
+    /// what failed before.
+    fn begin_pass(
+        &mut self,
+        reason: Reason,
+        scope: Scope<'_>,
+        operations: &[Operation],
+    ) -> HashMap<String, Option<ServiceKey>> {
         let previously_failing = std::mem::take(&mut self.failing);
         if let Scope::Services(keys) = scope {
-            // Those of services this pass does not plan still fail.
             self.failing.extend(
                 previously_failing
                     .iter()
@@ -627,20 +745,32 @@ impl Reconciler {
                     .map(|(text, key)| (text.clone(), *key)),
             );
         }
-        log_operations(reason, &operations, &previously_failing);
+        log_operations(reason, operations, &previously_failing);
         // Numbered now, counted as finished once applied and read back (in
         // `read_back`): an audit that begins meanwhile knows its reading of
         // these services may be older than the pass.
         let pass = self.passes.load(Ordering::Acquire) + 1;
-        let touched: HashSet<ServiceKey> = operations.iter().filter_map(service_of).collect();
-        for key in &touched {
-            self.touched.insert(*key, pass);
+        for key in operations.iter().filter_map(service_of) {
+            self.touched.insert(key, pass);
         }
-        load_modules(&operations, &mut self.modules_asked_for);
-        let (failures, interrupted) = match self.client.apply(&operations) {
-            Ok(()) => (Vec::new(), None),
-            Err(error) => (error.failures, error.interrupted),
-        };
+        previously_failing
+    }
+
+    /// After a batch: what the kernel acknowledged is kept in
+    /// [`Reconciler::applied`], what it refused is reported (or, refused
+    /// for the table's state, planned again), what it touched is read back
+    /// (or verified by an audit at once, for a large batch). `owned`: what
+    /// pulse owns beyond the desired services.
+    fn settle(
+        &mut self,
+        reason: Reason,
+        operations: &[Operation],
+        failures: Vec<(usize, ipvs::Error)>,
+        interrupted: Option<(usize, ipvs::Error)>,
+        previously_failing: &HashMap<String, Option<ServiceKey>>,
+        mut owned: HashSet<ServiceKey>,
+    ) -> PlanOutcome {
+        let touched: HashSet<ServiceKey> = operations.iter().filter_map(service_of).collect();
         let refused_indexes: HashSet<usize> = failures.iter().map(|(index, _)| *index).collect();
         let answered = interrupted
             .as_ref()
@@ -1380,6 +1510,98 @@ pub fn stop_notifications(
         });
     }
     notifications
+}
+
+/// Applies `operations`: the kernel's refusals and where the exchange
+/// failed, by index. The library sends nothing of a batch with an
+/// operation it cannot encode (a weight above the kernel's limit): those
+/// are refused here, and the others sent, so that every operation not
+/// refused is one the kernel took, as [`Reconciler::settle`] counts them.
+#[allow(clippy::type_complexity)]
+fn apply_valid(
+    client: &mut Client,
+    operations: &[Operation],
+) -> (Vec<(usize, ipvs::Error)>, Option<(usize, ipvs::Error)>) {
+    let error = match client.apply(operations) {
+        Ok(()) => return (Vec::new(), None),
+        Err(error) => error,
+    };
+    let (invalid, refused): (Vec<_>, Vec<_>) = error
+        .failures
+        .into_iter()
+        .partition(|(_, failure)| matches!(failure, ipvs::Error::Invalid { .. }));
+    if invalid.is_empty() {
+        return (refused, error.interrupted);
+    }
+    let refused_whole: HashSet<usize> = invalid.iter().map(|(index, _)| *index).collect();
+    let (indexes, valid): (Vec<usize>, Vec<Operation>) = operations
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !refused_whole.contains(index))
+        .map(|(index, operation)| (index, operation.clone()))
+        .unzip();
+    let (mut failures, interrupted) = match client.apply(&valid) {
+        Ok(()) => (Vec::new(), None),
+        Err(error) => (
+            error
+                .failures
+                .into_iter()
+                .map(|(index, failure)| (indexes[index], failure))
+                .collect(),
+            error
+                .interrupted
+                .map(|(index, failure)| (indexes[index], failure)),
+        ),
+    };
+    failures.extend(invalid);
+    failures.sort_by_key(|(index, _)| *index);
+    (failures, interrupted)
+}
+
+/// How many planned pieces of the start may wait for the kernel: enough
+/// that the kernel never waits for the planner, few enough that the
+/// planner does not run far ahead.
+const PIECES_AHEAD: usize = 4;
+
+/// What [`send_pieces`] did: every operation received, in order, and the
+/// kernel's answers numbered across them as for one batch.
+struct PiecesSent {
+    pieces: usize,
+    operations: Vec<Operation>,
+    failures: Vec<(usize, ipvs::Error)>,
+    interrupted: Option<(usize, ipvs::Error)>,
+}
+
+/// Gives the kernel each piece of a plan as it comes, until the pieces
+/// end. After an interrupted exchange the rest is kept unsent: its outcome
+/// is as unknown as that of the rest of an interrupted batch.
+fn send_pieces(
+    client: &mut Client,
+    modules_asked_for: &mut HashSet<String>,
+    pieces: std::sync::mpsc::Receiver<Vec<Operation>>,
+) -> PiecesSent {
+    let mut sent = PiecesSent {
+        pieces: 0,
+        operations: Vec::new(),
+        failures: Vec::new(),
+        interrupted: None,
+    };
+    for piece in pieces {
+        let offset = sent.operations.len();
+        sent.pieces += 1;
+        if sent.interrupted.is_none() {
+            load_modules(&piece, modules_asked_for);
+            let (failures, interrupted) = apply_valid(client, &piece);
+            sent.failures.extend(
+                failures
+                    .into_iter()
+                    .map(|(index, failure)| (offset + index, failure)),
+            );
+            sent.interrupted = interrupted.map(|(index, failure)| (offset + index, failure));
+        }
+        sent.operations.extend(piece);
+    }
+    sent
 }
 
 /// Loads the scheduler and persistence-engine modules a batch needs and the

@@ -705,3 +705,140 @@ virtual_server 192.0.2.4 80 {
         assert_eq!(previous_layout.changed(&before, &after), None, "{text}");
     }
 }
+
+/// The ordered parts of a computation, for comparing two.
+fn ordered(desired: &Desired) -> (Vec<(&ServiceKey, &TableService)>, &Timeouts) {
+    (
+        desired.table.services.iter().collect(),
+        &desired.table.timeouts,
+    )
+}
+
+/// [`desired_in_pieces`] chained is [`desired_whole`]: the same services
+/// in the same order, quorum states and changes; no service is in two
+/// pieces, and the runs cover every virtual server once.
+fn assert_pieces_are_whole(configuration: &config::Config, what: &str) {
+    let layout = Layout::of(configuration);
+    let runs = layout.runs(LARGEST_PIECE);
+    let covered: Vec<usize> = runs.iter().cloned().flatten().collect();
+    assert_eq!(
+        covered,
+        (0..configuration.virtual_servers.len()).collect::<Vec<_>>(),
+        "{what}: {runs:?}"
+    );
+    let whole = desired_whole(
+        configuration,
+        &layout,
+        &Health::default(),
+        &QuorumStates::default(),
+    );
+    let mut chained = Desired::default();
+    for (index, piece) in desired_in_pieces(
+        configuration,
+        &layout,
+        &Health::default(),
+        &QuorumStates::default(),
+    )
+    .enumerate()
+    {
+        if index == 0 {
+            chained.table.timeouts = piece.table.timeouts;
+        } else {
+            assert_eq!(piece.table.timeouts, Timeouts::default(), "{what}");
+        }
+        for (key, entry) in piece.table.services {
+            assert!(
+                chained.table.services.insert(key, entry).is_none(),
+                "{what}: {key} in two pieces"
+            );
+        }
+        chained.quorum.extend(piece.quorum);
+        chained.quorum_changes.extend(piece.quorum_changes);
+    }
+    assert_eq!(ordered(&chained), ordered(&whole), "{what}");
+    // The start reads the kernel before it computes: the audit's scope
+    // from the configuration covers the one from the computed table.
+    let before = crate::lvs::audit::Scope::of_configuration(configuration, &layout);
+    let after = crate::lvs::audit::Scope::of(&whole.table);
+    assert!(
+        after.precise.is_subset(&before.precise),
+        "{what}: {:?} not in {:?}",
+        after.precise,
+        before.precise
+    );
+    assert_eq!(chained.quorum, whole.quorum, "{what}");
+    assert_eq!(chained.quorum_changes, whole.quorum_changes, "{what}");
+}
+
+/// Runs grow from one virtual server to the largest, and are lengthened
+/// where a service's makers would be parted: here a group overlapping
+/// virtual servers far apart, and one address written twice.
+#[test]
+fn a_start_computed_in_pieces_is_the_whole_computation() {
+    let mut text = String::from(
+        "virtual_server_group web {\n    192.0.2.3 80\n    192.0.2.200 80\n}\n\
+         virtual_server group web {\n    protocol TCP\n    real_server 10.0.0.1 80 { }\n}\n",
+    );
+    for index in 0..300u32 {
+        // 192.0.3.12 twice, at positions 263 and 264 (its block written
+        // again), where a run would otherwise end.
+        let last = if index == 263 { 12 } else { index % 250 };
+        let third = 2 + index / 250;
+        text.push_str(&format!(
+            "virtual_server 192.0.{third}.{last} 80 {{\n    protocol TCP\n    quorum 2\n    \
+             real_server 10.0.0.1 80 {{ }}\n    real_server 10.0.0.2 80 {{ weight 2 }}\n}}\n"
+        ));
+    }
+    text.push_str(
+        "virtual_server 198.51.100.1 80 {\n    protocol TCP\n    lb_kind TUN\n    \
+         real_server 10.0.0.3 80 { }\n}\n\
+         virtual_server 198.51.100.2 80 {\n    protocol TCP\n    \
+         real_server 10.0.0.4 80 { uthreshold 5 }\n}\n\
+         global_defs {\n    lvs_timeouts tcp 900\n}\n",
+    );
+    let configuration = load(&text);
+    let layout = Layout::of(&configuration);
+    let runs = layout.runs(LARGEST_PIECE);
+    // The group (position 0) shares a service with 192.0.2.3 (position 4)
+    // and 192.0.2.200 (position 201): the first run, of one, reaches 201.
+    assert_eq!(runs[0], 0..202);
+    assert_eq!(runs[1], 202..204);
+    assert!(
+        runs.iter()
+            .any(|run| run.contains(&263) && run.contains(&264)),
+        "{runs:?}"
+    );
+    assert!(runs.iter().any(|run| run.end == 265), "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|run| run.len() <= LARGEST_PIECE || run.start == 0),
+        "{runs:?}"
+    );
+    assert_pieces_are_whole(&configuration, "generated");
+}
+
+/// The same over the corpus of real configurations, when it is there.
+#[test]
+fn the_corpus_computed_in_pieces_is_computed_whole() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/corpus/keepalived/configs");
+    let Ok(entries) = std::fs::read_dir(&corpus) else {
+        eprintln!("skipped: no corpus at {}", corpus.display());
+        return;
+    };
+    let mut names: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
+    names.sort();
+    let mut with_virtual_servers = 0;
+    for name in names {
+        let Ok(text) = std::fs::read_to_string(&name) else {
+            continue;
+        };
+        let configuration = load(&text);
+        if configuration.virtual_servers.is_empty() {
+            continue;
+        }
+        with_virtual_servers += 1;
+        assert_pieces_are_whole(&configuration, &name.display().to_string());
+    }
+    eprintln!("{with_virtual_servers} configurations with virtual servers computed in pieces");
+}

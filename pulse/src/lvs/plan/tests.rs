@@ -258,6 +258,71 @@ fn plans_reach_the_desired_table_by_edits_and_are_then_empty() {
     }
 }
 
+/// A plan made in pieces ([`plan_piece`] over consecutive runs of the
+/// desired services, then [`plan_unwanted`]) holds the whole plan's
+/// operations and reaches the same table; with nothing to remove inside a
+/// service (a start into an empty or a matching kernel) it is the whole
+/// plan, in its order.
+#[test]
+fn a_plan_in_pieces_is_the_whole_plan() {
+    let mut random = fastrand::Rng::with_seed(19);
+    for round in 0..500 {
+        let kernel = as_reported(&random_table(&mut random));
+        let desired = random_table(&mut random);
+        let ownership = if random.bool() {
+            Ownership::Everything
+        } else {
+            Ownership::Matching(HashSet::new())
+        };
+        let whole = plan(&kernel, &desired, &ownership);
+        // The desired services cut at random places; the timeouts in the
+        // first piece.
+        let mut pieces: Vec<Table> = Vec::new();
+        for (index, entry) in desired.services.values().enumerate() {
+            if index == 0 || random.bool() {
+                pieces.push(Table::default());
+            }
+            pieces.last_mut().unwrap().insert(entry.clone());
+        }
+        match pieces.first_mut() {
+            Some(first) => first.timeouts = desired.timeouts,
+            None => pieces.push(Table {
+                timeouts: desired.timeouts,
+                ..Table::default()
+            }),
+        }
+        let mut in_pieces: Vec<Operation> = pieces
+            .iter()
+            .flat_map(|piece| plan_piece(&kernel, piece, &ownership))
+            .collect();
+        in_pieces.extend(plan_unwanted(&kernel, &desired, &ownership));
+
+        let removes_inside = whole
+            .iter()
+            .any(|operation| matches!(operation, Operation::DeleteDestination(..)));
+        if !removes_inside {
+            assert_eq!(in_pieces, whole, "round {round}");
+        }
+        let sorted = |operations: &[Operation]| {
+            let mut texts: Vec<String> = operations.iter().map(|o| format!("{o:?}")).collect();
+            texts.sort();
+            texts
+        };
+        assert_eq!(sorted(&in_pieces), sorted(&whole), "round {round}");
+        let (mut by_whole, mut by_pieces) = (kernel.clone(), kernel.clone());
+        apply(&mut by_whole, &whole);
+        apply(&mut by_pieces, &in_pieces);
+        let every: HashSet<ServiceKey> =
+            by_whole.keys().union(&by_pieces.keys()).copied().collect();
+        assert_eq!(
+            normal(&by_pieces, &every),
+            normal(&by_whole, &every),
+            "round {round}"
+        );
+        assert_eq!(by_pieces.timeouts, by_whole.timeouts, "round {round}");
+    }
+}
+
 #[test]
 fn a_parameter_change_is_an_edit() {
     let mut kernel = Table::default();
