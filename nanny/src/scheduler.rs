@@ -984,11 +984,41 @@ impl Handle {
         Handle::spawn_unstarved(plan, start, true)
     }
 
+    /// [`Handle::spawn_following_addresses`] for a scheduler that begins
+    /// once `gate` is done, with the plan `plan` makes then (on the blocking
+    /// pool). pulse starts its checkers once its start pass has programmed
+    /// the kernel, as keepalived's checker process registers its checkers
+    /// after `init_services`: building the plan and sending the first
+    /// verdicts (one per real server without checkers) would otherwise take
+    /// the processors from the start's batch. The handle serves at once:
+    /// commands wait in its queue, and a shutdown before the scheduler
+    /// begins ends it there.
+    pub fn spawn_following_addresses_after(
+        gate: impl Future<Output = ()> + Send + 'static,
+        plan: impl FnOnce() -> Plan + Send + 'static,
+        start: Start,
+    ) -> Handle {
+        Handle::spawn_with(
+            async move {
+                gate.await;
+                tokio::task::spawn_blocking(plan)
+                    .await
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))
+            },
+            start,
+            true,
+            #[cfg(test)]
+            Duration::ZERO,
+            #[cfg(test)]
+            READY_TO_RUN,
+        )
+    }
+
     /// A scheduler as on a runtime that polls its attempts at once (the
     /// only kind outside tests).
     fn spawn_unstarved(plan: Plan, start: Start, follows_addresses: bool) -> Handle {
         Handle::spawn_with(
-            plan,
+            std::future::ready(plan),
             start,
             follows_addresses,
             #[cfg(test)]
@@ -1007,28 +1037,44 @@ impl Handle {
         starved_for: Duration,
         ready_to_run: usize,
     ) -> Handle {
-        Handle::spawn_with(plan, start, false, starved_for, ready_to_run)
+        Handle::spawn_with(
+            std::future::ready(plan),
+            start,
+            false,
+            starved_for,
+            ready_to_run,
+        )
     }
 
+    /// Starts the scheduler once `plan` is ready (unless shut down before).
     fn spawn_with(
-        plan: Plan,
+        plan: impl Future<Output = Plan> + Send + 'static,
         start: Start,
         follows_addresses: bool,
         #[cfg(test)] starved_for: Duration,
         #[cfg(test)] ready_to_run: usize,
     ) -> Handle {
         let (events_sender, events) = mpsc::channel(1024);
-        let (shutdown, shutdown_receiver) = broadcast::channel(1);
+        let (shutdown, mut shutdown_receiver) = broadcast::channel(1);
         let (done_sender, done) = mpsc::channel(1);
         let (commands, commands_receiver) = mpsc::channel(8);
-        let mut scheduler = Scheduler::new(plan, start, events_sender);
-        scheduler.follows_addresses = follows_addresses;
-        #[cfg(test)]
-        {
-            scheduler.starved_for = starved_for;
-            scheduler.ready_to_run = Arc::new(Semaphore::new(ready_to_run));
-        }
-        tokio::spawn(scheduler.run(commands_receiver, shutdown_receiver, done_sender));
+        tokio::spawn(async move {
+            let plan = tokio::select! {
+                plan = plan => plan,
+                // `done_sender` dropped on return: the shutdown ends.
+                _ = shutdown_receiver.recv() => return,
+            };
+            let mut scheduler = Scheduler::new(plan, start, events_sender);
+            scheduler.follows_addresses = follows_addresses;
+            #[cfg(test)]
+            {
+                scheduler.starved_for = starved_for;
+                scheduler.ready_to_run = Arc::new(Semaphore::new(ready_to_run));
+            }
+            scheduler
+                .run(commands_receiver, shutdown_receiver, done_sender)
+                .await;
+        });
         Handle {
             events,
             events_taken: false,
@@ -1082,6 +1128,7 @@ mod tests {
     use crate::driver::tcp::tests::{closed_port, saturated_listener};
     use std::net::SocketAddr;
     use tokio::net::TcpListener;
+    use tokio::sync::oneshot;
 
     /// The checks of `text`, its scripts reviewed (MISC_CHECK runs only
     /// reviewed scripts).
@@ -1660,5 +1707,53 @@ virtual_server 192.0.2.1 80 {{
         assert!(change.up && change.initial);
         assert_eq!(change.reason, "no checker");
         handle.shutdown().await;
+    }
+
+    /// A scheduler started after a gate (pulse's, once its start pass is
+    /// applied) makes its plan and says anything only once the gate opens;
+    /// commands sent before wait; stopped before, it ends at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_gated_scheduler_begins_when_its_gate_opens() {
+        let text = "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 127.0.0.1 80 {
+    }
+}
+";
+        let (open, gate) = oneshot::channel::<()>();
+        let planned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut handle = Handle::spawn_following_addresses_after(
+            async {
+                let _ = gate.await;
+            },
+            {
+                let planned = planned.clone();
+                move || {
+                    planned.store(true, std::sync::atomic::Ordering::SeqCst);
+                    plan(text)
+                }
+            },
+            Start::Warmup,
+        );
+        handle.local_addresses(Some(HashSet::new())).await;
+        assert!(quiet(&mut handle).await, "said something before the gate");
+        assert!(!planned.load(std::sync::atomic::Ordering::SeqCst));
+        open.send(()).unwrap();
+        let change = next(&mut handle).await;
+        assert!(change.up && change.initial);
+        assert!(planned.load(std::sync::atomic::Ordering::SeqCst));
+        handle.shutdown().await;
+
+        let (_open, gate) = oneshot::channel::<()>();
+        let handle = Handle::spawn_following_addresses_after(
+            async {
+                let _ = gate.await;
+            },
+            || -> Plan { panic!("planned though stopped before the gate") },
+            Start::Warmup,
+        );
+        tokio::time::timeout(Duration::from_secs(1), handle.shutdown())
+            .await
+            .expect("a shutdown before the gate ends at once");
     }
 }

@@ -269,9 +269,7 @@ fn reconciler_follows_health_and_repairs_drift() {
         .enable_all()
         .build()
         .unwrap();
-    let (states_sender, states_receiver) = mpsc::channel(16);
-    let (states_handover, states) = oneshot::channel();
-    states_handover.send(states_receiver).unwrap();
+    let (states_sender, states) = mpsc::channel(16);
     let (_running, configurations) = tokio::sync::watch::channel(Running {
         generation: 1,
         configuration: configuration.clone(),

@@ -400,25 +400,35 @@ impl Lvs {
         let (applied_sender, applied) = watch::channel(Applied::default());
         let (stop, stop_receiver) = oneshot::channel();
         let (notifications, notifications_receiver) = mpsc::channel(1024);
-        let (states_sender, states) = oneshot::channel();
-        // The reconciler first: its start pass programs the kernel on the
-        // blocking pool while nanny's plan is built here (each walks the
-        // whole configuration, and the start needs no verdict).
+        // nanny begins once the start pass is applied, as keepalived's
+        // checker process registers its checkers after programming IPVS
+        // (`init_services`): the start needs no verdict, and nanny's plan
+        // and first verdicts (one per real server without checkers) would
+        // take the processors from the start's batch. Told this host's
+        // addresses whenever a configuration has `ha_suspend`: until then,
+        // such checks wait.
+        let mut started = applied.clone();
+        let mut checkers = Handle::spawn_following_addresses_after(
+            async move {
+                // Also when the reconciler ended (pulse stops then).
+                let _ = started.wait_for(|applied| applied.generation >= 1).await;
+            },
+            {
+                let configuration = configuration.clone();
+                move || Plan::from_config(&configuration)
+            },
+            Start::Warmup,
+        );
         let reconciler = tokio::spawn(reconciler::run(
             Reconciler::new(client, configuration.clone()),
             Channels {
-                states,
+                states: checkers.take_events().expect("a new handle has its events"),
                 configurations,
                 applied: applied_sender,
                 stop: stop_receiver,
                 notifications,
             },
         ));
-        // Told this host's addresses whenever a configuration has
-        // `ha_suspend`: until then, such checks wait.
-        let mut checkers =
-            Handle::spawn_following_addresses(Plan::from_config(&configuration), Start::Warmup);
-        let _ = states_sender.send(checkers.take_events().expect("a new handle has its events"));
         let scripts = tokio::spawn(crate::scripts::run(notifications_receiver));
         let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
         open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1216,10 +1216,9 @@ pub struct Applied {
 
 /// The channels the loop listens and talks on.
 pub struct Channels {
-    /// nanny's verdicts (`nanny::scheduler::Handle::take_events`), handed
-    /// over once nanny runs: the start pass does not wait for nanny's plan
-    /// (a walk of the whole configuration) to be built.
-    pub states: oneshot::Receiver<mpsc::Receiver<StateChange>>,
+    /// nanny's verdicts (`nanny::scheduler::Handle::take_events`), read
+    /// once the start pass is applied (nanny begins then).
+    pub states: mpsc::Receiver<StateChange>,
     /// The running configuration: its value when the loop starts is the
     /// reconciler's, each new one a reload.
     pub configurations: watch::Receiver<Running>,
@@ -1269,10 +1268,6 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
         None => None,
     };
     told(&channels, generation, "start", report);
-    // No checker, no verdict: a receiver that has ended.
-    let mut states = (&mut channels.states)
-        .await
-        .unwrap_or_else(|_| mpsc::channel(1).1);
 
     // The audit, on a socket of its own.
     let (snapshots_sender, mut snapshots) = mpsc::channel(1);
@@ -1304,7 +1299,7 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
         }
         let draining = reconciler.is_draining();
         tokio::select! {
-            change = states.recv(), if states_open => match change {
+            change = channels.states.recv(), if states_open => match change {
                 Some(change) => {
                     let verdict = Instant::now();
                     let mut names: HashSet<VirtualServerKey> = HashSet::new();
@@ -1312,7 +1307,7 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                     names.extend(change.virtual_servers);
                     // One pass for every verdict already queued: nanny's
                     // first reports come in a burst, one per real server.
-                    while let Ok(change) = states.try_recv() {
+                    while let Ok(change) = channels.states.try_recv() {
                         notify(&channels.notifications, reconciler.record(&change));
                         names.extend(change.virtual_servers);
                     }
