@@ -53,7 +53,7 @@ mod stats;
 mod testing;
 
 pub use address::{AddressBytes, Family};
-pub use client::{BatchError, Client, Errno, Error, Operation, Traffic};
+pub use client::{BatchError, Client, EncodedBatch, Errno, Error, Operation, Traffic};
 pub use config::Timeouts;
 pub use daemon::{DaemonAttribute, INTERFACE_NAME_MAX, SyncDaemon, SyncState};
 pub use destination::{

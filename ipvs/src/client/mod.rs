@@ -9,6 +9,7 @@
 //! Sockets belong to the network namespace they were opened in: a client
 //! connected from a thread inside a namespace programs that namespace's IPVS.
 
+mod batch;
 mod error;
 mod traffic;
 mod transport;
@@ -22,6 +23,7 @@ use netlink_packet_generic::GenlHeader;
 use std::fmt;
 use std::net::SocketAddr;
 
+pub use batch::EncodedBatch;
 pub use error::{Errno, Error};
 pub use traffic::Traffic;
 
@@ -493,28 +495,25 @@ impl Client {
     /// for separate calls (so a destination whose service was refused is
     /// refused too); every refusal is reported with the operation's index.
     pub fn apply(&mut self, operations: &[Operation]) -> Result<(), BatchError> {
-        let mut requests = Vec::with_capacity(operations.len());
-        let mut failures = Vec::new();
-        for (index, operation) in operations.iter().enumerate() {
-            match operation.request() {
-                Ok(request) => requests.push(request),
-                Err(source) => failures.push((
-                    index,
-                    Error::Invalid {
-                        operation: operation.to_string(),
-                        source,
-                    },
-                )),
-            }
-        }
-        if !failures.is_empty() {
-            return Err(BatchError {
-                failures,
-                interrupted: None,
-                total: operations.len(),
-            });
-        }
-        self.send_batch(&requests, |index| operations[index].to_string())
+        let batch = EncodedBatch::new(operations)?;
+        self.apply_encoded(operations, &batch)
+    }
+
+    /// Applies `operations` as [`Client::apply`] does, from their batch
+    /// encoded beforehand ([`EncodedBatch::new`], on any thread): the
+    /// library's own work left here is copying each message into its
+    /// datagram. `operations` name what the kernel refused.
+    pub fn apply_encoded(
+        &mut self,
+        operations: &[Operation],
+        batch: &EncodedBatch,
+    ) -> Result<(), BatchError> {
+        assert_eq!(
+            operations.len(),
+            batch.len(),
+            "a batch encodes its operations"
+        );
+        self.send_batch(batch, |index| operations[index].to_string())
     }
 
     /// Applies requests built beforehand with [`Operation::request`], as
@@ -522,19 +521,19 @@ impl Client {
     /// operation as it reads it and should not build its request twice.
     /// Refusals name the request's command.
     pub fn apply_requests(&mut self, requests: &[Request]) -> Result<(), BatchError> {
-        self.send_batch(requests, |index| {
+        self.send_batch(&EncodedBatch::of_requests(requests), |index| {
             format!("{:?}", requests[index].message.command)
         })
     }
 
     fn send_batch(
         &mut self,
-        requests: &[Request],
+        batch: &EncodedBatch,
         describe: impl Fn(usize) -> String,
     ) -> Result<(), BatchError> {
         let mut failures = Vec::new();
         let exchange = match self.transport() {
-            Ok(transport) => transport.execute(requests),
+            Ok(transport) => transport.execute(batch),
             Err(error) => Exchange {
                 outcomes: Vec::new(),
                 error: Some(error),
@@ -544,7 +543,7 @@ impl Client {
             if let Err(refusal) = outcome {
                 failures.push((
                     index,
-                    kernel_error(&describe(index), &requests[index].message, refusal),
+                    kernel_error(&describe(index), batch.command(index), refusal),
                 ));
             }
         }
@@ -560,7 +559,7 @@ impl Client {
             Err(BatchError {
                 failures,
                 interrupted,
-                total: requests.len(),
+                total: batch.len(),
             })
         }
     }
@@ -582,7 +581,9 @@ impl Client {
         describe: impl Fn() -> String,
     ) -> Result<IpvsMessage, Error> {
         debug_assert_eq!(request.kind, RequestKind::Get);
-        let exchange = self.transport()?.execute(std::slice::from_ref(&request));
+        let exchange = self
+            .transport()?
+            .execute(&EncodedBatch::of_requests(std::slice::from_ref(&request)));
         if let Some(error) = exchange.error {
             return self.check(Err(error));
         }
@@ -591,7 +592,7 @@ impl Client {
             .into_iter()
             .next()
             .expect("one outcome per request")
-            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))?;
+            .map_err(|refusal| kernel_error(&describe(), request.message.command, &refusal))?;
         match replies.len() {
             1 => Ok(replies.remove(0)),
             count => Err(Error::Protocol(format!(
@@ -612,7 +613,7 @@ impl Client {
         debug_assert_eq!(request.kind, RequestKind::Dump);
         let outcome = self.transport()?.dump(&request, decode);
         self.check(outcome)?
-            .map_err(|refusal| kernel_error(&describe(), &request.message, &refusal))
+            .map_err(|refusal| kernel_error(&describe(), request.message.command, &refusal))
     }
 
     /// A dump's entries as whole messages.
@@ -650,9 +651,9 @@ const SERVICES_PER_DUMP_THREAD: usize = 64;
 /// A refusal in words: ipvsadm's for the command and errno where it has
 /// some, else the C library's, and the kernel's own explanation if it gave
 /// one.
-fn kernel_error(operation: &str, request: &IpvsMessage, refusal: &Refusal) -> Error {
+fn kernel_error(operation: &str, command: IpvsCommand, refusal: &Refusal) -> Error {
     let errno = refusal.errno;
-    let mut reason = match (request.command, errno.0) {
+    let mut reason = match (command, errno.0) {
         // ipvsadm has no words for it (strerror says "Numerical result out
         // of range"); say what the kernel checks.
         (IpvsCommand::NewDestination | IpvsCommand::SetDestination, libc::ERANGE) => {

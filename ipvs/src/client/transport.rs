@@ -17,9 +17,10 @@ use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::{GenlHeader, GenlMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 
+use super::batch::{self, EncodedBatch};
 use super::error::{Errno, Error};
 use super::traffic::Counters;
-use crate::message::{IPVS_GENL_NAME, IPVS_GENL_VERSION, IpvsCommand, IpvsMessage};
+use crate::message::{IPVS_GENL_NAME, IpvsCommand, IpvsMessage};
 use crate::request::{Request, RequestKind};
 
 /// The receive buffer asked for. Refusals queue on the socket while the
@@ -197,37 +198,7 @@ impl Transport {
         self.sequence
     }
 
-    /// Appends `request`, whose payload is `payload_length` bytes, to `into`
-    /// as a netlink message with the next sequence number.
-    ///
-    /// The headers are written around the message in place, rather than
-    /// through `NetlinkMessage<GenlMessage<_>>`, which would need a copy of
-    /// every request: a batch of ten thousand spends most of its time here.
-    fn encode(&mut self, request: &Request, payload_length: usize, flags: u16, into: &mut Vec<u8>) {
-        let generic = GenlHeader {
-            cmd: request.message.command.into(),
-            version: IPVS_GENL_VERSION,
-        };
-        let mut header = NetlinkHeader::default();
-        let headers = header.buffer_len() + generic.buffer_len();
-        header.length = (headers + payload_length) as u32;
-        header.message_type = self.family;
-        header.flags = flags;
-        header.sequence_number = self.next_sequence();
-        // The kernel ignores a request's port; this process's id there
-        // tells a tap on netlink whose request it is
-        // ([`crate::monitor::own_port`]).
-        header.port_number = crate::monitor::own_port();
-        let start = into.len();
-        into.resize(start + header.length as usize, 0);
-        let (head, body) = into[start..].split_at_mut(headers);
-        let (netlink, generic_bytes) = head.split_at_mut(header.buffer_len());
-        header.emit(netlink);
-        generic.emit(generic_bytes);
-        request.message.emit(body);
-    }
-
-    /// Sends `requests` (changes and gets, not dumps), pipelined, and
+    /// Sends the messages of `batch` (changes and gets, not dumps), pipelined, and
     /// returns each one's outcome in order. A refused request does not stop
     /// the others: the kernel goes on through the datagram, as it would for
     /// separate sends.
@@ -238,26 +209,24 @@ impl Transport {
     /// one is answered, every earlier change without a refusal succeeded.
     /// Reading one acknowledgement per change would cost a system call
     /// each, which is most of the time under emulation.
-    pub(crate) fn execute(&mut self, requests: &[Request]) -> Exchange {
-        debug_assert!(
-            requests
-                .iter()
-                .all(|request| request.kind != RequestKind::Dump)
-        );
-        let lengths: Vec<usize> = requests
-            .iter()
-            .map(|request| request.message.buffer_len())
+    pub(crate) fn execute(&mut self, batch: &EncodedBatch) -> Exchange {
+        debug_assert!((0..batch.len()).all(|index| batch.kind(index) != RequestKind::Dump));
+        let lengths: Vec<usize> = (0..batch.len())
+            .map(|index| batch.message(index).len() - GENERIC_HEADERS)
             .collect();
-        let mut outcomes = Vec::with_capacity(requests.len());
+        let mut outcomes = Vec::with_capacity(batch.len());
         let mut datagram = Vec::new();
-        while outcomes.len() < requests.len() {
+        while outcomes.len() < batch.len() {
             let first = outcomes.len();
             let end = datagram_end(&lengths, first, self.window, self.most_bytes_per_send);
             datagram.clear();
             let first_sequence = self.sequence.wrapping_add(1);
             for index in first..end {
-                let flags = flags_in_datagram(requests[index].kind, index + 1 == end);
-                self.encode(&requests[index], lengths[index], flags, &mut datagram);
+                let flags = flags_in_datagram(batch.kind(index), index + 1 == end);
+                let start = datagram.len();
+                datagram.extend_from_slice(batch.message(index));
+                let sequence = self.next_sequence();
+                batch::address(&mut datagram[start..], self.family, flags, sequence);
             }
             match self.exchange_datagram(&datagram, first_sequence, end - first) {
                 Ok(chunk) => outcomes.extend(chunk),
@@ -332,14 +301,11 @@ impl Transport {
         mut decode: impl FnMut(IpvsCommand, &[u8]) -> Result<T, Error>,
     ) -> Result<Result<Vec<T>, Refusal>, Error> {
         debug_assert_eq!(request.kind, RequestKind::Dump);
-        let mut datagram = Vec::new();
-        let sequence = self.sequence.wrapping_add(1);
-        self.encode(
-            request,
-            request.message.buffer_len(),
-            request.kind.flags(),
-            &mut datagram,
-        );
+        let mut datagram = EncodedBatch::of_requests(std::slice::from_ref(request))
+            .message(0)
+            .to_vec();
+        let sequence = self.next_sequence();
+        batch::address(&mut datagram, self.family, request.kind.flags(), sequence);
         self.send(&datagram, 1)?;
         let mut entries = Vec::new();
         let mut first_error = None;

@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fulcrum_config::model as config;
-use ipvs::{BatchError, Client, Operation, ServiceKey, Timeouts, Traffic};
+use ipvs::{BatchError, Client, EncodedBatch, Operation, ServiceKey, Timeouts, Traffic};
 use nanny::scheduler::StateChange;
 use nanny::spec::VirtualServerKey;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -379,12 +379,17 @@ impl Reconciler {
             let (pieces, received) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
             let sender = scope.spawn(move || send_pieces(client, modules_asked_for, received));
             let mut whole = Desired::default();
-            for piece in desired_in_pieces(configuration, layout, health, quorum) {
-                let operations = plan_piece(applied, &piece.table, ownership);
-                // The sender ends only once this one is dropped.
+            // Each piece encoded here too: the sender's thread is left the
+            // kernel's work alone.
+            let send = |operations: Vec<Operation>| {
                 if !operations.is_empty() {
-                    let _ = pieces.send(operations);
+                    let encoded = EncodedBatch::new(&operations).ok();
+                    // The sender ends only once `pieces` is dropped.
+                    let _ = pieces.send((operations, encoded));
                 }
+            };
+            for piece in desired_in_pieces(configuration, layout, health, quorum) {
+                send(plan_piece(applied, &piece.table, ownership));
                 // Only the first piece has them.
                 if piece.table.timeouts != Timeouts::default() {
                     whole.table.timeouts = piece.table.timeouts;
@@ -393,10 +398,7 @@ impl Reconciler {
                 whole.quorum.extend(piece.quorum);
                 whole.quorum_changes.extend(piece.quorum_changes);
             }
-            let last = plan_unwanted(applied, &whole.table, ownership);
-            if !last.is_empty() {
-                let _ = pieces.send(last);
-            }
+            send(plan_unwanted(applied, &whole.table, ownership));
             let computed_in = computing.elapsed();
             drop(pieces);
             let batch = sender
@@ -715,7 +717,7 @@ impl Reconciler {
         }
         let previously_failing = self.begin_pass(reason, scope, &operations);
         load_modules(&operations, &mut self.modules_asked_for);
-        let (failures, interrupted) = apply_valid(&mut self.client, &operations);
+        let (failures, interrupted) = apply_valid(&mut self.client, &operations, None);
         self.settle(
             reason,
             &operations,
@@ -1507,17 +1509,23 @@ pub fn stop_notifications(
     notifications
 }
 
-/// Applies `operations`: the kernel's refusals and where the exchange
-/// failed, by index. The library sends nothing of a batch with an
-/// operation it cannot encode (a weight above the kernel's limit): those
-/// are refused here, and the others sent, so that every operation not
-/// refused is one the kernel took, as [`Reconciler::settle`] counts them.
+/// Applies `operations` (from their `encoded` batch, if made
+/// beforehand): the kernel's refusals and where the exchange failed, by
+/// index. The library sends nothing of a batch with an operation it cannot
+/// encode (a weight above the kernel's limit): those are refused here, and
+/// the others sent, so that every operation not refused is one the kernel
+/// took, as [`Reconciler::settle`] counts them.
 #[allow(clippy::type_complexity)]
 fn apply_valid(
     client: &mut Client,
     operations: &[Operation],
+    encoded: Option<&EncodedBatch>,
 ) -> (Vec<(usize, ipvs::Error)>, Option<(usize, ipvs::Error)>) {
-    let error = match client.apply(operations) {
+    let applied = match encoded {
+        Some(batch) => client.apply_encoded(operations, batch),
+        None => client.apply(operations),
+    };
+    let error = match applied {
         Ok(()) => return (Vec::new(), None),
         Err(error) => error,
     };
@@ -1573,7 +1581,7 @@ struct PiecesSent {
 fn send_pieces(
     client: &mut Client,
     modules_asked_for: &mut HashSet<String>,
-    pieces: std::sync::mpsc::Receiver<Vec<Operation>>,
+    pieces: std::sync::mpsc::Receiver<(Vec<Operation>, Option<EncodedBatch>)>,
 ) -> PiecesSent {
     let mut sent = PiecesSent {
         pieces: 0,
@@ -1581,12 +1589,12 @@ fn send_pieces(
         failures: Vec::new(),
         interrupted: None,
     };
-    for piece in pieces {
+    for (piece, encoded) in pieces {
         let offset = sent.operations.len();
         sent.pieces += 1;
         if sent.interrupted.is_none() {
             load_modules(&piece, modules_asked_for);
-            let (failures, interrupted) = apply_valid(client, &piece);
+            let (failures, interrupted) = apply_valid(client, &piece, encoded.as_ref());
             sent.failures.extend(
                 failures
                     .into_iter()
