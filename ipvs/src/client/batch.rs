@@ -15,9 +15,9 @@ use netlink_packet_core::{Emitable, NetlinkHeader};
 use netlink_packet_generic::GenlHeader;
 
 use super::{BatchError, Error, Operation};
+use crate::IpvsCommand;
 use crate::message::IPVS_GENL_VERSION;
 use crate::request::{Request, RequestKind};
-use crate::IpvsCommand;
 
 /// Where the netlink header's fields written at sending are.
 const TYPE: std::ops::Range<usize> = 4..6;

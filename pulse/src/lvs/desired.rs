@@ -254,6 +254,20 @@ pub struct Desired {
     pub quorum_changes: Vec<QuorumChange>,
 }
 
+impl Desired {
+    /// Appends the next piece of [`desired_in_pieces`]: its services after
+    /// these, its quorum states and changes; the timeouts come with the
+    /// first piece only.
+    pub fn append(&mut self, piece: Desired) {
+        if piece.table.timeouts != Timeouts::default() {
+            self.table.timeouts = piece.table.timeouts;
+        }
+        self.table.services.extend(piece.table.services);
+        self.quorum.extend(piece.quorum);
+        self.quorum_changes.extend(piece.quorum_changes);
+    }
+}
+
 /// Where each virtual server of a configuration is and which IPVS services
 /// it makes: computed once per configuration, so that a health change finds
 /// its virtual servers, and those sharing their services, without a search,

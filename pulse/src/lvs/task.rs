@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fulcrum_config::model as config;
-use ipvs::{BatchError, Client, EncodedBatch, Operation, ServiceKey, Timeouts, Traffic};
+use ipvs::{BatchError, Client, EncodedBatch, Operation, ServiceKey, Traffic};
 use nanny::scheduler::StateChange;
 use nanny::spec::VirtualServerKey;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -390,13 +390,7 @@ impl Reconciler {
             };
             for piece in desired_in_pieces(configuration, layout, health, quorum) {
                 send(plan_piece(applied, &piece.table, ownership));
-                // Only the first piece has them.
-                if piece.table.timeouts != Timeouts::default() {
-                    whole.table.timeouts = piece.table.timeouts;
-                }
-                whole.table.services.extend(piece.table.services);
-                whole.quorum.extend(piece.quorum);
-                whole.quorum_changes.extend(piece.quorum_changes);
+                whole.append(piece);
             }
             send(plan_unwanted(applied, &whole.table, ownership));
             let computed_in = computing.elapsed();
