@@ -278,18 +278,9 @@ impl Drop for Keepalived {
     }
 }
 
-fn have_keepalived() -> bool {
-    Command::new("keepalived")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 #[test]
 fn against_keepalived_up_down_within_detection_time_and_up_again() {
-    if !have_keepalived() {
+    if !labkit::installed("keepalived") {
         eprintln!("skipped: keepalived is not installed");
         return;
     }
@@ -504,7 +495,7 @@ fn gtsm_drops_a_peer_sending_ttl_254_and_reloads_keep_sessions() {
 
 #[test]
 fn against_keepalived_over_ipv6() {
-    if !have_keepalived() {
+    if !labkit::installed("keepalived") {
         eprintln!("skipped: keepalived is not installed");
         return;
     }

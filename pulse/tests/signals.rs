@@ -25,15 +25,6 @@ fn said(output: &Output) -> (Option<i32>, String, String) {
     )
 }
 
-fn keepalived_installed() -> bool {
-    Command::new("keepalived")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 #[test]
 fn signum_prints_what_keepalived_prints() {
     let expected = [
@@ -49,7 +40,7 @@ fn signum_prints_what_keepalived_prints() {
         ("stop", None),
         ("NOSUCH", None),
     ];
-    let compare = keepalived_installed();
+    let compare = labkit::installed("keepalived");
     if !compare {
         eprintln!("keepalived is not installed: compared with the C library's numbers alone");
     }
@@ -82,7 +73,7 @@ fn signum_ends_the_command_line_where_keepalived_does() {
     ] {
         let pulse = said(&run(PULSE, arguments));
         assert_eq!(pulse.0, Some(0), "{arguments:?}: {pulse:?}");
-        if keepalived_installed() {
+        if labkit::installed("keepalived") {
             let keepalived = said(&run("keepalived", arguments));
             assert_eq!(pulse.0, keepalived.0, "{arguments:?}");
             // -v: each prints its own version; the number otherwise.

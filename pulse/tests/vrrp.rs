@@ -2424,12 +2424,7 @@ fn missing_prerequisite() -> Option<&'static str> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root (network namespaces and raw sockets need it)");
     }
-    let keepalived = Command::new("keepalived")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !keepalived.is_ok_and(|status| status.success()) {
+    if !labkit::installed("keepalived") {
         return Some("keepalived is not installed");
     }
     None

@@ -157,31 +157,48 @@ struct Request {
     keep_alive: bool,
 }
 
+/// Reads from `stream` up to the blank line that ends a request's or an
+/// answer's head: the bytes read (the head, and whatever came after it),
+/// where the head ends, and the head in lower case. `None` if the
+/// connection closed first.
+fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<(Vec<u8>, usize, String)>> {
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 16384];
+    let head_end = loop {
+        if let Some(position) = bytes.windows(4).position(|window| window == b"\r\n\r\n") {
+            break position + 4;
+        }
+        let count = stream.read(&mut buffer)?;
+        if count == 0 {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&buffer[..count]);
+    };
+    let head = String::from_utf8_lossy(&bytes[..head_end]).to_ascii_lowercase();
+    Ok(Some((bytes, head_end, head)))
+}
+
+/// The `Content-Length` a head (in lower case) announces.
+fn content_length(head: &str) -> Option<usize> {
+    head.lines().find_map(|line| {
+        line.strip_prefix("content-length:")
+            .and_then(|value| value.trim().parse::<usize>().ok())
+    })
+}
+
 /// Reads up to the blank line that ends a request's head, then the body
 /// its Content-Length announces. A connection closed before the head's end
 /// (a TCP health check's, or a session's end) is an error: it is not a
 /// request.
 fn read_request(stream: &mut TcpStream) -> std::io::Result<Request> {
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 16384];
-    let head_end = loop {
-        if let Some(position) = request.windows(4).position(|window| window == b"\r\n\r\n") {
-            break position + 4;
-        }
-        let count = stream.read(&mut buffer)?;
-        if count == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        request.extend_from_slice(&buffer[..count]);
+    let Some((request, head_end, head)) = read_head(stream)? else {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
     };
-    let head = String::from_utf8_lossy(&request[..head_end]).to_ascii_lowercase();
+    let mut buffer = [0u8; 16384];
     let keep_alive = head
         .lines()
         .any(|line| line.replace(' ', "") == "connection:keep-alive");
-    let Some(length) = head.lines().find_map(|line| {
-        line.strip_prefix("content-length:")
-            .and_then(|value| value.trim().parse::<usize>().ok())
-    }) else {
+    let Some(length) = content_length(&head) else {
         return Ok(Request {
             uploaded: None,
             keep_alive,
@@ -323,31 +340,16 @@ impl Session {
             address.ip()
         )
         .with_context(|| format!("cannot ask {address} from {}", self.local))?;
-        let mut response = Vec::new();
-        let mut buffer = [0u8; 4096];
-        let head_end = loop {
-            if let Some(position) = response.windows(4).position(|window| window == b"\r\n\r\n") {
-                break position + 4;
-            }
-            let count = self
-                .stream
-                .read(&mut buffer)
-                .with_context(|| format!("no answer from {address} to {}", self.local))?;
-            if count == 0 {
-                bail!("{address} closed the connection from {}", self.local);
-            }
-            response.extend_from_slice(&buffer[..count]);
+        let Some((mut response, head_end, head)) = read_head(&mut self.stream)
+            .with_context(|| format!("no answer from {address} to {}", self.local))?
+        else {
+            bail!("{address} closed the connection from {}", self.local);
         };
-        let head = String::from_utf8_lossy(&response[..head_end]).to_ascii_lowercase();
+        let mut buffer = [0u8; 4096];
         if !head.starts_with("http/1.0 200") {
             bail!("{address} answered {head:?}");
         }
-        let length = head
-            .lines()
-            .find_map(|line| {
-                line.strip_prefix("content-length:")
-                    .and_then(|value| value.trim().parse::<usize>().ok())
-            })
+        let length = content_length(&head)
             .with_context(|| format!("an answer without a length from {address}: {head:?}"))?;
         while response.len() < head_end + length {
             let count = self

@@ -27,6 +27,18 @@ pub use topology::{
     DirectReturnTopology, Director, FailoverTopology, Host, NatTopology, Reception, neighbour,
 };
 
+/// Whether `program` (a reference peer: keepalived, ipvsadm, nft) is
+/// installed and runs: `program --version` succeeds. A test that compares
+/// with it skips, or compares less, without it.
+pub fn installed(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 /// Whether this process runs inside the lab's guest (`cargo xtask lab`).
 pub fn in_lab() -> bool {
     std::env::var_os("FULCRUM_LAB").is_some()
