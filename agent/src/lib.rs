@@ -160,6 +160,9 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
         endpoints.join(",")
     );
     let mut connection: Option<Connection> = None;
+    // Leases of lost connections (and of attempts that failed after their
+    // grant), ended once the next connection has written the agent's keys.
+    let mut left_behind: Vec<i64> = Vec::new();
     let mut known = Known::default();
     let mut probes = Probes::default();
     let mut retry = tokio::time::interval(RETRY);
@@ -179,6 +182,8 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                 Wake::Connect => {
                     let mut store = Store::connect(&endpoints, STORE_TIMEOUT).await?;
                     let lease = store.lease(LEASE_SECONDS).await?;
+                    // Left behind too if what follows fails.
+                    left_behind.push(lease.id);
                     let reading = store.read().await?;
                     let watch = store.watch(reading.store_revision + 1).await?;
                     let mut fresh = Connection {
@@ -189,6 +194,8 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                     };
                     follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
                     write_all(&mut fresh, &host, settings.vtep, &known).await?;
+                    left_behind.retain(|lease| *lease != fresh.lease.id);
+                    fresh.store.revoke_left_behind(&mut left_behind).await;
                     tracing::info!("agent {host}: following the cluster store");
                     connection = Some(fresh);
                 }
@@ -329,7 +336,8 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
         }
         .await;
         if let Err(error) = outcome {
-            if connection.take().is_some() {
+            if let Some(lost) = connection.take() {
+                left_behind.push(lost.lease.id);
                 tracing::warn!("agent {host}: {error}; probing on, trying the store again");
             } else {
                 tracing::debug!("agent {host}: {error}");
@@ -341,7 +349,7 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     }
     tracing::info!("agent {host}: stopping");
     if let Some(mut current) = connection {
-        let _ = current.store.revoke(&current.lease).await;
+        let _ = current.store.revoke(current.lease.id).await;
     }
     if let Some(handle) = probes.handle {
         handle.shutdown().await;

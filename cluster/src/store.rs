@@ -324,13 +324,30 @@ impl Store {
         Ok(())
     }
 
-    /// Ends `lease`: its keys go at once (a clean stop).
-    pub async fn revoke(&mut self, lease: &Lease) -> Result<(), StoreError> {
+    /// Ends the lease `lease` (its id): its keys go at once. A clean stop
+    /// ends its own; a daemon back after a lost connection ends the one it
+    /// left behind once its keys are written again under the new one, so
+    /// what it no longer writes goes at once rather than when that lease
+    /// expires (etcd keeps a lease through its own restart, renewed).
+    pub async fn revoke(&mut self, lease: i64) -> Result<(), StoreError> {
         self.client
-            .lease_revoke(lease.id)
+            .lease_revoke(lease)
             .await
             .map_err(request("revoke a lease"))?;
         Ok(())
+    }
+
+    /// Ends the leases `left_behind` by lost connections, once a daemon's
+    /// keys are written again under its new lease: what it no longer
+    /// writes (a DIP the policy dropped meanwhile) goes now, not when they
+    /// expire. Each is tried once: one that expired is gone already, and
+    /// one the store cannot end now expires in its time.
+    pub async fn revoke_left_behind(&mut self, left_behind: &mut Vec<i64>) {
+        for lease in left_behind.drain(..) {
+            if let Err(error) = self.revoke(lease).await {
+                tracing::debug!("lease {lease:x}, left behind: {error}");
+            }
+        }
     }
 
     /// The underlying client, for what this module does not wrap.

@@ -116,8 +116,10 @@ async fn serve(
     announcements: Announcements,
     endpoints: Vec<String>,
 ) -> Result<(), KernelError> {
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
+    let mut stop = StopSignals {
+        terminate: signal(SignalKind::terminate()).map_err(io_error)?,
+        interrupt: signal(SignalKind::interrupt()).map_err(io_error)?,
+    };
     // keepalived's other signals end no Mux: it follows the store, so a
     // SIGHUP has nothing to read again, and it writes no dump.
     let mut others = crate::signals::not_acted_on().to_vec();
@@ -131,6 +133,9 @@ async fn serve(
     let id = vtep.to_string();
     tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));
     let mut applied_revision: Option<u64> = None;
+    // Leases of lost connections, ended once the next one has written this
+    // Mux's keys again.
+    let mut left_behind: Vec<i64> = Vec::new();
     loop {
         let attempt = async {
             let mut store = Store::connect(&endpoints, STORE_TIMEOUT).await?;
@@ -144,13 +149,11 @@ async fn serve(
                     tracing::warn!("mux {id}: {error}; forwarding as last applied, trying again");
                     tokio::select! {
                         () = tokio::time::sleep(RETRY) => continue,
-                        _ = terminate.recv() => break,
-                        _ = interrupt.recv() => break,
+                        () = stop.received() => break,
                     }
                 }
             },
-            _ = terminate.recv() => break,
-            _ = interrupt.recv() => break,
+            () = stop.received() => break,
         };
         let ended = follow(
             &mut store,
@@ -158,16 +161,17 @@ async fn serve(
             &mut kernel,
             &id,
             &mut applied_revision,
-            &mut terminate,
-            &mut interrupt,
+            &mut left_behind,
+            &mut stop,
         )
         .await;
         match ended {
             Ended::Stop => {
-                let _ = store.revoke(&lease).await;
+                let _ = store.revoke(lease.id).await;
                 break;
             }
             Ended::Again(why) => {
+                left_behind.push(lease.id);
                 tracing::warn!("mux {id}: {why}; forwarding as last applied, reading again");
                 tokio::time::sleep(RETRY).await;
             }
@@ -192,8 +196,8 @@ async fn follow(
     kernel: &mut kernel::Kernel,
     id: &str,
     applied_revision: &mut Option<u64>,
-    terminate: &mut tokio::signal::unix::Signal,
-    interrupt: &mut tokio::signal::unix::Signal,
+    left_behind: &mut Vec<i64>,
+    stop: &mut StopSignals,
 ) -> Ended {
     let mut reading = match store.read().await {
         Ok(reading) => reading,
@@ -261,6 +265,7 @@ async fn follow(
                 }
             }
             published = now;
+            store.revoke_left_behind(left_behind).await;
         }
         // The next change: the watch's events say only that something
         // changed; the reading says what.
@@ -279,14 +284,29 @@ async fn follow(
                     Err(error) => return Ended::Again(format!("the watch failed: {error}")),
                 },
                 why = lease.lost() => return Ended::Again(format!("the Mux's {why}")),
-                _ = terminate.recv() => return Ended::Stop,
-                _ = interrupt.recv() => return Ended::Stop,
+                () = stop.received() => return Ended::Stop,
             }
         }
         reading = match store.read().await {
             Ok(reading) => reading,
             Err(error) => return Ended::Again(error.to_string()),
         };
+    }
+}
+
+/// SIGTERM and SIGINT, either of which stops the Mux.
+struct StopSignals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Waits for either. Cancel-safe, as `Signal::recv` is.
+    async fn received(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
     }
 }
 
