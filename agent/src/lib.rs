@@ -349,7 +349,8 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
     }
     tracing::info!("agent {host}: stopping");
     if let Some(mut current) = connection {
-        let _ = current.store.revoke(current.lease.id).await;
+        left_behind.push(current.lease.id);
+        current.store.revoke_left_behind(&mut left_behind).await;
     }
     if let Some(handle) = probes.handle {
         handle.shutdown().await;
