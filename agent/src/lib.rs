@@ -26,6 +26,7 @@
 //!   goes at once), the probes stop, the rules, routes and devices it made
 //!   go.
 
+pub mod cli;
 pub mod desired;
 pub mod kernel;
 pub mod nat;

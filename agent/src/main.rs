@@ -4,34 +4,14 @@
 //! (the store is not what stops it: it waits for one), 4 errors in FILE, 5
 //! warnings only with `-t`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use fulcrum_agent::cli::Arguments;
 use fulcrum_agent::desired::Segment;
 use fulcrum_agent::{Settings, serve};
 use fulcrum_config::diagnostic::{Diagnostic, Severity};
 use fulcrum_config::lexer::Options;
-
-/// The SDN mode's host agent (docs/sdn.md).
-#[derive(Debug, Parser)]
-#[command(name = "fulcrum-agent", version)]
-struct Arguments {
-    /// The agent's file: `host_agent { vtep ADDRESS }` and
-    /// `virtual_network NAME { vni N interface IF }` blocks.
-    #[arg(short = 'f', long = "use-file", value_name = "FILE")]
-    file: PathBuf,
-    /// The cluster store's members (etcd client URLs).
-    #[arg(
-        long,
-        value_name = "URL[,URL...]",
-        required_unless_present = "config_test"
-    )]
-    cluster: Option<String>,
-    /// Check FILE and exit, as `pulse -t` does.
-    #[arg(short = 't', long = "config-test")]
-    config_test: bool,
-}
 
 fn main() -> ExitCode {
     let arguments = match Arguments::try_parse() {

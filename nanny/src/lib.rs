@@ -1,6 +1,7 @@
 //! Health checkers for real servers, with keepalived's semantics.
 //!
 //! - [`bfd`]: BFD control packets and sessions, without I/O (BFD_CHECK).
+//! - [`cli`]: the `nanny` command line.
 //! - [`machine`]: one checker's schedule and up/down state, without I/O.
 //! - [`driver`]: the I/O of one attempt, per kind of check, on tokio.
 //! - [`outcome`]: what an attempt found.
@@ -8,6 +9,7 @@
 //! - [`spec`]: checks in nanny's terms, deduplicated into a [`spec::Plan`].
 
 pub mod bfd;
+pub mod cli;
 pub mod driver;
 pub mod machine;
 pub mod outcome;

@@ -3,13 +3,13 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand};
-use nanny::driver::tcp::{self, CheckMode};
+use clap::Parser;
+use nanny::cli::{Arguments, Command};
+use nanny::driver::tcp;
 use nanny::driver::{half_open, http};
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Endpoint, HttpVersion, Plan, TlsSpec, UrlSpec};
@@ -27,53 +27,6 @@ macro_rules! report_text {
     ($($argument:tt)*) => {{
         let _ = write!(std::io::stderr(), $($argument)*);
     }};
-}
-
-#[derive(Parser)]
-#[command(
-    version,
-    about = "Health checkers for real servers, with keepalived's semantics"
-)]
-struct Arguments {
-    /// The configuration (keepalived's -f).
-    #[arg(
-        short = 'f',
-        long = "use-file",
-        default_value = "/etc/keepalived/keepalived.conf"
-    )]
-    file: PathBuf,
-    /// One round of checks, then exit: non-zero if any real server is down.
-    /// Without it, nanny runs until SIGINT or SIGTERM, and SIGHUP reloads
-    /// the configuration.
-    #[arg(long)]
-    once: bool,
-    /// One JSON object per line instead of text.
-    #[arg(long)]
-    json: bool,
-    /// How TCP_CHECK asks a server. half-open: up when the server's kernel
-    /// answers the SYN with SYN-ACK (what keepalived's connect succeeding
-    /// tells), refused on its reset, timeout on silence; this machine's
-    /// kernel then resets the half-open request, so the server's
-    /// application never accepts a connection (keepalived's check makes
-    /// one, which the server accepts and may log). Needs CAP_NET_RAW;
-    /// without it nanny connects, and says so once on stderr. HTTP_GET,
-    /// SSL_GET and SMTP_CHECK always connect.
-    #[arg(long, value_enum, default_value_t = CheckMode::HalfOpen)]
-    tcp_check: CheckMode,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Print the MD5 digest of a URL's body, as keepalived's genhash does.
-    Digest {
-        /// http[s]://HOST[:PORT][/PATH]
-        url: String,
-        /// Seconds before giving up.
-        #[arg(long, default_value_t = 5)]
-        timeout: u64,
-    },
 }
 
 fn main() -> ExitCode {

@@ -7,7 +7,8 @@
 //!   against ipvsadm and keepalived, printing both figures and the ratios,
 //!   never asserting on them; `bench-sdn`: the SDN mode's scale-out
 //!   figures beside their anchors.
-//! - `generate`: ipvsctl's man page and shell completions, into `ipvsctl/doc/`.
+//! - `generate`: the man pages and shell completions of ipvsctl, nanny and
+//!   fulcrum-agent, into each one's `doc/`.
 
 mod bench;
 mod bench_config;
@@ -17,6 +18,7 @@ mod bench_sdn;
 mod capture;
 mod demo;
 mod demo_sdn;
+mod generate;
 mod lab;
 mod test;
 
@@ -146,8 +148,9 @@ enum Task {
     /// In the guest: the capture itself.
     #[command(hide = true)]
     GuestCapture { output: PathBuf },
-    /// Write ipvsctl's man page and bash, zsh and fish completions into
-    /// ipvsctl/doc/, from its option table (a test fails when they are
+    /// Write the man pages and bash, zsh and fish completions of ipvsctl
+    /// (from its option table), nanny and fulcrum-agent (from their clap
+    /// definitions) into each one's doc/ (a test fails when they are
     /// stale).
     Generate,
 }
@@ -318,6 +321,15 @@ fn run(task: Task) -> Result<ExitCode> {
             }
             for name in changed {
                 eprintln!("xtask: wrote {}", directory.join(name).display());
+            }
+            let changed = generate::write_all(&repository)?;
+            if changed.is_empty() {
+                eprintln!(
+                    "xtask: nanny's and fulcrum-agent's man pages and completions are up to date"
+                );
+            }
+            for path in changed {
+                eprintln!("xtask: wrote {}", path.display());
             }
             Ok(ExitCode::SUCCESS)
         }
