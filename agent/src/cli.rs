@@ -26,7 +26,10 @@ pub struct Arguments {
     pub config_test: bool,
 }
 
+/// The man page's sections after the options.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[("EXIT STATUS", EXIT_STATUS)];
+
 /// The man page's EXIT STATUS section (pulse's numbers).
-pub const EXIT_STATUS: &str = "0: a clean stop, or FILE checked clean with -t. 1: a bad \
+const EXIT_STATUS: &str = "0: a clean stop, or FILE checked clean with -t. 1: a bad \
 command line. 3: cannot run (not what the cluster store does: the agent waits for one). \
 4: errors in FILE. 5: warnings only, with -t.";

@@ -55,8 +55,11 @@ pub enum Command {
     },
 }
 
+/// The man page's sections after the options.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[("EXIT STATUS", EXIT_STATUS)];
+
 /// The man page's EXIT STATUS section.
-pub const EXIT_STATUS: &str = "0: every real server up after --once's round, a digest \
+const EXIT_STATUS: &str = "0: every real server up after --once's round, a digest \
 printed, or a stop on SIGINT or SIGTERM. 1: a real server down after --once's round. \
 2: nanny could not run (a bad command line, a configuration it cannot read, a URL it \
 cannot reach).";

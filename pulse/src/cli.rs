@@ -69,6 +69,12 @@ struct Spec {
     long: &'static str,
     takes: Takes,
     flag: Flag,
+    /// The value's name in the help (`FILE`), for an option that takes one.
+    value: &'static str,
+    /// What the option does, one line per help line; empty for the
+    /// keepalived options pulse accepts without acting on them (left out
+    /// of the help, named together at its end).
+    help: &'static str,
 }
 
 const fn option(short: Option<char>, long: &'static str, takes: Takes, flag: Flag) -> Spec {
@@ -77,6 +83,20 @@ const fn option(short: Option<char>, long: &'static str, takes: Takes, flag: Fla
         long,
         takes,
         flag,
+        value: "",
+        help: "",
+    }
+}
+
+impl Spec {
+    /// The option as the help shows it: its value named `value`, doing
+    /// `help`.
+    const fn described(self, value: &'static str, help: &'static str) -> Spec {
+        Spec {
+            value,
+            help,
+            ..self
+        }
     }
 }
 
@@ -86,23 +106,50 @@ use Takes::*;
 /// keepalived 2.2.7's options (`keepalived --help`), plus `--dump-config`
 /// and `--tcp-check`.
 const OPTIONS: &[Spec] = &[
-    option(Some('f'), "use-file", Required, UseFile),
-    option(Some('P'), "vrrp", Nothing, VrrpOnly),
-    option(Some('C'), "check", Nothing, CheckOnly),
+    option(Some('f'), "use-file", Required, UseFile).described(
+        "FILE",
+        "Use the specified configuration file\n(default '/etc/keepalived/keepalived.conf')",
+    ),
+    option(Some('P'), "vrrp", Nothing, VrrpOnly).described(
+        "",
+        "Only run VRRP (no checkers, no IPVS)",
+    ),
+    option(Some('C'), "check", Nothing, CheckOnly).described(
+        "",
+        "Only run the checkers and IPVS",
+    ),
     option(Some('B'), "no_bfd", Nothing, Other),
     option(None, "all", Nothing, Other),
-    option(Some('l'), "log-console", Nothing, LogConsole),
-    option(Some('D'), "log-detail", Nothing, LogDetail),
+    option(Some('l'), "log-console", Nothing, LogConsole).described(
+        "",
+        "Log messages to the console (stderr)",
+    ),
+    option(Some('D'), "log-detail", Nothing, LogDetail).described(
+        "",
+        "Detailed log messages",
+    ),
     option(Some('S'), "log-facility", Required, Other),
-    option(Some('G'), "no-syslog", Nothing, NoSyslog),
+    option(Some('G'), "no-syslog", Nothing, NoSyslog).described(
+        "",
+        "Don't log via syslog",
+    ),
     option(Some('u'), "umask", Required, Other),
     option(Some('X'), "release-vips", Nothing, Other),
     option(Some('V'), "dont-release-vrrp", Nothing, Other),
-    option(Some('I'), "dont-release-ipvs", Nothing, DontReleaseIpvs),
+    option(Some('I'), "dont-release-ipvs", Nothing, DontReleaseIpvs).described(
+        "",
+        "Don't remove the IPVS services pulse programmed\nwhen it stops (the next pulse adopts them)",
+    ),
     option(Some('R'), "dont-respawn", Nothing, Other),
-    option(Some('n'), "dont-fork", Nothing, DontFork),
+    option(Some('n'), "dont-fork", Nothing, DontFork).described(
+        "",
+        "Don't fork the daemon process",
+    ),
     option(Some('d'), "dump-conf", Nothing, Other),
-    option(Some('p'), "pid", Required, PidFile),
+    option(Some('p'), "pid", Required, PidFile).described(
+        "FILE",
+        "Use the specified pidfile (default /run/pulse.pid)",
+    ),
     option(Some('r'), "vrrp_pid", Required, Other),
     option(Some('T'), "genhash", Nothing, Other),
     option(Some('c'), "checkers_pid", Required, Other),
@@ -113,23 +160,65 @@ const OPTIONS: &[Spec] = &[
     option(Some('s'), "namespace", Required, Other),
     option(Some('m'), "core-dump", Nothing, Other),
     option(Some('M'), "core-dump-pattern", Optional, Other),
-    option(Some('e'), "all-config", Nothing, AllConfig),
-    option(Some('i'), "config-id", Required, ConfigId),
-    option(None, "signum", Required, Signum),
-    option(Some('t'), "config-test", Optional, ConfigTest),
-    option(Some('v'), "version", Nothing, Version),
-    option(Some('h'), "help", Nothing, Help),
-    option(None, "dump-config", Nothing, DumpConfig),
-    option(None, "tcp-check", Required, TcpCheck),
+    option(Some('e'), "all-config", Nothing, AllConfig).described(
+        "",
+        "Error if any configuration file is missing (as if\nevery include were includea)",
+    ),
+    option(Some('i'), "config-id", Required, ConfigId).described(
+        "ID",
+        "Skip any configuration lines beginning '@' that don't\nmatch ID, or any lines beginning @^ that do match.\nThe config-id defaults to the node name up to its\nfirst dot",
+    ),
+    option(None, "signum", Required, Signum).described(
+        "SIGFUNC",
+        "Print the number of the signal that asks for\nSIGFUNC (STOP, RELOAD, DATA, STATS,\nSTATS_CLEAR, JSON), as keepalived does",
+    ),
+    option(Some('t'), "config-test", Optional, ConfigTest).described(
+        "LOG_FILE",
+        "Check the configuration and exit; the report goes\nto stderr, or to LOG_FILE",
+    ),
+    option(Some('v'), "version", Nothing, Version).described(
+        "",
+        "Display the version number",
+    ),
+    option(Some('h'), "help", Nothing, Help).described(
+        "",
+        "Display this help message",
+    ),
+    option(None, "dump-config", Nothing, DumpConfig).described(
+        "",
+        "Print the resolved configuration (after includes,\ndefinitions, conditionals and defaults) as JSON",
+    ),
+    option(None, "tcp-check", Required, TcpCheck).described(
+        "MODE",
+        "How TCP_CHECK asks a real server: connect (the\ndefault, keepalived's full connection, which the\nserver accepts) or half-open (a bare SYN: up on\nthe server's SYN-ACK, down on its reset; the\nserver's application never sees a connection;\nneeds CAP_NET_RAW, else connect, logged once)",
+    ),
     // The SDN mode's (docs/sdn.md). None is a prefix of a keepalived
     // option, nor has one as a prefix: every abbreviation that meant one
     // of keepalived's still does.
-    option(None, "cluster", Required, Cluster),
-    option(None, "apply", Required, Apply),
-    option(None, "status", Nothing, Status),
-    option(None, "json", Nothing, Json),
-    option(None, "which-dip", Required, WhichDip),
-    option(None, "vip", Required, Vip),
+    option(None, "cluster", Required, Cluster).described(
+        "URL[,URL...]",
+        "The SDN mode's cluster store (etcd members), for\n--apply and --status (docs/sdn.md)",
+    ),
+    option(None, "apply", Required, Apply).described(
+        "FILE",
+        "Check FILE, a policy (keepalived.conf syntax with\nvirtual_network blocks), and write it to the\ncluster store in one transaction; with an error\nnothing is written (exit 4)",
+    ),
+    option(None, "status", Nothing, Status).described(
+        "",
+        "Show the cluster: VIPs, DIPs, hosts, health, and\nthe policy revision each Mux and agent applied",
+    ),
+    option(None, "json", Nothing, Json).described(
+        "",
+        "--status or --which-dip as one JSON document",
+    ),
+    option(None, "which-dip", Required, WhichDip).described(
+        "ADDRESS:PORT",
+        "For a client's address and port, the DIP each Mux\nchooses for each VIP (mh: computed from the\ntable each Mux's kernel holds), and whether\nthey agree",
+    ),
+    option(None, "vip", Required, Vip).described(
+        "ADDRESS:PORT[/tcp|udp|sctp]",
+        "The one VIP --which-dip asks of (tcp unless\nwritten)",
+    ),
 ];
 
 /// Where `-t` writes its report.
@@ -418,64 +507,128 @@ fn apply(
     Ok(())
 }
 
-/// `pulse --help`.
-pub const HELP: &str = "\
-Usage: pulse [OPTION...]
-  -f, --use-file=FILE          Use the specified configuration file
-                                default '/etc/keepalived/keepalived.conf'
-  -C, --check                  Only run the checkers and IPVS
-  -P, --vrrp                   Only run VRRP (no checkers, no IPVS)
-  -n, --dont-fork              Don't fork the daemon process
-  -l, --log-console            Log messages to the console (stderr)
-  -D, --log-detail             Detailed log messages
-  -G, --no-syslog              Don't log via syslog
-  -p, --pid=FILE               Use the specified pidfile (default /run/pulse.pid)
-  -I, --dont-release-ipvs      Don't remove the IPVS services pulse programmed
-                                when it stops (the next pulse adopts them)
-  -t, --config-test[=LOG_FILE] Check the configuration and exit; the report goes
-                                to stderr, or to LOG_FILE
-      --dump-config            Print the resolved configuration (after includes,
-                                definitions, conditionals and defaults) as JSON
-  -i, --config-id id           Skip any configuration lines beginning '@' that don't
-                                match id, or any lines beginning @^ that do match.
-                                The config-id defaults to the node name up to its
-                                first dot
-  -e, --all-config             Error if any configuration file is missing (as if
-                                every include were includea)
-      --tcp-check=MODE         How TCP_CHECK asks a real server: connect (the
-                                default, keepalived's full connection, which the
-                                server accepts) or half-open (a bare SYN: up on
-                                the server's SYN-ACK, down on its reset; the
-                                server's application never sees a connection;
-                                needs CAP_NET_RAW, else connect, logged once)
-      --cluster=URL[,URL...]   The SDN mode's cluster store (etcd members), for
-                                --apply and --status (docs/sdn.md)
-      --apply=FILE             Check FILE, a policy (keepalived.conf syntax with
-                                virtual_network blocks), and write it to the
-                                cluster store in one transaction; with an error
-                                nothing is written (exit 4)
-      --status                 Show the cluster: VIPs, DIPs, hosts, health, and
-                                the policy revision each Mux and agent applied
-      --which-dip=ADDRESS:PORT For a client's address and port, the DIP each Mux
-                                chooses for each VIP (mh: computed from the
-                                table each Mux's kernel holds), and whether
-                                they agree
-      --vip=ADDRESS:PORT[/tcp|udp|sctp]
-                               The one VIP --which-dip asks of (tcp unless
-                                written)
-      --json                   --status or --which-dip as one JSON document
-      --signum=SIGFUNC         Print the number of the signal that asks for
-                                SIGFUNC (STOP, RELOAD, DATA, STATS,
-                                STATS_CLEAR, JSON), as keepalived does
-  -v, --version                Display the version number
-  -h, --help                   Display this help message
+/// What `pulse --help` says after the options, and the man page's
+/// DESCRIPTION.
+const ABOUT: &str = "keepalived's daemon for IPVS and VRRP: the same command line, \
+configuration, checkers and signals, driving the kernel's IPVS (Fulcrum)";
 
+/// What `pulse --help` says after the options.
+const SIGNALS: &str = "\
 Signals: SIGHUP reloads the configuration (refused, with the old one kept, if
 it has errors); SIGTERM and SIGINT stop.
-Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.
+Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.";
+
+/// The exit statuses, for the help and the man page.
+const EXIT_STATUS: &str = "\
 Exit status: 0 clean, 1 bad command line, 3 cannot run (no IPVS, pid file
 held, the cluster store unreachable), 4 configuration errors (--apply: nothing
 written; --status: the store holds what its schema cannot read; --which-dip:
 the Muxes disagree, or no such VIP), 5 warnings
-only with -t (docs/pulse.md).
-";
+only with -t (docs/pulse.md).";
+
+/// The man page's sections after the options.
+pub const MAN_SECTIONS: &[(&str, &str)] = &[("SIGNALS", SIGNALS), ("EXIT STATUS", EXIT_STATUS)];
+
+/// Where an option's description starts in the help.
+const HELP_COLUMN: usize = 31;
+
+/// `pulse --help`: the options pulse acts on, from [`OPTIONS`], as
+/// keepalived lays its help out.
+pub fn help() -> String {
+    let mut text = String::from("Usage: pulse [OPTION...]\n");
+    for spec in OPTIONS.iter().filter(|spec| !spec.help.is_empty()) {
+        let short = spec
+            .short
+            .map_or_else(|| "    ".to_owned(), |short| format!("-{short}, "));
+        let value = match spec.takes {
+            Nothing => String::new(),
+            Required => format!("={}", spec.value),
+            Optional => format!("[={}]", spec.value),
+        };
+        let left = format!("  {short}--{}{value}", spec.long);
+        let mut lines = spec.help.lines();
+        let first = lines.next().unwrap_or_default();
+        if left.len() < HELP_COLUMN {
+            text.push_str(&format!("{left:HELP_COLUMN$}{first}\n"));
+        } else {
+            text.push_str(&format!("{left}\n{:HELP_COLUMN$}{first}\n", ""));
+        }
+        for line in lines {
+            text.push_str(&format!("{:width$}{line}\n", "", width = HELP_COLUMN + 1));
+        }
+    }
+    text.push_str(&format!("\n{SIGNALS}\n{EXIT_STATUS}\n"));
+    text
+}
+
+/// The command line as a clap command, from [`OPTIONS`] too, for its man
+/// page and shell completions (`cargo xtask generate`): not a parser
+/// (keepalived's forms are parsed here, see the module's documentation).
+pub fn command() -> clap::Command {
+    let mut command = clap::Command::new("pulse")
+        .about(ABOUT)
+        .version(env!("CARGO_PKG_VERSION"))
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    for spec in OPTIONS.iter().filter(|spec| !spec.help.is_empty()) {
+        let mut argument = clap::Arg::new(spec.long)
+            .long(spec.long)
+            .help(spec.help.replace('\n', " "));
+        if let Some(short) = spec.short {
+            argument = argument.short(short);
+        }
+        argument = match spec.takes {
+            Nothing => argument.action(clap::ArgAction::SetTrue),
+            Required => argument.value_name(spec.value).num_args(1),
+            Optional => argument
+                .value_name(spec.value)
+                .num_args(0..=1)
+                .require_equals(true),
+        };
+        command = command.arg(argument);
+    }
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option pulse acts on is in the help, the man page and the
+    /// completions (they come from its description); the keepalived
+    /// options it only accepts are not.
+    #[test]
+    fn every_option_pulse_acts_on_is_described() {
+        let help = help();
+        let command = command();
+        for spec in OPTIONS {
+            let described = !spec.help.is_empty();
+            assert_eq!(described, spec.flag != Other, "--{}", spec.long);
+            // A whole name: `--all` is not `--all-config`.
+            let needle = format!("--{}", spec.long);
+            let in_help = help.match_indices(&needle).any(|(at, _)| {
+                help[at + needle.len()..].chars().next().is_none_or(|next| {
+                    !(next.is_ascii_alphanumeric() || next == '-' || next == '_')
+                })
+            });
+            assert_eq!(in_help, described, "--{} in the help", spec.long);
+            assert_eq!(
+                command
+                    .get_arguments()
+                    .any(|argument| argument.get_long() == Some(spec.long)),
+                described,
+                "--{} in the man page",
+                spec.long
+            );
+            if described {
+                assert_eq!(
+                    spec.value.is_empty(),
+                    spec.takes == Nothing,
+                    "--{}: a value is named where one is taken",
+                    spec.long
+                );
+            }
+        }
+        command.debug_assert();
+    }
+}

@@ -70,7 +70,7 @@ pub fn run(
         });
     }
     if arguments.help {
-        write!(stdout, "{}", cli::HELP)?;
+        write!(stdout, "{}", cli::help())?;
         return Ok(exit::CLEAN);
     }
     if arguments.version {

@@ -1,8 +1,10 @@
-//! The man pages and shell completions of the binaries whose command lines
-//! are clap definitions (nanny, fulcrum-agent), written by `cargo xtask
-//! generate` into each crate's `doc/` from that one definition, with
-//! clap_mangen and clap_complete. ipvsctl's come from its own generator
-//! (its command line is ipvsadm's, parsed by hand), pulse's not yet.
+//! The man pages and shell completions of pulse, nanny and fulcrum-agent,
+//! written by `cargo xtask generate` into each crate's `doc/` with
+//! clap_mangen and clap_complete from the one definition each command line
+//! is parsed by: nanny's and the agent's clap definitions, and pulse's
+//! option table (`pulse::cli::command`, which describes keepalived's
+//! command line to clap without parsing it). ipvsctl's come from its own
+//! generator (its command line is ipvsadm's).
 
 use std::path::{Path, PathBuf};
 
@@ -17,23 +19,25 @@ pub struct Generated {
 }
 
 /// Every generated file: per binary, its man page (section 8, with its
-/// exit statuses) and one per subcommand, then its bash, zsh and fish
+/// own sections after the options: signals, exit statuses) and one per
+/// subcommand, then its bash, zsh and fish
 /// completions, named as ipvsctl's are.
 pub fn files() -> Vec<Generated> {
     let binaries = [
+        ("pulse/doc", pulse::cli::command(), pulse::cli::MAN_SECTIONS),
         (
             "nanny/doc",
             nanny::cli::Arguments::command(),
-            nanny::cli::EXIT_STATUS,
+            nanny::cli::MAN_SECTIONS,
         ),
         (
             "agent/doc",
             fulcrum_agent::cli::Arguments::command(),
-            fulcrum_agent::cli::EXIT_STATUS,
+            fulcrum_agent::cli::MAN_SECTIONS,
         ),
     ];
     let mut files = Vec::new();
-    for (directory, mut command, exit_status) in binaries {
+    for (directory, mut command, sections) in binaries {
         let name = command.get_name().to_owned();
         let directory = Path::new(directory);
         let mut page = Vec::new();
@@ -41,7 +45,9 @@ pub fn files() -> Vec<Generated> {
             .section("8")
             .render(&mut page)
             .expect("writing into memory");
-        page.extend_from_slice(format!(".SH \"EXIT STATUS\"\n{exit_status}\n").as_bytes());
+        for (title, text) in sections {
+            page.extend_from_slice(format!(".SH \"{title}\"\n{text}\n").as_bytes());
+        }
         files.push(Generated {
             path: directory.join(format!("{name}.8")),
             contents: page,

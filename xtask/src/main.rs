@@ -7,8 +7,8 @@
 //!   against ipvsadm and keepalived, printing both figures and the ratios,
 //!   never asserting on them; `bench-sdn`: the SDN mode's scale-out
 //!   figures beside their anchors.
-//! - `generate`: the man pages and shell completions of ipvsctl, nanny and
-//!   fulcrum-agent, into each one's `doc/`.
+//! - `generate`: the man pages and shell completions of ipvsctl, pulse,
+//!   nanny and fulcrum-agent, into each one's `doc/`.
 
 mod bench;
 mod bench_config;
@@ -149,9 +149,9 @@ enum Task {
     #[command(hide = true)]
     GuestCapture { output: PathBuf },
     /// Write the man pages and bash, zsh and fish completions of ipvsctl
-    /// (from its option table), nanny and fulcrum-agent (from their clap
-    /// definitions) into each one's doc/ (a test fails when they are
-    /// stale).
+    /// and pulse (from their option tables), nanny and fulcrum-agent (from
+    /// their clap definitions) into each one's doc/ (a test fails when
+    /// they are stale).
     Generate,
 }
 
@@ -325,7 +325,7 @@ fn run(task: Task) -> Result<ExitCode> {
             let changed = generate::write_all(&repository)?;
             if changed.is_empty() {
                 eprintln!(
-                    "xtask: nanny's and fulcrum-agent's man pages and completions are up to date"
+                    "xtask: pulse's, nanny's and fulcrum-agent's man pages and completions are up to date"
                 );
             }
             for path in changed {
