@@ -9,6 +9,8 @@
 //!   figures beside their anchors.
 //! - `generate`: the man pages and shell completions of ipvsctl, pulse,
 //!   nanny and fulcrum-agent, into each one's `doc/`.
+//! - `package [--check]`: the Debian package `fulcrum`, checked with
+//!   lintian, and with --check installed and removed in the lab's guest.
 
 mod bench;
 mod bench_config;
@@ -20,6 +22,7 @@ mod demo;
 mod demo_sdn;
 mod generate;
 mod lab;
+mod package;
 mod test;
 
 use std::fs;
@@ -153,6 +156,15 @@ enum Task {
     /// their clap definitions) into each one's doc/ (a test fails when
     /// they are stale).
     Generate,
+    /// Build the Debian package `fulcrum` into target/debian/ (cargo-deb,
+    /// from release binaries; lintian must find nothing); with --check,
+    /// also install, check, remove and purge it in the lab's guest.
+    Package {
+        #[arg(long)]
+        check: bool,
+    },
+    #[command(hide = true)]
+    GuestPackageCheck { package: PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -308,6 +320,22 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::GuestCapture { output } => {
             capture::run_in_guest(&output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Package { check } => {
+            let package = package::build(&repository)?;
+            if !check {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
+            let status = lab.run(&guest_command(&[
+                "guest-package-check",
+                &package.to_string_lossy(),
+            ])?)?;
+            Ok(exit_code(status))
+        }
+        Task::GuestPackageCheck { package } => {
+            package::check_in_guest(&package)?;
             Ok(ExitCode::SUCCESS)
         }
         Task::Generate => {

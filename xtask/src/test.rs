@@ -80,6 +80,24 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
         eprintln!("xtask: lab tests failed");
         return Ok(exit_code(status));
     }
+
+    // The Debian package: built from release binaries, lintian clean,
+    // installed, removed and purged in the guest (`cargo xtask package
+    // --check`).
+    let started = Instant::now();
+    let package = crate::package::build(repository)?;
+    let status = lab.run(&guest_command(&[
+        "guest-package-check",
+        &package.to_string_lossy(),
+    ])?)?;
+    eprintln!(
+        "xtask: the package took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if status != 0 {
+        eprintln!("xtask: the package's check failed");
+        return Ok(exit_code(status));
+    }
     eprintln!("xtask: all checks and tests passed");
     Ok(ExitCode::SUCCESS)
 }
