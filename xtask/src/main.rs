@@ -328,11 +328,7 @@ fn run(task: Task) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
-            let status = lab.run(&guest_command(&[
-                "guest-package-check",
-                &package.to_string_lossy(),
-            ])?)?;
-            Ok(exit_code(status))
+            Ok(exit_code(package::check_in_lab(&lab, &package)?))
         }
         Task::GuestPackageCheck { package } => {
             package::check_in_guest(&package)?;

@@ -79,6 +79,15 @@ fn ensure_tools() -> Result<()> {
     Ok(())
 }
 
+/// Boots `lab` to check `package` there ([`check_in_guest`]): the guest's
+/// exit status.
+pub fn check_in_lab(lab: &crate::lab::Lab, package: &Path) -> Result<i32> {
+    lab.run(&crate::guest_command(&[
+        "guest-package-check",
+        &package.to_string_lossy(),
+    ])?)
+}
+
 /// In the guest: installs `package`, checks it, removes it, purges it.
 pub fn check_in_guest(package: &Path) -> Result<()> {
     let installed = [

@@ -86,10 +86,7 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
     // --check`).
     let started = Instant::now();
     let package = crate::package::build(repository)?;
-    let status = lab.run(&guest_command(&[
-        "guest-package-check",
-        &package.to_string_lossy(),
-    ])?)?;
+    let status = crate::package::check_in_lab(&lab, &package)?;
     eprintln!(
         "xtask: the package took {:.1} s",
         started.elapsed().as_secs_f64()
