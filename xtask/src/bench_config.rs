@@ -22,7 +22,7 @@ const KEEPALIVED: &str = "/usr/sbin/keepalived";
 pub fn run(repository: &Path) -> Result<()> {
     // keepalived is one of the lab's packages; the check itself runs here.
     crate::lab::prerequisites::ensure()?;
-    let pulse = crate::test::cargo_executables(
+    let pulse = crate::cargo::executables(
         repository,
         &["build", "--release", "--package", "pulse"],
         |target| target["name"] == "pulse" && target["kind"] == serde_json::json!(["bin"]),

@@ -210,7 +210,7 @@ fn generate(settings: &Settings) -> String {
 pub fn run(repository: &Path, options: crate::lab::Options, settings: &Settings) -> Result<i32> {
     let lab = crate::lab::Lab::prepare(repository, options)?;
     // Measured in release: nanny's speed, not the debug build's.
-    let [xtask, nanny] = <[std::path::PathBuf; 2]>::try_from(crate::test::binaries(
+    let [xtask, nanny] = <[std::path::PathBuf; 2]>::try_from(crate::cargo::binaries(
         repository,
         &["xtask", "nanny"],
         true,

@@ -19,8 +19,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
+use crate::exit_code;
 use crate::lab::{Lab, Options};
-use crate::{exit_code, test};
 
 /// The lab test that measures them.
 const TEST: &str = "ecmp::muxes_behind_ecmp_keep_connections_when_one_dies_is_cut_added_or_stopped";
@@ -29,7 +29,7 @@ pub fn run(repository: &Path) -> Result<ExitCode> {
     let lab = Lab::prepare(repository, Options::default())?;
     // The whole workspace: the test starts fulcrum-agent, built beside pulse.
     let binaries =
-        test::cargo_executables(repository, &["test", "--workspace", "--no-run"], |target| {
+        crate::cargo::executables(repository, &["test", "--workspace", "--no-run"], |target| {
             target["name"] == "lab"
                 && target["src_path"]
                     .as_str()

@@ -18,6 +18,7 @@ mod bench_nanny;
 mod bench_pulse;
 mod bench_sdn;
 mod capture;
+mod cargo;
 mod demo;
 mod demo_sdn;
 mod generate;
@@ -200,7 +201,7 @@ impl LabArguments {
 
 /// The release binaries of these packages, as strings for a lab command.
 fn release_binaries<const N: usize>(repository: &Path, names: [&str; N]) -> Result<[String; N]> {
-    let paths = test::binaries(repository, &names, true)?;
+    let paths = crate::cargo::binaries(repository, &names, true)?;
     Ok(std::array::from_fn(|index| {
         paths[index].to_string_lossy().into_owned()
     }))
@@ -227,7 +228,7 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Demo { act } => {
             let lab = lab::Lab::prepare(&repository, lab::Options::default())?;
-            let [pulse, agent] = <[PathBuf; 2]>::try_from(test::binaries(
+            let [pulse, agent] = <[PathBuf; 2]>::try_from(crate::cargo::binaries(
                 &repository,
                 &["pulse", "fulcrum-agent"],
                 false,

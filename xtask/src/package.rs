@@ -20,8 +20,8 @@ const BINARIES: [&str; 4] = ["pulse", "ipvsctl", "nanny", "fulcrum-agent"];
 /// path.
 pub fn build(repository: &Path) -> Result<PathBuf> {
     ensure_tools()?;
-    crate::test::binaries(repository, &BINARIES, true)?;
-    let output = Command::new("cargo")
+    crate::cargo::binaries(repository, &BINARIES, true)?;
+    let output = Command::new(crate::cargo::program())
         .current_dir(repository)
         .args(["deb", "-p", "pulse", "--no-build", "--strip", "--output"])
         .arg(repository.join("target/debian"))
@@ -57,13 +57,13 @@ pub fn build(repository: &Path) -> Result<PathBuf> {
 
 /// cargo-deb and lintian, installed when missing.
 fn ensure_tools() -> Result<()> {
-    let has_cargo_deb = Command::new("cargo")
+    let has_cargo_deb = Command::new(crate::cargo::program())
         .args(["deb", "--version"])
         .output()
         .is_ok_and(|output| output.status.success());
     if !has_cargo_deb {
         eprintln!("xtask: installing cargo-deb");
-        let status = Command::new("cargo")
+        let status = Command::new(crate::cargo::program())
             .args(["install", "cargo-deb", "--locked"])
             .status()
             .context("cannot run cargo install")?;
