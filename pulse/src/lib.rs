@@ -89,13 +89,17 @@ pub fn run(
             arguments.unexpected.join(" ")
         )?;
     }
-    if arguments.cluster.is_some()
-        || arguments.apply.is_some()
+    let cluster_command = arguments.apply.is_some()
         || arguments.status
         || arguments.json
         || arguments.which_dip.is_some()
-        || arguments.vip.is_some()
-    {
+        || arguments.vip.is_some();
+    let checking = arguments.config_test.is_some() || arguments.dump_config;
+    // `-t` (or --dump-config) beside --cluster checks the Mux's file and
+    // nothing else, as it does for a director's: a Mux's command line with
+    // -t added must never start a Mux (which would take the VTEP and set
+    // forwarding on).
+    if cluster_command || (arguments.cluster.is_some() && !checking) {
         return cluster::run(&arguments, stdout, stderr);
     }
     if arguments.config_test.is_none() && !arguments.dump_config {

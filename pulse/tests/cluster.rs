@@ -347,3 +347,25 @@ fn the_cluster_commands_need_the_store_and_one_command() {
         );
     }
 }
+
+/// `-t` on a Mux's command line checks its file and starts nothing: no
+/// store is reached (none listens on port 1) and the verdict is the file's.
+#[test]
+fn a_config_test_beside_cluster_checks_the_file_and_starts_no_mux() {
+    let files = Files::new("config-test");
+    let good = files.write(
+        "mux.conf",
+        "mux {\n    vtep 192.0.2.1\n    announce_table 100\n}\n",
+    );
+    let bad = files.write("broken.conf", "mux {\n    vtep not-an-address\n}\n");
+    let cluster = "--cluster=http://127.0.0.1:1";
+    let output = pulse(&["-t", "-f", good.to_str().unwrap(), cluster]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let output = pulse(&["-t", "-f", bad.to_str().unwrap(), cluster]);
+    assert_ne!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("not-an-address"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -232,11 +232,27 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to `address` from inside `namespace`.
+    /// Connects to `address` from inside `namespace`, within 3 s (the
+    /// first SYN and one resend).
     pub fn open(namespace: &Namespace, address: SocketAddr) -> Result<Connection> {
+        Connection::open_within(namespace, address, Duration::from_secs(3))
+    }
+
+    /// Connects to `address` from inside `namespace`, within `limit`.
+    pub fn open_within(
+        namespace: &Namespace,
+        address: SocketAddr,
+        limit: Duration,
+    ) -> Result<Connection> {
         let stream = namespace
-            .run(|| TcpStream::connect_timeout(&address, Duration::from_secs(3)))?
-            .with_context(|| format!("cannot connect to {address} from {}", namespace.name()))?;
+            .run(|| TcpStream::connect_timeout(&address, limit))?
+            .with_context(|| {
+                format!(
+                    "cannot connect to {address} from {} within {:.0} s",
+                    namespace.name(),
+                    limit.as_secs_f64()
+                )
+            })?;
         Ok(Connection { stream, address })
     }
 

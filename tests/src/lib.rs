@@ -15,6 +15,7 @@ pub mod lines;
 mod listing;
 mod machine;
 mod namespace;
+pub mod notify;
 pub mod routes;
 pub mod sdn;
 pub mod topology;

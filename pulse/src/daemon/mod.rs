@@ -599,7 +599,7 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
 }
 
 /// Sends systemd a notification if it asked for them (`NOTIFY_SOCKET`).
-fn tell_systemd(states: &[NotifyState<'_>]) {
+pub(crate) fn tell_systemd(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_some()
         && let Err(error) = sd_notify::notify(false, states)
     {

@@ -18,6 +18,8 @@
 //!   `live/muxes/VTEP/services/...`, in one write, on a lease of
 //!   [`LEASE_SECONDS`] renewed by a task of its own (a slow change never
 //!   starves it): a dead Mux's entries expire.
+//! - **systemd.** With `NOTIFY_SOCKET` set (pulse.service is Type=notify),
+//!   `READY=1` once the VTEP and the tables are up, `STOPPING=1` at stop.
 //! - **Clean stop.** SIGTERM or SIGINT withdraws every VIP first, waits
 //!   `withdraw_delay` for the routers to move the flows to the other
 //!   Muxes, then removes every namespace, device and route the Mux made
@@ -132,6 +134,17 @@ async fn serve(
     let mut kernel = kernel::Kernel::start(vtep, announcements.table).await?;
     let id = vtep.to_string();
     tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));
+    // Ready once its VTEP and tables are up, not once the store answers:
+    // a Mux without its store fails static (it forwards as last applied),
+    // so an unreachable store must not fail the unit's start. pulse.service
+    // is Type=notify for the director and the Mux alike.
+    crate::daemon::tell_systemd(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(&format!(
+            "Mux {id}: following the cluster store {}",
+            endpoints.join(",")
+        )),
+    ]);
     let mut applied_revision: Option<u64> = None;
     // Leases of lost connections, ended once the next one has written this
     // Mux's keys again.
@@ -177,6 +190,7 @@ async fn serve(
             }
         }
     }
+    crate::daemon::tell_systemd(&[sd_notify::NotifyState::Stopping]);
     // Withdrawn first: the routers move the flows to the other Muxes while
     // this one still forwards what reaches it; then removed.
     tracing::info!(

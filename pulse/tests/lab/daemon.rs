@@ -3,13 +3,13 @@
 //! reloads (refused with errors, the kernel untouched; otherwise only the
 //! difference), notify scripts, and what stop leaves behind.
 
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ipvs::{Client, Destination, Forwarding, Operation, Protocol, Service, ServiceKey};
 use labkit::Namespace;
+use labkit::notify::Notifications;
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
@@ -18,47 +18,6 @@ fn directory(name: &str) -> PathBuf {
     let directory = PathBuf::from("/run").join(format!("{name}-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     directory
-}
-
-/// The notifications pulse sends to a socket of ours (`NOTIFY_SOCKET`).
-struct Notifications {
-    socket: UnixDatagram,
-    path: PathBuf,
-}
-
-impl Notifications {
-    fn bind(directory: &Path) -> Notifications {
-        let path = directory.join("notify.socket");
-        let _ = std::fs::remove_file(&path);
-        let socket = UnixDatagram::bind(&path).unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        Notifications { socket, path }
-    }
-
-    /// The next message, as its lines.
-    fn next(&self) -> Vec<String> {
-        let mut buffer = [0u8; 4096];
-        let count = self
-            .socket
-            .recv(&mut buffer)
-            .expect("pulse sent nothing within 60 s");
-        String::from_utf8_lossy(&buffer[..count])
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Messages up to the next one with READY=1, which is returned.
-    fn until_ready(&self) -> Vec<String> {
-        loop {
-            let message = self.next();
-            if message.iter().any(|line| line == "READY=1") {
-                return message;
-            }
-        }
-    }
 }
 
 fn pulse(namespace: &Namespace, configuration: &Path, pid_file: &Path) -> Command {
@@ -148,7 +107,7 @@ fn daemon_notifies_reloads_and_stops_as_keepalived_users_expect() {
     let notifications = Notifications::bind(&directory);
     let mut daemon = pulse(&namespace, &configuration, &pid_file)
         .arg("-n")
-        .env("NOTIFY_SOCKET", &notifications.path)
+        .env("NOTIFY_SOCKET", notifications.path())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
@@ -461,7 +420,7 @@ fn refusals_are_logged_once_and_retried_until_they_succeed() {
     let log = directory.join("pulse.log");
     let mut daemon = pulse(&namespace, &configuration, &directory.join("pulse.pid"))
         .arg("-n")
-        .env("NOTIFY_SOCKET", &notifications.path)
+        .env("NOTIFY_SOCKET", notifications.path())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
@@ -531,7 +490,7 @@ fn ha_suspend_runs_checks_only_while_the_virtual_address_is_here() {
     let notifications = Notifications::bind(&directory);
     let mut daemon = pulse(&namespace, &configuration, &directory.join("pulse.pid"))
         .arg("-n")
-        .env("NOTIFY_SOCKET", &notifications.path)
+        .env("NOTIFY_SOCKET", notifications.path())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
@@ -668,7 +627,7 @@ fn hand_edits_over_netlink_are_repaired_as_soon_as_pulse_is_told() {
     let notifications = Notifications::bind(&directory);
     let mut daemon = pulse(&namespace, &configuration, &pid_file)
         .args(["-n", "-D"])
-        .env("NOTIFY_SOCKET", &notifications.path)
+        .env("NOTIFY_SOCKET", notifications.path())
         .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
