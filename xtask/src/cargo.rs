@@ -11,6 +11,22 @@ pub fn program() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
+/// Runs `cargo ARGUMENTS` in the repository as the step `name` of a run
+/// (`cargo xtask test`, `cargo xtask ansible`): said before it starts, an
+/// error naming it if it fails.
+pub fn step(repository: &Path, name: &str, arguments: &[&str]) -> Result<()> {
+    eprintln!("xtask: {name}: cargo {}", arguments.join(" "));
+    let status = Command::new(program())
+        .args(arguments)
+        .current_dir(repository)
+        .status()
+        .with_context(|| format!("cannot run cargo {}", arguments.join(" ")))?;
+    if !status.success() {
+        bail!("{name} failed: cargo {} ({status})", arguments.join(" "));
+    }
+    Ok(())
+}
+
 /// Runs a cargo command that builds (`build`, `test --no-run`...) with
 /// `--message-format=json` and returns the executables it reports for the
 /// targets `wanted` picks (`wanted` sees an artifact's `target` object:

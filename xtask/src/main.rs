@@ -11,7 +11,12 @@
 //!   nanny and fulcrum-agent, into each one's `doc/`.
 //! - `package [--check]`: the Debian package `fulcrum`, checked with
 //!   lintian, and with --check installed and removed in the lab's guest.
+//! - `hosts up|down`: hosts with real systemd in a lab guest that keeps
+//!   running, reached over ssh from here (Ansible's managed hosts).
+//! - `ansible`: the `fulcrum.lvs` collection's lint, templates and Molecule
+//!   scenarios (hosts with real systemd in the lab's guest).
 
+mod ansible;
 mod bench;
 mod bench_config;
 mod bench_nanny;
@@ -22,6 +27,7 @@ mod cargo;
 mod demo;
 mod demo_sdn;
 mod generate;
+mod hosts;
 mod lab;
 mod package;
 mod test;
@@ -166,6 +172,30 @@ enum Task {
     },
     #[command(hide = true)]
     GuestPackageCheck { package: PathBuf },
+    /// Hosts for Ansible in a lab guest that keeps running: each booted by
+    /// real systemd in namespaces of its own, all on one segment
+    /// (192.168.100.0/24), reached over ssh through forwarded ports of
+    /// 127.0.0.1. `up` writes an ssh key, ssh_config and inventory.yml into
+    /// the state folder; `down` powers the guest off.
+    Hosts {
+        #[command(subcommand)]
+        action: hosts::Action,
+    },
+    /// The Ansible collection fulcrum.lvs (ansible/): yamllint,
+    /// ansible-lint, its templates checked by the real tools, then its
+    /// Molecule scenarios against hosts with real systemd in the lab's
+    /// guest, installing the Debian package.
+    Ansible {
+        /// The package to install (default: build it, as `package` does).
+        #[arg(long)]
+        package: Option<PathBuf>,
+        /// Run only this scenario (repeatable).
+        #[arg(long = "scenario")]
+        scenarios: Vec<String>,
+        /// Lint and check the templates only: no Molecule.
+        #[arg(long)]
+        lint_only: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -195,6 +225,7 @@ impl LabArguments {
             memory_megabytes: self.memory,
             cpus: self.cpus,
             keep: self.keep,
+            network: None,
         }
     }
 }
@@ -306,6 +337,25 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::Test => test::run(&repository),
+        Task::Hosts { action } => {
+            hosts::run(&repository, &action)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Ansible {
+            package,
+            scenarios,
+            lint_only,
+        } => {
+            ansible::run(
+                &repository,
+                &ansible::Options {
+                    package,
+                    scenarios,
+                    lint_only,
+                },
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         Task::GuestTest {
             stuck_after,
             binaries,

@@ -70,6 +70,12 @@ echo /sbin/modprobe > /proc/sys/kernel/modprobe
 
 hostname lab
 ip link set lo up
+# A run with a user-mode network card (lab::UserNetwork): QEMU forwards its
+# ports to 10.0.2.15, the address its DHCP server would hand out.
+if [ -e /sys/class/net/eth0 ]; then
+    ip link set eth0 up
+    ip address add 10.0.2.15/24 dev eth0
+fi
 
 # Each of the command's output streams has a named virtio serial port.
 for port in /sys/class/virtio-ports/*; do

@@ -51,6 +51,45 @@ pub struct Options {
     pub cpus: u32,
     /// Keep the run folder (console log, command script) after success.
     pub keep: bool,
+    /// A network card, `eth0` in the guest; none unless set.
+    pub network: Option<UserNetwork>,
+}
+
+/// A user-mode network card (QEMU's own TCP/IP stack, no privileges or
+/// devices needed here): the guest's `eth0` is 10.0.2.15/24. Restricted:
+/// the guest reaches neither this machine nor the outside, and only the
+/// forwarded ports reach it.
+#[derive(Debug, Clone, Default)]
+pub struct UserNetwork {
+    pub forwarded_ports: Vec<ForwardedPort>,
+}
+
+/// Connections to 127.0.0.1:`host` here reach the guest's 10.0.2.15:`guest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardedPort {
+    pub host: u16,
+    pub guest: u16,
+}
+
+impl UserNetwork {
+    /// QEMU's options for it.
+    fn qemu_arguments(&self) -> [String; 4] {
+        let mut netdev = String::from("user,id=net0,restrict=on");
+        for port in &self.forwarded_ports {
+            write!(
+                netdev,
+                ",hostfwd=tcp:127.0.0.1:{}-:{}",
+                port.host, port.guest
+            )
+            .unwrap();
+        }
+        [
+            "-netdev".to_owned(),
+            netdev,
+            "-device".to_owned(),
+            "virtio-net-pci,netdev=net0".to_owned(),
+        ]
+    }
 }
 
 impl Default for Options {
@@ -61,6 +100,7 @@ impl Default for Options {
             memory_megabytes: 2048,
             cpus: 2,
             keep: false,
+            network: None,
         }
     }
 }
@@ -103,7 +143,11 @@ impl Lab {
         let stderr_copy = forward(stderr_fifo.clone(), io::stderr);
 
         let console = run.path.join("console.log");
-        let mut qemu = self.spawn_qemu(&run.path, &console, &stdout_fifo, &stderr_fifo)?;
+        let mut qemu = self
+            .qemu_command(&run.path, &console, &stdout_fifo, &stderr_fifo)
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start qemu-system-x86_64")?;
         // Read as it comes, so QEMU never blocks on a full pipe.
         let qemu_stderr = read_to_end(qemu.stderr.take().expect("stderr is piped"));
         let outcome = self.supervise(&mut qemu, &console, qemu_stderr);
@@ -139,13 +183,57 @@ impl Lab {
         Ok(status)
     }
 
-    fn spawn_qemu(
+    /// Starts `command` in a fresh guest and returns at once: the guest runs
+    /// on after this process ends, until the command does (it then powers
+    /// off) or QEMU is killed. No timeout applies; the command's output goes
+    /// to the run folder's `stdout` and `stderr` files, QEMU's own to
+    /// `qemu.log`. `prepare` gets the run folder first, writes what the
+    /// command needs into it (the guest sees it at the same path) and
+    /// returns the command.
+    pub fn start_detached(
         &self,
-        run: &Path,
-        console: &Path,
-        stdout: &Path,
-        stderr: &Path,
-    ) -> Result<Child> {
+        prepare: impl FnOnce(&Path) -> Result<Vec<String>>,
+    ) -> Result<DetachedGuest> {
+        let run = RunFolder::create(&self.repository)?;
+        let command = prepare(&run.path)?;
+        if command.is_empty() {
+            bail!("no command given to run in the lab");
+        }
+        self.write_initramfs(&run.path, &run.path.join("initramfs.cpio"))?;
+        let script = run.path.join("command");
+        fs::write(&script, command_script(&self.repository, &command))
+            .with_context(|| format!("cannot write {}", script.display()))?;
+        let log = run.path.join("qemu.log");
+        let log_file =
+            fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+        let mut qemu = self.qemu_command(
+            &run.path,
+            &run.path.join("console.log"),
+            &run.path.join("stdout"),
+            &run.path.join("stderr"),
+        );
+        qemu.stderr(log_file);
+        // A session of its own: a terminal's hangup or ^C ends the command
+        // that started it, not the guest.
+        // SAFETY: setsid is async-signal-safe and touches no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut qemu, || {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = qemu.spawn().context("cannot start qemu-system-x86_64")?;
+        Ok(DetachedGuest {
+            process: child.id(),
+            run: run.path,
+        })
+    }
+
+    /// QEMU's command line for a run; stdin and stdout are null, stderr is
+    /// the caller's to set.
+    fn qemu_command(&self, run: &Path, console: &Path, stdout: &Path, stderr: &Path) -> Command {
         let append = "console=ttyS0 panic=-1 loglevel=4 mitigations=off rdinit=/init";
         let mut qemu = Command::new("qemu-system-x86_64");
         qemu.args([
@@ -198,9 +286,11 @@ impl Lab {
             "virtserialport,chardev=stderr,name=fulcrum.stderr",
         ])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-        qemu.spawn().context("cannot start qemu-system-x86_64")
+        .stdout(Stdio::null());
+        if let Some(network) = &self.options.network {
+            qemu.args(network.qemu_arguments());
+        }
+        qemu
     }
 
     /// Waits for QEMU to exit, enforcing the boot and command timeouts;
@@ -271,7 +361,12 @@ impl Lab {
         );
         write(&staging.join("parameters"), &parameters)?;
         let mut order = String::new();
-        for module in self.kernel.module_closure(BOOT_MODULES)? {
+        let mut modules = BOOT_MODULES.to_vec();
+        if self.options.network.is_some() {
+            // Its driver, so that init finds eth0 and gives it its address.
+            modules.push("virtio_net");
+        }
+        for module in self.kernel.module_closure(&modules)? {
             let name = module.file_name().expect("module paths have file names");
             fs::copy(&module, staging.join("modules").join(name))
                 .with_context(|| format!("cannot copy {}", module.display()))?;
@@ -333,7 +428,7 @@ fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-fn console_tail(console: &Path) -> String {
+pub fn console_tail(console: &Path) -> String {
     let log = fs::read_to_string(console).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
     let tail = &lines[lines.len().saturating_sub(30)..];
@@ -376,6 +471,15 @@ fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// A guest started by [`Lab::start_detached`].
+#[derive(Debug)]
+pub struct DetachedGuest {
+    /// QEMU's process id.
+    pub process: u32,
+    /// The run folder: console.log, stdout, stderr, qemu.log, the command.
+    pub run: PathBuf,
 }
 
 /// A folder under target/lab for one run, inside the repository so the
@@ -435,6 +539,32 @@ mod tests {
         assert!(script.contains("cd '/tmp/a repo'\n"), "{script}");
         assert!(script.contains("export FULCRUM_LAB=1\n"), "{script}");
         assert!(script.ends_with("'echo' 'a b' 'c'\\''d'\n"), "{script}");
+    }
+
+    #[test]
+    fn the_network_card_forwards_each_port_from_loopback_only() {
+        let network = UserNetwork {
+            forwarded_ports: vec![
+                ForwardedPort {
+                    host: 40001,
+                    guest: 22001,
+                },
+                ForwardedPort {
+                    host: 40002,
+                    guest: 22002,
+                },
+            ],
+        };
+        assert_eq!(
+            network.qemu_arguments(),
+            [
+                "-netdev",
+                "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:40001-:22001,\
+                 hostfwd=tcp:127.0.0.1:40002-:22002",
+                "-device",
+                "virtio-net-pci,netdev=net0",
+            ]
+        );
     }
 
     #[test]
