@@ -60,6 +60,8 @@ enum Flag {
     Signum,
     /// `--vip=ADDRESS:PORT[/PROTOCOL]`: the one VIP `--which-dip` asks of.
     Vip,
+    /// `--metrics=ADDRESS:PORT`: serve Prometheus' /metrics there.
+    Metrics,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -188,6 +190,10 @@ const OPTIONS: &[Spec] = &[
         "",
         "Print the resolved configuration (after includes,\ndefinitions, conditionals and defaults) as JSON",
     ),
+    option(None, "metrics", Required, Metrics).described(
+        "ADDRESS:PORT",
+        "Serve Prometheus metrics at http://ADDRESS:PORT/metrics\n(VRRP under the keepalived exporters' names,\nreal servers' health, reloads; docs/observability.md)",
+    ),
     option(None, "tcp-check", Required, TcpCheck).described(
         "MODE",
         "How TCP_CHECK asks a real server: connect (the\ndefault, keepalived's full connection, which the\nserver accepts) or half-open (a bare SYN: up on\nthe server's SYN-ACK, down on its reset; the\nserver's application never sees a connection;\nneeds CAP_NET_RAW, else connect, logged once)",
@@ -263,6 +269,8 @@ pub struct Arguments {
     pub json: bool,
     /// `--which-dip CLIENT:PORT`, as written.
     pub which_dip: Option<String>,
+    /// `--metrics`: where /metrics is served.
+    pub metrics: Option<std::net::SocketAddr>,
     /// `--vip ADDRESS:PORT[/PROTOCOL]`, as written.
     pub vip: Option<String>,
     /// `--signum NAME`, as written.
@@ -308,6 +316,7 @@ impl Default for Arguments {
             status: false,
             json: false,
             which_dip: None,
+            metrics: None,
             vip: None,
             signum: None,
             not_yet_supported: Vec::new(),
@@ -499,6 +508,14 @@ fn apply(
             }
         },
         Vip => parsed.vip = value,
+        Metrics => {
+            let written = value.unwrap_or_default();
+            parsed.metrics = Some(written.parse().map_err(|_| {
+                UsageError(format!(
+                    "option '--metrics' takes ADDRESS:PORT (such as 127.0.0.1:9650 or [::1]:9650), not '{written}'"
+                ))
+            })?)
+        }
         Other => parsed.not_yet_supported.push(match value {
             Some(value) => format!("{written} {value}"),
             None => written.to_string(),
@@ -515,7 +532,8 @@ configuration, checkers and signals, driving the kernel's IPVS (Fulcrum)";
 /// What `pulse --help` says after the options.
 const SIGNALS: &str = "\
 Signals: SIGHUP reloads the configuration (refused, with the old one kept, if
-it has errors); SIGTERM and SIGINT stop.
+it has errors); SIGTERM and SIGINT stop; SIGUSR2 writes keepalived.stats and
+SIGRTMIN+2 keepalived.json to $TMPDIR (else /tmp), as keepalived 2.2.7 does.
 Every other keepalived 2.2.7 option is accepted; pulse does not act on them yet.";
 
 /// The exit statuses, for the help and the man page.

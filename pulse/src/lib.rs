@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod ipvs_start;
 pub mod lvs;
+pub mod metrics;
 pub mod mux;
 pub mod scripts;
 pub mod signals;
@@ -21,6 +22,23 @@ use fulcrum_config::diagnostic::Severity;
 use fulcrum_scripts::review::Part;
 
 /// Exit statuses, keepalived's where they apply (see docs/pulse.md).
+/// What `pulse -v` prints, on standard error as `keepalived -v` does. The
+/// first line is in keepalived's form, `NAME vVERSION ...`, with the
+/// version of keepalived whose behaviour pulse answers with: the keepalived
+/// exporters parse `keepalived -v` that way (the second word, its `v`
+/// dropped) and choose by it how to ask for the dumps (`--signum` from
+/// 1.3.8, script states from 1.4.0), so that version is the one to give
+/// them. The rest says what the program is.
+pub fn version() -> String {
+    format!(
+        "Keepalived v2.2.7 (pulse {version}, Fulcrum)\n\
+         \n\
+         pulse {version} (Fulcrum): keepalived 2.2.7's configuration, command line,\n\
+         signals and dumps, over the kernel's IPVS and VRRP on rtnetlink.\n",
+        version = env!("CARGO_PKG_VERSION")
+    )
+}
+
 pub mod exit {
     /// No error and no warning.
     pub const CLEAN: i32 = 0;
@@ -74,11 +92,7 @@ pub fn run(
         return Ok(exit::CLEAN);
     }
     if arguments.version {
-        writeln!(
-            stdout,
-            "pulse {} (Fulcrum), reading keepalived 2.2.7 configurations",
-            env!("CARGO_PKG_VERSION")
-        )?;
+        write!(stderr, "{}", version())?;
         return Ok(exit::CLEAN);
     }
     if !arguments.unexpected.is_empty() {

@@ -23,16 +23,13 @@ pub fn number(function: &str) -> Option<i32> {
 }
 
 /// keepalived's dump signals that pulse does not act on yet: the data dump
-/// (SIGUSR1, keepalived.data), the JSON dump and the statistics reset.
-pub fn not_acted_on() -> [(i32, &'static str); 3] {
+/// (SIGUSR1, keepalived.data) and the statistics reset. (The statistics,
+/// SIGUSR2, and the JSON dump, SIGRTMIN+2, are VRRP's.)
+pub fn not_acted_on() -> [(i32, &'static str); 2] {
     [
         (
             libc::SIGUSR1,
             "SIGUSR1 (keepalived's data dump, keepalived.data)",
-        ),
-        (
-            libc::SIGRTMIN() + 2,
-            "keepalived's JSON dump signal (SIGRTMIN+2)",
         ),
         (
             libc::SIGRTMAX() - 1,

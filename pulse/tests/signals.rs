@@ -116,6 +116,8 @@ fn the_daemon_lives_through_keepalived_s_dump_signals() {
     // The handlers are installed as the daemon starts; a moment for them.
     std::thread::sleep(Duration::from_millis(500));
     let pid = daemon.id() as libc::pid_t;
+    // SIGRTMIN+2 (keepalived's JSON dump) writes nothing without VRRP
+    // instances, as keepalived; the other two are not acted on yet.
     for signal in [libc::SIGUSR1, libc::SIGRTMIN() + 2, libc::SIGRTMAX() - 1] {
         // SAFETY: kill on our own child.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
@@ -127,7 +129,7 @@ fn the_daemon_lives_through_keepalived_s_dump_signals() {
         );
     }
     let started = Instant::now();
-    while read().matches("; ignored").count() < 3 {
+    while read().matches("; ignored").count() < 2 {
         assert!(started.elapsed() < Duration::from_secs(10), "{}", read());
         std::thread::sleep(Duration::from_millis(20));
     }

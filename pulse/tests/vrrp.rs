@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
 
+#[path = "vrrp/observability.rs"]
+mod observability;
+
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
 /// The version 3 interval of the interop scenarios. 0.1 s works on an idle
@@ -159,11 +162,12 @@ impl Daemon {
         name: &str,
         text: &str,
     ) -> Result<Daemon> {
-        Daemon::start_as(kind, namespace, directory, name, text, true)
+        Daemon::start_as(kind, namespace, directory, name, text, true, &[])
     }
 
     /// With a whole configuration file; `-P` only if `vrrp_only`, else
-    /// the parts the file calls for, as keepalived chooses its children.
+    /// the parts the file calls for, as keepalived chooses its children;
+    /// `arguments` added to the command line.
     fn start_as(
         kind: Kind,
         namespace: &Namespace,
@@ -171,6 +175,7 @@ impl Daemon {
         name: &str,
         text: &str,
         vrrp_only: bool,
+        arguments: &[&str],
     ) -> Result<Daemon> {
         let configuration = directory.join(format!("{name}.conf"));
         fs::write(&configuration, text)?;
@@ -188,6 +193,7 @@ impl Daemon {
         }
         command.arg("-f").arg(&configuration);
         command.arg("-p").arg(&pid_file);
+        command.args(arguments);
         // keepalived.stats (SIGUSR2) goes to $TMPDIR: the scenario's own.
         command.env("TMPDIR", directory);
         if kind == Kind::Keepalived {
@@ -2198,6 +2204,7 @@ fn vrrp_alone_without_flag(segment: &Segment, scenario: &str) -> Result<()> {
         "pulse",
         &instance(150).configuration(),
         false,
+        &[],
     )?;
     let mut keepalived = Daemon::start_as(
         Kind::Keepalived,
@@ -2206,6 +2213,7 @@ fn vrrp_alone_without_flag(segment: &Segment, scenario: &str) -> Result<()> {
         "keepalived",
         &instance(100).configuration(),
         false,
+        &[],
     )?;
     with_logs(
         wait_master(
@@ -2248,6 +2256,7 @@ fn vrrp_alone_without_flag(segment: &Segment, scenario: &str) -> Result<()> {
             &format!("{kind}-ipvs"),
             &with_service,
             false,
+            &[],
         )?;
         let started = Instant::now();
         let status = loop {
@@ -2415,6 +2424,10 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         (
             "address options as keepalived applies them",
             address_options,
+        ),
+        (
+            "keepalived's dumps, the exporters' metrics and a Prometheus scrape",
+            observability::dumps_and_metrics,
         ),
     ]
 }

@@ -38,6 +38,7 @@ pub mod process;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_config::lexer::Options;
@@ -55,7 +56,9 @@ use crate::exit;
 use crate::lvs::task::{
     self as reconciler, Applied, Channels, PassOutcome, Reconciler, Running, StopMode,
 };
+use crate::metrics::Reloads;
 use crate::vrrp::netlink_events::AddressMonitor;
+use crate::vrrp::report::Report;
 use crate::vrrp::{Vrrp, VrrpError};
 use process::{Detached, PidFile};
 
@@ -125,6 +128,18 @@ pub fn run(arguments: &Arguments) -> i32 {
         // Logs the mode in effect (connect when raw sockets are refused).
         nanny::driver::tcp::set_check_mode(nanny::driver::tcp::CheckMode::HalfOpen);
     }
+    // Bound before forking, so that a taken port fails the start with a
+    // status, as a configuration that cannot work does.
+    let metrics = match arguments.metrics {
+        Some(address) => match fulcrum_metrics::bind(address) {
+            Ok(listener) => Some(listener),
+            Err(why) => {
+                tracing::error!("{why}");
+                return exit::FATAL;
+            }
+        },
+        None => None,
+    };
     let parts = Parts::of(&settings, &configuration);
     // Only a configuration with virtual servers reaches for IPVS: asking
     // the kernel for its IPVS family loads ip_vs (Linux 5.16 and later),
@@ -177,6 +192,7 @@ pub fn run(arguments: &Arguments) -> i32 {
         configuration,
         last_read,
         client,
+        metrics,
         &mut detached,
     ));
     detached.started(status as u8);
@@ -333,8 +349,12 @@ struct RunningVrrp {
 
 impl RunningVrrp {
     /// Starts VRRP for the configuration's `vrrp_instance` blocks.
-    async fn start(configuration: &Arc<config::Config>) -> Result<RunningVrrp, VrrpError> {
-        let vrrp = Vrrp::prepare(configuration.clone()).await?;
+    /// Its [`Report`] goes to `report`.
+    async fn start(
+        configuration: &Arc<config::Config>,
+        report: &watch::Sender<Arc<Report>>,
+    ) -> Result<RunningVrrp, VrrpError> {
+        let vrrp = Vrrp::prepare(configuration.clone(), report.clone()).await?;
         tracing::info!("VRRP: {} instance(s)", vrrp.len());
         let (stop, stopped) = oneshot::channel();
         let (reloads, reloaded) = mpsc::channel(4);
@@ -581,6 +601,11 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
     // handler installed here, never unregistered, keeps its default
     // action (ending the process) away when VRRP does not run.
     let _ = signal(SignalKind::user_defined2());
+    // SIGRTMIN+2 (keepalived's SIGJSON) likewise: VRRP writes
+    // keepalived.json; without VRRP, keepalived writes nothing either.
+    if let Some(json) = crate::signals::number("JSON") {
+        let _ = signal(SignalKind::from_raw(json));
+    }
     crate::signals::listen_without_acting(
         &crate::signals::not_acted_on(),
         "pulse does not write keepalived's dumps yet",
@@ -625,11 +650,27 @@ async fn serve(
     // The load the next reload compares its file with.
     mut last_read: Option<fulcrum_config::Loaded>,
     client: Option<Client>,
+    metrics: Option<std::net::TcpListener>,
     detached: &mut Detached,
 ) -> i32 {
     let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
         return exit::FATAL;
     };
+    // What the parts publish, read by /metrics and the dumps.
+    let (vrrp_report, vrrp_reports) = watch::channel(Arc::new(Report::default()));
+    let (reloads, reloads_read) = watch::channel(Reloads::new(SystemTime::now()));
+    let (stop_metrics, metrics_stopped) = watch::channel(false);
+    let metrics_server = metrics.map(|listener| {
+        let registry = crate::metrics::registry(crate::metrics::Observed {
+            vrrp: vrrp_reports,
+            reloads: reloads_read,
+        });
+        tokio::spawn(fulcrum_metrics::serve(
+            listener,
+            Arc::new(registry),
+            metrics_stopped,
+        ))
+    });
     // Before anything starts, as keepalived's parent runs it before its
     // children.
     if let Some(script) = &configuration.global.startup_script {
@@ -647,7 +688,7 @@ async fn serve(
     let parts = Parts::of(&settings, &configuration);
     let mut vrrp = None;
     if parts.vrrp {
-        match RunningVrrp::start(&configuration).await {
+        match RunningVrrp::start(&configuration, &vrrp_report).await {
             Ok(running) => vrrp = Some(running),
             Err(error) => {
                 tracing::error!("VRRP cannot start: {error}");
@@ -682,8 +723,11 @@ async fn serve(
             match self::reload(&settings, &mut last_read).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
-                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs).await {
+                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, &vrrp_report)
+                        .await
+                    {
                         Ok(lvs_pass) => {
+                            reloads.send_modify(|reloads| reloads.record(true, SystemTime::now()));
                             shutdown_script = next_shutdown;
                             if lvs_pass {
                                 awaited = Some("reloaded");
@@ -695,6 +739,7 @@ async fn serve(
                             }
                         }
                         Err(why) => {
+                            reloads.send_modify(|reloads| reloads.record(false, SystemTime::now()));
                             tracing::error!("{why}; keeping the running configuration");
                             tell_systemd(&[
                                 NotifyState::Ready,
@@ -703,12 +748,15 @@ async fn serve(
                         }
                     }
                 }
-                None => tell_systemd(&[
-                    NotifyState::Ready,
-                    NotifyState::Status(
-                        "reload refused: the configuration has errors (see the log)",
-                    ),
-                ]),
+                None => {
+                    reloads.send_modify(|reloads| reloads.record(false, SystemTime::now()));
+                    tell_systemd(&[
+                        NotifyState::Ready,
+                        NotifyState::Status(
+                            "reload refused: the configuration has errors (see the log)",
+                        ),
+                    ])
+                }
             }
         }
         tokio::select! {
@@ -753,6 +801,11 @@ async fn serve(
     if let Some((script, timeout)) = shutdown_script {
         fulcrum_scripts::run::run_and_wait(&script, "shutdown", timeout, settings.detail).await;
     }
+    // Served to the end, so that a scrape during the stop sees it.
+    stop_metrics.send_replace(true);
+    if let Some(server) = metrics_server {
+        let _ = server.await;
+    }
     if !stopped {
         return exit::FATAL;
     }
@@ -788,6 +841,7 @@ async fn apply_reload(
     configuration: Arc<config::Config>,
     vrrp: &mut Option<RunningVrrp>,
     lvs: &mut Option<Lvs>,
+    vrrp_report: &watch::Sender<Arc<Report>>,
 ) -> Result<bool, String> {
     let parts = Parts::of(settings, &configuration);
     let client = match (parts.lvs, &lvs) {
@@ -801,7 +855,7 @@ async fn apply_reload(
         None if parts.vrrp => {
             tracing::info!("the reload brings VRRP instances: starting VRRP");
             *vrrp = Some(
-                RunningVrrp::start(&configuration)
+                RunningVrrp::start(&configuration, vrrp_report)
                     .await
                     .map_err(|error| format!("VRRP cannot start: {error}"))?,
             );

@@ -127,6 +127,9 @@ async fn serve(
     let mut others = crate::signals::not_acted_on().to_vec();
     others.push((libc::SIGHUP, "SIGHUP"));
     others.push((libc::SIGUSR2, "SIGUSR2 (keepalived's statistics)"));
+    if let Some(json) = crate::signals::number("JSON") {
+        others.push((json, "SIGRTMIN+2 (keepalived's JSON dump)"));
+    }
     crate::signals::listen_without_acting(
         &others,
         "the Mux follows the cluster store, it has nothing to reload or dump",

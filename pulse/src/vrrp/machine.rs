@@ -219,53 +219,91 @@ impl Statistics {
         self.drops[reason as usize] += 1;
     }
 
-    /// Instance `name`'s block of keepalived 2.2's statistics file
-    /// (vrrp_print.c's vrrp_print_stats, written on SIGUSR2). keepalived
-    /// counts fewer errors than pulse: the drops it has no line for
-    /// (checksum, version, VRID, family, ...) are left out, a wrong
-    /// address count is an address list error as in keepalived's
-    /// vrrp_check_packet.
-    pub fn keepalived_report(&self, name: &str) -> String {
+    /// keepalived's counters (vrrp_stats), by the names of its JSON dump,
+    /// in its order. keepalived counts fewer errors than pulse: the drops
+    /// it has no counter for (checksum, version, VRID, family, ...) are
+    /// left out, a wrong address count is an address list error as in
+    /// keepalived's vrrp_check_packet.
+    pub fn keepalived_counters(&self) -> [(&'static str, u64); 14] {
         let drops = |reasons: &[DropReason]| -> u64 {
             reasons.iter().map(|reason| self.drops(*reason)).sum()
         };
+        [
+            ("advert_rcvd", self.adverts_received),
+            ("advert_sent", self.adverts_sent),
+            ("become_master", self.became_master),
+            ("release_master", self.released_master),
+            (
+                "packet_len_err",
+                drops(&[DropReason::Truncated, DropReason::TooLong]),
+            ),
+            (
+                "advert_interval_err",
+                drops(&[DropReason::IntervalMismatch]),
+            ),
+            ("ip_ttl_err", drops(&[DropReason::WrongTtl])),
+            ("invalid_type_rcvd", drops(&[DropReason::WrongType])),
+            (
+                "addr_list_err",
+                drops(&[
+                    DropReason::AddressCountMismatch,
+                    DropReason::AddressListMismatch,
+                ]),
+            ),
+            (
+                "invalid_authtype",
+                drops(&[DropReason::InvalidAuthenticationType]),
+            ),
+            (
+                "authtype_mismatch",
+                drops(&[DropReason::AuthenticationTypeMismatch]),
+            ),
+            ("auth_failure", drops(&[DropReason::AuthenticationFailure])),
+            ("pri_zero_rcvd", self.priority_zero_received),
+            ("pri_zero_sent", self.priority_zero_sent),
+        ]
+    }
+
+    /// Instance `name`'s block of keepalived 2.2's statistics file
+    /// (vrrp_print.c's vrrp_print_stats, written on SIGUSR2), from
+    /// [`Statistics::keepalived_counters`].
+    pub fn keepalived_report(&self, name: &str) -> String {
+        let [
+            (_, received),
+            (_, sent),
+            (_, became_master),
+            (_, released_master),
+            (_, length),
+            (_, interval),
+            (_, ttl),
+            (_, invalid_type),
+            (_, address_list),
+            (_, invalid_authentication_type),
+            (_, authentication_type_mismatch),
+            (_, authentication_failure),
+            (_, priority_zero_received),
+            (_, priority_zero_sent),
+        ] = self.keepalived_counters();
         format!(
             "VRRP Instance: {name}\n\
              \x20 Advertisements:\n\
-             \x20   Received: {}\n\
-             \x20   Sent: {}\n\
-             \x20 Became master: {}\n\
-             \x20 Released master: {}\n\
+             \x20   Received: {received}\n\
+             \x20   Sent: {sent}\n\
+             \x20 Became master: {became_master}\n\
+             \x20 Released master: {released_master}\n\
              \x20 Packet Errors:\n\
-             \x20   Length: {}\n\
-             \x20   TTL: {}\n\
-             \x20   Invalid Type: {}\n\
-             \x20   Advertisement Interval: {}\n\
-             \x20   Address List: {}\n\
+             \x20   Length: {length}\n\
+             \x20   TTL: {ttl}\n\
+             \x20   Invalid Type: {invalid_type}\n\
+             \x20   Advertisement Interval: {interval}\n\
+             \x20   Address List: {address_list}\n\
              \x20 Authentication Errors:\n\
-             \x20   Invalid Type: {}\n\
-             \x20   Type Mismatch: {}\n\
-             \x20   Failure: {}\n\
+             \x20   Invalid Type: {invalid_authentication_type}\n\
+             \x20   Type Mismatch: {authentication_type_mismatch}\n\
+             \x20   Failure: {authentication_failure}\n\
              \x20 Priority Zero:\n\
-             \x20   Received: {}\n\
-             \x20   Sent: {}\n",
-            self.adverts_received,
-            self.adverts_sent,
-            self.became_master,
-            self.released_master,
-            drops(&[DropReason::Truncated, DropReason::TooLong]),
-            drops(&[DropReason::WrongTtl]),
-            drops(&[DropReason::WrongType]),
-            drops(&[DropReason::IntervalMismatch]),
-            drops(&[
-                DropReason::AddressCountMismatch,
-                DropReason::AddressListMismatch
-            ]),
-            drops(&[DropReason::InvalidAuthenticationType]),
-            drops(&[DropReason::AuthenticationTypeMismatch]),
-            drops(&[DropReason::AuthenticationFailure]),
-            self.priority_zero_received,
-            self.priority_zero_sent,
+             \x20   Received: {priority_zero_received}\n\
+             \x20   Sent: {priority_zero_sent}\n"
         )
     }
 }

@@ -26,6 +26,7 @@ pub mod machine;
 pub mod netlink_events;
 pub mod packet;
 pub mod plan;
+pub mod report;
 pub mod resync;
 pub mod routes;
 pub mod settings;

@@ -75,6 +75,12 @@ pub struct Instance {
     /// "(init)").
     pub starting: bool,
     pub announcing: Option<JoinHandle<()>>,
+    /// When it last changed state (keepalived's `last_transition`, which
+    /// its dumps carry): its start, then each transition.
+    pub last_transition: std::time::SystemTime,
+    /// Whether its virtual addresses are on their interfaces (keepalived's
+    /// `vipset`).
+    pub addresses_set: bool,
 }
 
 /// What instances share, read or opened once: interfaces by name, their
@@ -201,6 +207,8 @@ pub async fn open_instance(
         started: false,
         starting: true,
         announcing: None,
+        last_transition: std::time::SystemTime::now(),
+        addresses_set: false,
     })
 }
 

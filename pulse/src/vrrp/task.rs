@@ -17,11 +17,12 @@ mod reload;
 mod trackers;
 
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use fulcrum_config::model as config;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::effects::{self, Effects};
 use super::io::{self, Datagram, ReceiveSocket};
@@ -29,6 +30,7 @@ use super::machine::{Action, Event, Received, State};
 use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
 use super::plan::Plan;
+use super::report::{self, Description, InstanceReport, Report, ScriptReport};
 use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
 use super::sync::{Decision, SyncGroup};
@@ -75,12 +77,22 @@ pub struct Vrrp {
     effects: Effects,
     receivers: Receivers,
     trackers: Trackers,
+    /// What the plan's instances' configuration says, for the reports:
+    /// made with the plan.
+    descriptions: Vec<Arc<Description>>,
+    /// Where the task publishes its [`Report`].
+    report: watch::Sender<Arc<Report>>,
 }
 
 impl Vrrp {
     /// Resolves the configuration's instances, reads their interfaces and
     /// opens their sockets. Must run inside the tokio runtime.
-    pub async fn prepare(configuration: Arc<config::Config>) -> Result<Vrrp, VrrpError> {
+    /// Its [`Report`] goes to `report`, from the start to the stop (an
+    /// empty one then).
+    pub async fn prepare(
+        configuration: Arc<config::Config>,
+        report: watch::Sender<Arc<Report>>,
+    ) -> Result<Vrrp, VrrpError> {
         let plan = Arc::new(Plan::from_config(configuration)?);
         log_warnings(&plan);
         // keepalived's VRRP process needs IPVS for the sync daemon only, and
@@ -128,7 +140,10 @@ impl Vrrp {
             events_open: true,
             receivers,
             trackers: Trackers::new(),
+            descriptions: Vec::new(),
+            report,
         };
+        vrrp.descriptions = descriptions(&vrrp.plan);
         vrrp.trackers
             .follow(&vrrp.plan, &mut vrrp.scripts, &mut vrrp.files);
         Ok(vrrp)
@@ -158,7 +173,14 @@ impl Vrrp {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())
                 .inspect_err(|error| tracing::warn!("cannot listen for SIGUSR2: {error}"))
                 .ok();
+        // SIGRTMIN+2, keepalived's SIGJSON: keepalived.json.
+        let json_number = crate::signals::number("JSON").expect("keepalived has SIGJSON");
+        let mut json_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(json_number))
+                .inspect_err(|error| tracing::warn!("cannot listen for SIGRTMIN+2: {error}"))
+                .ok();
         loop {
+            self.publish();
             let next = self
                 .instances
                 .iter()
@@ -168,6 +190,8 @@ impl Vrrp {
                 _ = &mut shutdown => break,
                 Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
                     if statistics_signal.is_some() => self.write_statistics(),
+                Some(()) = async { json_signal.as_mut().expect("guarded").recv().await },
+                    if json_signal.is_some() => self.write_json(),
                 Some(configuration) = reloads.recv() => self.reload(configuration).await,
                 event = self.events.next(), if self.events_open => match event {
                     Some(NetlinkEvent::Changed(message)) => self.route_event(message).await,
@@ -201,6 +225,55 @@ impl Vrrp {
             self.stop_instance(position, now).await;
         }
         self.effects.stop().await;
+        self.report.send_replace(Arc::new(Report::default()));
+    }
+
+    /// Publishes the task's [`Report`] if anything in it moved since the
+    /// last one. Called at each turn of the loop: after any event, the
+    /// readers see what it did.
+    fn publish(&self) {
+        let report = Report {
+            instances: self
+                .instances
+                .iter()
+                .zip(&self.descriptions)
+                .map(|(instance, description)| {
+                    let machine = &instance.machine;
+                    let state = machine.state();
+                    InstanceReport {
+                        description: description.clone(),
+                        state,
+                        wanted_state: if machine.wants_master() {
+                            State::Master
+                        } else {
+                            state
+                        },
+                        effective_priority: machine.effective_priority(),
+                        master_priority: machine.master().map_or(0, |(_, priority)| priority),
+                        master_advert_interval: machine.master_advert_interval(),
+                        last_transition: instance.last_transition,
+                        addresses_set: instance.addresses_set,
+                        statistics: machine.statistics().clone(),
+                    }
+                })
+                .collect(),
+            scripts: self
+                .plan
+                .scripts
+                .iter()
+                .map(|script| ScriptReport {
+                    name: script.name.clone(),
+                    succeeding: self.scripts.get(&script.name).copied().flatten(),
+                })
+                .collect(),
+        };
+        self.report.send_if_modified(|published| {
+            if **published == report {
+                return false;
+            }
+            *published = Arc::new(report);
+            true
+        });
     }
 
     /// A machine's deadline came. The adverts already queued come first:
@@ -252,23 +325,30 @@ impl Vrrp {
             std::process::id()
         );
         let report: String = self
+            .report
+            .borrow()
             .instances
             .iter()
             .map(|instance| {
                 instance
-                    .machine
-                    .statistics()
-                    .keepalived_report(&instance.machine.settings().name)
+                    .statistics
+                    .keepalived_report(&instance.description.name)
             })
             .collect();
-        let path = std::env::temp_dir().join("keepalived.stats");
-        if let Err(error) = std::fs::write(&path, report) {
-            tracing::info!(
-                "Can't open {} ({}: {error})",
-                path.display(),
-                error.raw_os_error().unwrap_or(0)
-            );
-        }
+        write_dump(&std::env::temp_dir().join("keepalived.stats"), &report);
+    }
+
+    /// Writes keepalived.json in the temporary directory, as keepalived
+    /// 2.2.7 does on SIGRTMIN+2 (its SIGJSON), with its log line.
+    fn write_json(&self) {
+        tracing::info!(
+            "Printing VRRP as json for process({}) on signal",
+            std::process::id()
+        );
+        write_dump(
+            &std::env::temp_dir().join("keepalived.json"),
+            &report::keepalived_json(&self.report.borrow()),
+        );
     }
 
     /// A link already down or a tracking weight applies before the start,
@@ -539,6 +619,7 @@ impl Vrrp {
                 }
             }
             Action::AddAddresses => {
+                instance.addresses_set = true;
                 self.effects
                     .add_virtual_state(name, &instance.virtual_state)
                     .await;
@@ -548,6 +629,7 @@ impl Vrrp {
                 if let Some(announcing) = instance.announcing.take() {
                     announcing.abort();
                 }
+                instance.addresses_set = false;
                 self.effects
                     .remove_virtual_state(name, &instance.virtual_state)
                     .await;
@@ -565,6 +647,7 @@ impl Vrrp {
                 ));
             }
             Action::EnterState(state) => {
+                instance.last_transition = SystemTime::now();
                 if state == State::Initialize {
                     tracing::info!("({name}) Stopped");
                 }
@@ -611,6 +694,40 @@ impl Vrrp {
                 }
             }
         }
+    }
+}
+
+/// What each of the plan's instances' configuration says, in its order.
+pub(super) fn descriptions(plan: &Plan) -> Vec<Arc<Description>> {
+    plan.instances
+        .iter()
+        .map(|instance| Arc::new(Description::of(plan, instance)))
+        .collect()
+}
+
+/// Writes one of keepalived's dumps: to a new file beside `path`, readable
+/// by its owner only as keepalived's (umask 0177), then renamed over it, so
+/// that a reader (an exporter polling the file) sees the previous dump or
+/// this one, never a part. keepalived logs a failure and goes on.
+fn write_dump(path: &Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let temporary = path.with_extension(format!("{}.new", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        tracing::info!(
+            "Can't open {} ({}: {error})",
+            path.display(),
+            error.raw_os_error().unwrap_or(0)
+        );
     }
 }
 

@@ -40,6 +40,9 @@ pub const PACKAGES: &[&str] = &[
     // not installed.
     "protobuf-compiler",
     "libprotobuf-dev",
+    // A real scraper and promtool: the VRRP interop test checks pulse's
+    // /metrics with `promtool check metrics` and has Prometheus scrape it.
+    "prometheus",
 ];
 
 /// The sshd of the hosts `cargo xtask hosts` boots in the guest (which runs

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use fulcrum_config::model as config;
 
-use super::{Vrrp, log_warnings};
+use super::{Vrrp, descriptions, log_warnings};
 use crate::vrrp::packet::Family;
 use crate::vrrp::plan::{self, Plan};
 use crate::vrrp::setup::{self, Instance, Resources};
@@ -140,6 +140,7 @@ impl Vrrp {
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.plan = next;
+        self.descriptions = descriptions(&self.plan);
         tracing::info!(
             "VRRP reloaded: {} of {} instance(s) kept with their state",
             self.instances

@@ -1,0 +1,144 @@
+use super::*;
+
+use std::time::Duration;
+
+use crate::vrrp::machine::{State, Statistics};
+use crate::vrrp::report::{Address, Description, InstanceReport, ScriptReport};
+
+fn instance(name: &str, addresses: &[&str], state: State) -> InstanceReport {
+    InstanceReport {
+        description: Arc::new(Description {
+            name: name.to_owned(),
+            interface: "eth0".to_owned(),
+            virtual_router_id: 51,
+            version: 2,
+            base_priority: 100,
+            dont_track_primary: false,
+            skip_check_advert_addresses: false,
+            strict: false,
+            accept: true,
+            nopreempt: false,
+            preempt_delay: Duration::ZERO,
+            advert_interval: Duration::from_secs(1),
+            garp_delay: Duration::from_secs(5),
+            garp_repeat: 5,
+            garp_refresh: Duration::ZERO,
+            garp_refresh_repeat: 1,
+            garp_lower_priority_delay: Duration::from_secs(5),
+            garp_lower_priority_repeat: 5,
+            lower_priority_no_advert: false,
+            higher_priority_send_advert: false,
+            smtp_alert: false,
+            notify_deleted: false,
+            notify_scripts: Vec::new(),
+            virtual_addresses: addresses
+                .iter()
+                .map(|text| Address {
+                    text: (*text).to_owned(),
+                })
+                .collect(),
+            excluded_addresses: Vec::new(),
+            tracked_interfaces: Vec::new(),
+            tracked_scripts: Vec::new(),
+            authentication: (0, None),
+        }),
+        state,
+        wanted_state: state,
+        effective_priority: 90,
+        master_priority: 0,
+        master_advert_interval: Duration::from_secs(1),
+        last_transition: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        addresses_set: state == State::Master,
+        statistics: {
+            let mut statistics = Statistics::default();
+            statistics.adverts_sent = 12;
+            statistics.adverts_received = 3;
+            statistics.became_master = 1;
+            statistics
+        },
+    }
+}
+
+fn scrape(report: Report, reloads: Reloads) -> String {
+    let (_vrrp_sender, vrrp) = watch::channel(Arc::new(report));
+    let (_reloads_sender, reloads) = watch::channel(reloads);
+    fulcrum_metrics::encode(&registry(Observed { vrrp, reloads }))
+}
+
+#[test]
+fn vrrp_is_exported_under_the_keepalived_exporters_names_and_labels() {
+    let report = Report {
+        instances: vec![
+            instance(
+                "VI_1",
+                &[
+                    "192.168.1.10/24 dev eth0 scope global",
+                    "192.168.2.10 dev eth1 scope global label eth1:0",
+                ],
+                State::Master,
+            ),
+            instance("VI_2", &[], State::Backup),
+        ],
+        scripts: vec![
+            ScriptReport {
+                name: "chk_good".to_owned(),
+                succeeding: Some(true),
+            },
+            ScriptReport {
+                name: "chk_bad".to_owned(),
+                succeeding: Some(false),
+            },
+            ScriptReport {
+                name: "chk_waiting".to_owned(),
+                succeeding: None,
+            },
+        ],
+    };
+    let text = scrape(report, Reloads::new(SystemTime::UNIX_EPOCH));
+    for line in [
+        "keepalived_up 1.0",
+        "keepalived_vrrp_state{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\",ip_address=\"192.168.1.10/24\"} 2.0",
+        "keepalived_vrrp_state{iname=\"VI_1\",intf=\"eth1\",vrid=\"51\",ip_address=\"192.168.2.10\"} 2.0",
+        "keepalived_vrrp_state{iname=\"VI_2\",intf=\"eth0\",vrid=\"51\",ip_address=\"\"} 1.0",
+        "# TYPE keepalived_advertisements_sent counter",
+        "keepalived_advertisements_sent_total{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 12",
+        "keepalived_advertisements_received_total{iname=\"VI_2\",intf=\"eth0\",vrid=\"51\"} 3",
+        "keepalived_become_master_total{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 1",
+        "keepalived_priority_zero_sent_total{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 0",
+        "keepalived_gratuitous_arp_delay_total{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 5",
+        "keepalived_script_status{name=\"chk_good\"} 1.0",
+        "keepalived_script_status{name=\"chk_bad\"} 0.0",
+        "pulse_vrrp_priority{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 90.0",
+        "pulse_vrrp_base_priority{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 100.0",
+        "pulse_vrrp_last_transition_timestamp_seconds{iname=\"VI_1\",intf=\"eth0\",vrid=\"51\"} 1800000000.0",
+    ] {
+        assert!(
+            text.lines().any(|written| written == line),
+            "no line {line} in:\n{text}"
+        );
+    }
+    assert!(!text.contains("chk_waiting"), "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
+}
+
+#[test]
+fn reloads_are_counted_and_the_last_one_s_outcome_kept() {
+    let mut reloads = Reloads::new(SystemTime::UNIX_EPOCH + Duration::from_secs(100));
+    reloads.record(true, SystemTime::UNIX_EPOCH + Duration::from_secs(200));
+    reloads.record(false, SystemTime::UNIX_EPOCH + Duration::from_secs(300));
+    let text = scrape(Report::default(), reloads);
+    for line in [
+        "pulse_config_last_reload_successful 0.0",
+        "pulse_config_last_reload_success_timestamp_seconds 200.0",
+        "pulse_config_reloads_total{result=\"success\"} 1",
+        "pulse_config_reloads_total{result=\"failure\"} 1",
+        // No instance: the families are described, without samples.
+        "# TYPE keepalived_vrrp_state gauge",
+    ] {
+        assert!(
+            text.lines().any(|written| written == line),
+            "no line {line} in:\n{text}"
+        );
+    }
+    assert!(!text.contains("keepalived_vrrp_state{"), "{text}");
+}

@@ -1,0 +1,504 @@
+//! keepalived's dumps and what the exporters make of them, against
+//! keepalived: the same configuration run by keepalived, then by pulse, in
+//! the same host; each one's `keepalived.json` (SIGRTMIN+2) and
+//! `keepalived.stats` (SIGUSR2) compared byte for byte once what cannot
+//! match is normalised (listed in [`normalised`]); the values
+//! mehdy/keepalived-exporter would export from each one's JSON compared,
+//! and found in pulse's own `/metrics`; that text checked by promtool and
+//! scraped by a real Prometheus, which is then queried.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+use super::*;
+
+/// Two instances that become master alone: one with a password, a notify
+/// script, an address with a prefix, one with a label on a `dev`, an
+/// excluded address and two tracked scripts (one failing, weight -10), the
+/// other `nopreempt` with a host address.
+fn configuration(segment: &Segment) -> String {
+    format!(
+        r#"vrrp_script chk_ok {{
+    script "/bin/true"
+    interval 1
+}}
+vrrp_script chk_bad {{
+    script "/bin/false"
+    interval 1
+    weight -10
+}}
+vrrp_instance VI_1 {{
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    advert_int 1
+    authentication {{
+        auth_type PASS
+        auth_pass s3cret
+    }}
+    virtual_ipaddress {{
+        {first}/24
+        {second} dev eth0 label eth0:1
+    }}
+    virtual_ipaddress_excluded {{
+        192.0.2.9
+    }}
+    track_script {{
+        chk_ok
+        chk_bad
+    }}
+    notify_master "/bin/echo master"
+}}
+vrrp_instance VI_2 {{
+    interface eth0
+    virtual_router_id 52
+    priority 50
+    nopreempt
+    virtual_ipaddress {{
+        {third}
+    }}
+}}
+"#,
+        first = segment.ipv4(100),
+        second = segment.ipv4(101),
+        third = segment.ipv4(102),
+    )
+}
+
+/// What one daemon wrote, and its view through the exporter.
+struct Dumps {
+    json: String,
+    statistics: String,
+}
+
+/// Runs `kind` with the configuration until both instances are masters
+/// and the failing script has lowered VI_1's priority, then asks for the
+/// dumps as the exporters do (the signal to the pid of the pid file, the
+/// files read from the temporary directory); `during` runs while it is
+/// still up.
+fn run(
+    segment: &Segment,
+    kind: Kind,
+    arguments: &[&str],
+    during: impl FnOnce(&Daemon) -> Result<()>,
+) -> Result<Dumps> {
+    let directory = &segment.directory;
+    let name = format!("{kind}-dumps");
+    let mut daemon = Daemon::start_as(
+        kind,
+        &segment.a,
+        directory,
+        &name,
+        &configuration(segment),
+        true,
+        arguments,
+    )?;
+    let result = (|| -> Result<Dumps> {
+        // A master down interval (3 s and the skew) and more.
+        wait_for(
+            &format!("{kind} takes both instances"),
+            Duration::from_secs(15),
+            || Ok(segment.a.holds(segment.ipv4(100))? && segment.a.holds(segment.ipv4(102))?),
+        )?;
+        wait_for(
+            &format!("{kind} lowers VI_1 for its failing script"),
+            Duration::from_secs(10),
+            || {
+                Ok(daemon
+                    .log()
+                    .contains("(VI_1) Changing effective priority from 100 to 90"))
+            },
+        )?;
+        let json_file = directory.join("keepalived.json");
+        let statistics_file = directory.join("keepalived.stats");
+        let _ = fs::remove_file(&json_file);
+        let _ = fs::remove_file(&statistics_file);
+        let pid = daemon.child.id() as i32;
+        signal(pid, libc::SIGRTMIN() + 2);
+        signal(pid, libc::SIGUSR2);
+        let mut dumps = Dumps {
+            json: String::new(),
+            statistics: String::new(),
+        };
+        // keepalived writes in place (a reader may see a part); pulse
+        // renames a whole file over the last. Complete once the last line
+        // is there.
+        wait_for(
+            &format!("{kind} writes its dumps"),
+            Duration::from_secs(5),
+            || {
+                dumps.json = fs::read_to_string(&json_file).unwrap_or_default();
+                dumps.statistics = fs::read_to_string(&statistics_file).unwrap_or_default();
+                Ok(dumps.json.ends_with("]\n")
+                    && dumps
+                        .statistics
+                        .matches("Priority Zero:\n    Received: ")
+                        .count()
+                        == 2
+                    && dumps.statistics.ends_with('\n')
+                    && dumps
+                        .statistics
+                        .rsplit_once("    Sent: ")
+                        .is_some_and(|(_, last)| last.trim_end().parse::<u64>().is_ok()))
+            },
+        )?;
+        let mode = fs::metadata(&json_file)?.permissions();
+        use std::os::unix::fs::PermissionsExt;
+        ensure!(
+            mode.mode() & 0o777 == 0o600,
+            "{kind} wrote keepalived.json with mode {:o}",
+            mode.mode() & 0o777
+        );
+        during(&daemon)?;
+        daemon.terminate()?;
+        Ok(dumps)
+    })();
+    result.map_err(|error| error.context(format!("{kind} log:\n{}", daemon.log())))
+}
+
+/// What cannot match between two runs, replaced by a mark: when each
+/// instance last changed state (`last_transition`), and how many adverts
+/// each sent (it depends on how long each ran before the signal).
+fn normalised(text: &str) -> String {
+    let mut result = String::with_capacity(text.len());
+    let mut rest = text;
+    // JSON: "last_transition":NUMBER and "advert_sent":NUMBER.
+    // Statistics: the Sent line of the Advertisements block.
+    loop {
+        let next = [
+            "\"last_transition\":",
+            "\"advert_sent\":",
+            "  Advertisements:\n    Received: ",
+        ]
+        .iter()
+        .filter_map(|mark| rest.find(mark).map(|at| (at, *mark)))
+        .min();
+        let Some((at, mark)) = next else {
+            result.push_str(rest);
+            return result;
+        };
+        result.push_str(&rest[..at + mark.len()]);
+        rest = &rest[at + mark.len()..];
+        if mark.starts_with("  Advertisements") {
+            // Received: N\n    Sent: N
+            let (received, after) = rest.split_once('\n').unwrap_or((rest, ""));
+            result.push_str(received);
+            result.push('\n');
+            let after = after.strip_prefix("    Sent: ").unwrap_or(after);
+            let end = after.find('\n').unwrap_or(after.len());
+            result.push_str("    Sent: N");
+            rest = &after[end..];
+        } else {
+            let end = rest
+                .find(|character: char| !character.is_ascii_digit() && character != '.')
+                .unwrap_or(rest.len());
+            result.push('N');
+            rest = &rest[end..];
+        }
+    }
+}
+
+/// mehdy/keepalived-exporter's collector, run on a `keepalived.json` the
+/// way its source reads one (internal/collector: the JSON decoded into its
+/// VRRPData and VRRPStats, `ParseVIP` splitting each address at its
+/// spaces): the samples it would export, by name and labels. Its parse
+/// fails where the exporter's would (a field of the wrong type, a VIP of
+/// fewer than three words).
+fn exporter_view(json: &str) -> Result<BTreeMap<String, f64>> {
+    let instances: Vec<serde_json::Value> =
+        serde_json::from_str(json).context("the exporter decodes an array of instances")?;
+    let mut samples = BTreeMap::new();
+    for instance in instances {
+        let data = &instance["data"];
+        let stats = &instance["stats"];
+        let text = |field: &str| -> Result<String> {
+            data[field]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("data.{field} is not a string: {data}"))
+        };
+        // Go's encoding/json refuses a float for an int field.
+        let integer = |value: &serde_json::Value, field: &str| -> Result<i64> {
+            value[field]
+                .as_i64()
+                .with_context(|| format!("{field} is not an integer: {value}"))
+        };
+        let name = text("iname")?;
+        let interface = text("ifp_ifname")?;
+        let vrid = integer(data, "vrid")?;
+        let state = integer(data, "state")?;
+        integer(data, "wantstate")?;
+        let labels = format!("iname=\"{name}\",intf=\"{interface}\",vrid=\"{vrid}\"");
+        for (field, metric) in [
+            ("advert_rcvd", "keepalived_advertisements_received_total"),
+            ("become_master", "keepalived_become_master_total"),
+            ("release_master", "keepalived_release_master_total"),
+            ("packet_len_err", "keepalived_packet_length_errors_total"),
+            (
+                "advert_interval_err",
+                "keepalived_advertisements_interval_errors_total",
+            ),
+            ("ip_ttl_err", "keepalived_ip_ttl_errors_total"),
+            (
+                "invalid_type_rcvd",
+                "keepalived_invalid_type_received_total",
+            ),
+            ("addr_list_err", "keepalived_address_list_errors_total"),
+            (
+                "invalid_authtype",
+                "keepalived_authentication_invalid_total",
+            ),
+            (
+                "authtype_mismatch",
+                "keepalived_authentication_mismatch_total",
+            ),
+            ("auth_failure", "keepalived_authentication_failure_total"),
+            ("pri_zero_rcvd", "keepalived_priority_zero_received_total"),
+            ("pri_zero_sent", "keepalived_priority_zero_sent_total"),
+        ] {
+            samples.insert(
+                format!("{metric}{{{labels}}}"),
+                integer(stats, field)? as f64,
+            );
+        }
+        samples.insert(
+            format!("keepalived_gratuitous_arp_delay_total{{{labels}}}"),
+            integer(data, "garp_delay")? as f64,
+        );
+        let addresses = data["vips"].as_array().cloned().unwrap_or_default();
+        for address in &addresses {
+            let address = address.as_str().context("a VIP is not a string")?;
+            let words: Vec<&str> = address.split(' ').collect();
+            ensure!(
+                words.len() >= 3,
+                "the exporter cannot parse the VIP {address:?}"
+            );
+            samples.insert(
+                format!(
+                    "keepalived_vrrp_state{{iname=\"{name}\",intf=\"{}\",vrid=\"{vrid}\",ip_address=\"{}\"}}",
+                    words[2], words[0]
+                ),
+                state as f64,
+            );
+        }
+        if addresses.is_empty() {
+            samples.insert(
+                format!(
+                    "keepalived_vrrp_state{{iname=\"{name}\",intf=\"{interface}\",vrid=\"{vrid}\",ip_address=\"\"}}"
+                ),
+                state as f64,
+            );
+        }
+    }
+    Ok(samples)
+}
+
+/// `GET path` of `address` from inside `namespace`, over HTTP/1.0, with
+/// `accept` if given; the answer's head and body.
+fn get(
+    namespace: &Namespace,
+    address: SocketAddr,
+    path: &str,
+    accept: Option<&str>,
+) -> Result<(String, String)> {
+    let answer = namespace.run(|| -> Result<String> {
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let accept = accept
+            .map(|accept| format!("Accept: {accept}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET {path} HTTP/1.0\r\nHost: {address}\r\n{accept}\r\n"
+        )?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        Ok(answer)
+    })??;
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .with_context(|| format!("no head in {answer:?}"))?;
+    ensure!(
+        head.starts_with("HTTP/1.") && head.contains(" 200 "),
+        "{head}"
+    );
+    Ok((head.to_owned(), body.to_owned()))
+}
+
+/// The samples of an OpenMetrics or classic text, by name and labels.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((series.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+pub(super) fn dumps_and_metrics(segment: &Segment, scenario: &str) -> Result<()> {
+    let keepalived = run(segment, Kind::Keepalived, &[], |_| Ok(()))?;
+    let metrics_address: SocketAddr = "127.0.0.1:9650".parse()?;
+    let address = metrics_address.to_string();
+    let mut scraped = (String::new(), String::new());
+    let mut prometheus_answer = None;
+    let pulse = run(segment, Kind::Pulse, &["--metrics", &address], |_| {
+        scraped.0 = get(
+            &segment.a,
+            metrics_address,
+            "/metrics",
+            Some("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"),
+        )?
+        .1;
+        let (head, classic) = get(&segment.a, metrics_address, "/metrics", None)?;
+        ensure!(head.contains("text/plain; version=0.0.4"), "{head}");
+        scraped.1 = classic;
+        prometheus_answer = scrape_with_prometheus(segment, metrics_address)?;
+        Ok(())
+    })?;
+    for (what, ours, theirs) in [
+        ("keepalived.json", &pulse.json, &keepalived.json),
+        (
+            "keepalived.stats",
+            &pulse.statistics,
+            &keepalived.statistics,
+        ),
+    ] {
+        let (ours, theirs) = (normalised(ours), normalised(theirs));
+        ensure!(
+            ours == theirs,
+            "pulse's {what} differs from keepalived's (normalised):\npulse:\n{ours}\nkeepalived:\n{theirs}"
+        );
+    }
+    let expected = exporter_view(&keepalived.json).context("keepalived's JSON")?;
+    let ours = exporter_view(&pulse.json).context("pulse's JSON")?;
+    ensure!(
+        ours == expected,
+        "the exporter would show other values for pulse:\npulse: {ours:#?}\nkeepalived: {expected:#?}"
+    );
+    // pulse's /metrics carries the same samples under the same names
+    // (openmetrics and classic alike).
+    for text in [&scraped.0, &scraped.1] {
+        let served = samples(text);
+        for (series, value) in &expected {
+            ensure!(
+                served.get(series) == Some(value),
+                "/metrics has {series} = {:?}, the exporter {value}:\n{text}",
+                served.get(series)
+            );
+        }
+    }
+    ensure!(scraped.0.ends_with("# EOF\n"), "{}", scraped.0);
+    if labkit::installed("promtool") {
+        let mut check = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        check
+            .stdin
+            .take()
+            .context("promtool's input")?
+            .write_all(scraped.1.as_bytes())?;
+        let output = check.wait_with_output()?;
+        ensure!(
+            output.status.success(),
+            "promtool check metrics: {}{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+            scraped.1
+        );
+    } else {
+        println!("{scenario}: promtool is not installed: /metrics not checked by it");
+    }
+    match prometheus_answer {
+        Some(series) => println!(
+            "{scenario}: the dumps match keepalived's; Prometheus scraped pulse and answered \
+             keepalived_vrrp_state with {series} series, all MASTER"
+        ),
+        None => println!(
+            "{scenario}: the dumps match keepalived's; prometheus is not installed: no real scrape"
+        ),
+    }
+    Ok(())
+}
+
+/// A real Prometheus in the same host, scraping pulse every second; asked
+/// for `keepalived_vrrp_state` until it has the three series, each at 2
+/// (MASTER). `None` without Prometheus.
+fn scrape_with_prometheus(segment: &Segment, target: SocketAddr) -> Result<Option<usize>> {
+    if !labkit::installed("prometheus") {
+        return Ok(None);
+    }
+    let directory = segment.directory.join("prometheus");
+    fs::create_dir_all(&directory)?;
+    let configuration = directory.join("prometheus.yml");
+    fs::write(
+        &configuration,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pulse\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )?;
+    let listen: SocketAddr = "127.0.0.1:9090".parse()?;
+    let log = fs::File::create(directory.join("prometheus.log"))?;
+    let mut prometheus = segment
+        .a
+        .command("prometheus")
+        .arg(format!("--config.file={}", configuration.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            directory.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={listen}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start prometheus")?;
+    let result = (|| -> Result<usize> {
+        let mut series = 0;
+        wait_for(
+            "Prometheus has scraped pulse",
+            Duration::from_secs(60),
+            || {
+                let Ok((_, body)) = get(
+                    &segment.a,
+                    listen,
+                    "/api/v1/query?query=keepalived_vrrp_state",
+                    None,
+                ) else {
+                    return Ok(false);
+                };
+                let answer: serde_json::Value = serde_json::from_str(&body)?;
+                let results = answer["data"]["result"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                series = results.len();
+                Ok(series == 3
+                    && results
+                        .iter()
+                        .all(|result| result["value"][1].as_str() == Some("2")))
+            },
+        )?;
+        // The counters arrive as counters: a rate can be asked of them.
+        let (_, body) = get(
+            &segment.a,
+            listen,
+            "/api/v1/query?query=rate(keepalived_advertisements_sent_total%5B10s%5D)",
+            None,
+        )?;
+        ensure!(body.contains("\"status\":\"success\""), "{body}");
+        Ok(series)
+    })();
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    result.map(Some).map_err(|error| {
+        error.context(format!(
+            "prometheus log:\n{}",
+            fs::read_to_string(directory.join("prometheus.log")).unwrap_or_default()
+        ))
+    })
+}
