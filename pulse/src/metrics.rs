@@ -16,7 +16,12 @@
 //! - **pulse's own under `pulse_`**: configuration reloads as Prometheus
 //!   names its own (`pulse_config_last_reload_successful`,
 //!   `pulse_config_last_reload_success_timestamp_seconds`), reloads by
-//!   result, and each instance's priorities, which no exporter has.
+//!   result, each instance's priorities, which no exporter has; each real
+//!   server's health (`pulse_real_server_up{virtual_server,real_server}`),
+//!   the reason of its last change (an `_info` family whose `reason` label
+//!   carries it, one sample per real server), its transitions; the IPVS
+//!   passes by what started them, the operations applied and refused, the
+//!   drift repaired, the netlink errors.
 //! - **Nothing node_exporter has.** IPVS's traffic counters are in
 //!   /proc/net/ip_vs_stats, which node_exporter's ipvs collector reads.
 
@@ -29,6 +34,7 @@ use fulcrum_metrics::prometheus_client::registry::Registry;
 use fulcrum_metrics::{counter, gauge};
 use tokio::sync::watch;
 
+use crate::lvs::report::LvsReport;
 use crate::vrrp::report::{self, Report};
 
 /// The daemon's own record of its configuration's reloads.
@@ -66,6 +72,7 @@ impl Reloads {
 #[derive(Debug, Clone)]
 pub struct Observed {
     pub vrrp: watch::Receiver<Arc<Report>>,
+    pub lvs: watch::Receiver<LvsReport>,
     pub reloads: watch::Receiver<Reloads>,
 }
 
@@ -83,7 +90,9 @@ impl Collector for PulseCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let report = self.0.vrrp.borrow().clone();
         let reloads = self.0.reloads.borrow().clone();
+        let lvs_report = self.0.lvs.borrow().clone();
         vrrp(&mut encoder, &report)?;
+        lvs(&mut encoder, &lvs_report)?;
         daemon(&mut encoder, &reloads)
     }
 }
@@ -276,6 +285,109 @@ const COUNTERS: [(&str, &str, &str); 14] = [
         "Priority zero sent",
     ),
 ];
+
+/// The real servers' health and the IPVS passes.
+fn lvs(encoder: &mut DescriptorEncoder, report: &LvsReport) -> Result<(), std::fmt::Error> {
+    let server = |(virtual_server, address): &(String, std::net::SocketAddr)| {
+        [
+            ("virtual_server", virtual_server.clone()),
+            ("real_server", address.to_string()),
+        ]
+    };
+    gauge(
+        encoder,
+        "pulse_real_server_up",
+        "Whether a real server's checks hold it up (1) or down (0)",
+        report
+            .real_servers
+            .iter()
+            .map(|(key, known)| (server(key), if known.up { 1.0 } else { 0.0 })),
+    )?;
+    gauge(
+        encoder,
+        "pulse_real_server_last_change_info",
+        "Why a real server's checks last decided its state: the check and what it found",
+        report.real_servers.iter().map(|(key, known)| {
+            let [virtual_server, real_server] = server(key);
+            (
+                [
+                    virtual_server,
+                    real_server,
+                    ("state", if known.up { "up" } else { "down" }.to_owned()),
+                    ("reason", known.reason.clone()),
+                ],
+                1.0,
+            )
+        }),
+    )?;
+    gauge(
+        encoder,
+        "pulse_real_server_last_change_timestamp_seconds",
+        "When a real server's checks last decided its state (its first verdict, then each change)",
+        report
+            .real_servers
+            .iter()
+            .map(|(key, known)| (server(key), seconds(known.since))),
+    )?;
+    counter(
+        encoder,
+        "pulse_real_server_transitions",
+        "A real server's changes of state, by the state it went to",
+        report.real_servers.iter().flat_map(|(key, known)| {
+            let [virtual_server, real_server] = server(key);
+            [("up", known.went_up), ("down", known.went_down)].map(|(to, count)| {
+                (
+                    [
+                        virtual_server.clone(),
+                        real_server.clone(),
+                        ("to", to.to_owned()),
+                    ],
+                    count,
+                )
+            })
+        }),
+    )?;
+    let passes = |pick: fn(&crate::lvs::report::PassCounts) -> u64| {
+        report
+            .passes
+            .iter()
+            .map(move |(reason, counts)| ([("reason", *reason)], pick(counts)))
+    };
+    counter(
+        encoder,
+        "pulse_ipvs_passes",
+        "The reconciler's passes over the IPVS table, by what started them",
+        passes(|counts| counts.passes),
+    )?;
+    counter(
+        encoder,
+        "pulse_ipvs_changes_applied",
+        "IPVS operations the kernel applied, by what started their pass",
+        passes(|counts| counts.applied),
+    )?;
+    counter(
+        encoder,
+        "pulse_ipvs_changes_refused",
+        "IPVS operations the kernel refused, by what started their pass",
+        passes(|counts| counts.refused),
+    )?;
+    counter(
+        encoder,
+        "pulse_ipvs_netlink_errors",
+        "Passes whose exchange with the kernel failed (the table unread, a batch's answers lost)",
+        passes(|counts| counts.netlink_errors),
+    )?;
+    counter(
+        encoder,
+        "pulse_ipvs_drift_repaired",
+        "IPVS operations that put back what another process changed, by what found it \
+         (the audit, the netlink tap, a refusal)",
+        report
+            .drift_repaired()
+            .into_iter()
+            .map(|(found_by, count)| ([("found_by", found_by)], count)),
+    )
+}
 
 fn daemon(encoder: &mut DescriptorEncoder, reloads: &Reloads) -> Result<(), std::fmt::Error> {
     gauge(

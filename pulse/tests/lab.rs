@@ -285,6 +285,7 @@ fn reconciler_follows_health_and_repairs_drift() {
             applied,
             stop,
             notifications: notifications_sender,
+            report: tokio::sync::watch::channel(Default::default()).0,
         },
     ));
 

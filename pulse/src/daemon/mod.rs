@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cli::Arguments;
 use crate::exit;
+use crate::lvs::report::LvsReport;
 use crate::lvs::task::{
     self as reconciler, Applied, Channels, PassOutcome, Reconciler, Running, StopMode,
 };
@@ -411,7 +412,12 @@ enum LvsEvent {
 }
 
 impl Lvs {
-    fn start(configuration: Arc<config::Config>, client: Client) -> Lvs {
+    /// What it knows of the real servers and its passes goes to `report`.
+    fn start(
+        configuration: Arc<config::Config>,
+        client: Client,
+        report: &watch::Sender<LvsReport>,
+    ) -> Lvs {
         let watch_addresses = wants_addresses(&configuration);
         let (running, configurations) = watch::channel(Running {
             generation: 1,
@@ -447,6 +453,7 @@ impl Lvs {
                 applied: applied_sender,
                 stop: stop_receiver,
                 notifications,
+                report: report.clone(),
             },
         ));
         let scripts = tokio::spawn(crate::scripts::run(notifications_receiver));
@@ -601,6 +608,10 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
     // handler installed here, never unregistered, keeps its default
     // action (ending the process) away when VRRP does not run.
     let _ = signal(SignalKind::user_defined2());
+    // SIGUSR1 likewise: VRRP writes keepalived.data. Without VRRP,
+    // keepalived writes no keepalived.data either (its parent writes its
+    // global definitions to keepalived_parent.data, which pulse does not).
+    let _ = signal(SignalKind::user_defined1());
     // SIGRTMIN+2 (keepalived's SIGJSON) likewise: VRRP writes
     // keepalived.json; without VRRP, keepalived writes nothing either.
     if let Some(json) = crate::signals::number("JSON") {
@@ -659,10 +670,12 @@ async fn serve(
     // What the parts publish, read by /metrics and the dumps.
     let (vrrp_report, vrrp_reports) = watch::channel(Arc::new(Report::default()));
     let (reloads, reloads_read) = watch::channel(Reloads::new(SystemTime::now()));
+    let (lvs_report, lvs_reports) = watch::channel(LvsReport::default());
     let (stop_metrics, metrics_stopped) = watch::channel(false);
     let metrics_server = metrics.map(|listener| {
         let registry = crate::metrics::registry(crate::metrics::Observed {
             vrrp: vrrp_reports,
+            lvs: lvs_reports,
             reloads: reloads_read,
         });
         tokio::spawn(fulcrum_metrics::serve(
@@ -696,7 +709,7 @@ async fn serve(
             }
         }
     }
-    let mut lvs = client.map(|client| Lvs::start(configuration.clone(), client));
+    let mut lvs = client.map(|client| Lvs::start(configuration.clone(), client, &lvs_report));
     if lvs.is_none() {
         if vrrp.is_none() {
             // keepalived's line; it waits for a reload too.
@@ -723,8 +736,8 @@ async fn serve(
             match self::reload(&settings, &mut last_read).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
-                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, &vrrp_report)
-                        .await
+                    let reports = (&vrrp_report, &lvs_report);
+                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, reports).await
                     {
                         Ok(lvs_pass) => {
                             reloads.send_modify(|reloads| reloads.record(true, SystemTime::now()));
@@ -841,7 +854,7 @@ async fn apply_reload(
     configuration: Arc<config::Config>,
     vrrp: &mut Option<RunningVrrp>,
     lvs: &mut Option<Lvs>,
-    vrrp_report: &watch::Sender<Arc<Report>>,
+    (vrrp_report, lvs_report): (&watch::Sender<Arc<Report>>, &watch::Sender<LvsReport>),
 ) -> Result<bool, String> {
     let parts = Parts::of(settings, &configuration);
     let client = match (parts.lvs, &lvs) {
@@ -870,7 +883,7 @@ async fn apply_reload(
         (None, Some(client)) => {
             tracing::info!("the reload brings virtual servers: starting the checkers and IPVS");
             // Its start pass, awaited like a reload's.
-            *lvs = Some(Lvs::start(configuration, client));
+            *lvs = Some(Lvs::start(configuration, client, lvs_report));
             true
         }
         (None, None) => false,

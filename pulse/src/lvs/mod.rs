@@ -17,5 +17,6 @@ pub mod audit;
 pub mod desired;
 pub mod drain;
 pub mod plan;
+pub mod report;
 pub mod tap;
 pub mod task;

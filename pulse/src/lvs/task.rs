@@ -56,7 +56,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use fulcrum_config::model as config;
 use ipvs::{BatchError, Client, EncodedBatch, Operation, ServiceKey, Traffic};
@@ -73,6 +73,7 @@ use super::drain::Draining;
 use super::plan::{
     Ownership, Scope, destination_differs, plan_piece, plan_unwanted, plan_within, service_differs,
 };
+use super::report::LvsReport;
 use super::tap;
 
 /// How often what drains is read back.
@@ -122,6 +123,22 @@ impl fmt::Display for Reason {
             Reason::Edited => "edit repair",
             Reason::Stop => "stop",
         })
+    }
+}
+
+impl Reason {
+    /// Its name as a metric's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::Start => "start",
+            Reason::Health => "health",
+            Reason::Reload => "reload",
+            Reason::DriftCheck => "audit",
+            Reason::Drain => "drain",
+            Reason::Refused => "refusal",
+            Reason::Edited => "netlink_tap",
+            Reason::Stop => "stop",
+        }
     }
 }
 
@@ -302,6 +319,12 @@ impl Reconciler {
             .real_servers
             .iter()
             .find(|real_server| SocketAddr::new(real_server.address, real_server.port) == address)
+    }
+
+    /// Whether the running configuration has this real server in this
+    /// virtual server.
+    pub fn configures(&self, virtual_server: &VirtualServerKey, address: SocketAddr) -> bool {
+        self.real_server(virtual_server, address).is_some()
     }
 
     fn virtual_server(&self, name: &VirtualServerKey) -> Option<&config::VirtualServer> {
@@ -1225,6 +1248,9 @@ pub struct Channels {
     pub stop: oneshot::Receiver<StopMode>,
     /// Scripts to run.
     pub notifications: mpsc::Sender<Notification>,
+    /// Where the loop publishes the real servers' health and what its
+    /// passes did.
+    pub report: watch::Sender<LvsReport>,
 }
 
 /// Runs `reconciler` and its audit until told to stop (or until both the
@@ -1299,12 +1325,20 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                 Some(change) => {
                     let verdict = Instant::now();
                     let mut names: HashSet<VirtualServerKey> = HashSet::new();
-                    notify(&channels.notifications, reconciler.record(&change));
+                    let now = SystemTime::now();
+                    let record = |reconciler: &mut Reconciler, change: &StateChange| {
+                        let notifications = reconciler.record(change);
+                        channels
+                            .report
+                            .send_modify(|report| report.record(change, &notifications, now));
+                        notify(&channels.notifications, notifications);
+                    };
+                    record(&mut reconciler, &change);
                     names.extend(change.virtual_servers);
                     // One pass for every verdict already queued: nanny's
                     // first reports come in a burst, one per real server.
                     while let Ok(change) = channels.states.try_recv() {
-                        notify(&channels.notifications, reconciler.record(&change));
+                        record(&mut reconciler, &change);
                         names.extend(change.virtual_servers);
                     }
                     let (returned, report) = in_blocking_pool(reconciler, move |reconciler| {
@@ -1336,6 +1370,12 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                     })
                     .await;
                     reconciler = returned;
+                    // What the reload removed has no health to show.
+                    channels.report.send_modify(|published| {
+                        published.retain(|virtual_server, address| {
+                            reconciler.configures(virtual_server, address)
+                        })
+                    });
                     told(&channels, generation, "reload", report);
                 }
                 Err(_) => configurations_open = false,
@@ -1384,6 +1424,9 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
 /// Sends a pass's scripts on and logs its error; the outcome for whoever
 /// waits on it.
 fn finish(channels: &Channels, reason: Reason, report: Report) -> PassOutcome {
+    channels
+        .report
+        .send_modify(|published| published.count(reason, &report));
     notify(&channels.notifications, report.notifications);
     match report.error {
         None => Ok(report.operations),

@@ -62,7 +62,8 @@ fn instance(name: &str, addresses: &[&str], state: State) -> InstanceReport {
 fn scrape(report: Report, reloads: Reloads) -> String {
     let (_vrrp_sender, vrrp) = watch::channel(Arc::new(report));
     let (_reloads_sender, reloads) = watch::channel(reloads);
-    fulcrum_metrics::encode(&registry(Observed { vrrp, reloads }))
+    let (_lvs_sender, lvs) = watch::channel(LvsReport::default());
+    fulcrum_metrics::encode(&registry(Observed { vrrp, lvs, reloads }))
 }
 
 #[test]
@@ -141,4 +142,56 @@ fn reloads_are_counted_and_the_last_one_s_outcome_kept() {
         );
     }
     assert!(!text.contains("keepalived_vrrp_state{"), "{text}");
+}
+
+#[test]
+fn real_servers_and_passes_are_exported_with_their_reasons() {
+    use crate::lvs::report::{PassCounts, RealServerReport};
+    let web = nanny::spec::VirtualServerKey::Fwmark(5);
+    let mut lvs_report = LvsReport::default();
+    lvs_report.real_servers.insert(
+        (web.to_string(), "192.168.1.1:80".parse().unwrap()),
+        RealServerReport {
+            virtual_server: web,
+            up: false,
+            reason: "HTTP_GET \"/\": status 503".to_owned(),
+            since: SystemTime::UNIX_EPOCH + Duration::from_secs(7),
+            went_up: 1,
+            went_down: 2,
+        },
+    );
+    lvs_report.passes.insert(
+        "audit",
+        PassCounts {
+            passes: 3,
+            applied: 4,
+            refused: 1,
+            netlink_errors: 0,
+        },
+    );
+    let (_vrrp_sender, vrrp) = watch::channel(Arc::new(Report::default()));
+    let (_reloads_sender, reloads) = watch::channel(Reloads::new(SystemTime::UNIX_EPOCH));
+    let (_lvs_sender, lvs) = watch::channel(lvs_report);
+    let text = fulcrum_metrics::encode(&registry(Observed { vrrp, lvs, reloads }));
+    let server = "virtual_server=\"fwmark 5\",real_server=\"192.168.1.1:80\"";
+    for line in [
+        format!("pulse_real_server_up{{{server}}} 0.0"),
+        format!(
+            "pulse_real_server_last_change_info{{{server},state=\"down\",reason=\"HTTP_GET \\\"/\\\": status 503\"}} 1.0"
+        ),
+        format!("pulse_real_server_last_change_timestamp_seconds{{{server}}} 7.0"),
+        format!("pulse_real_server_transitions_total{{{server},to=\"up\"}} 1"),
+        format!("pulse_real_server_transitions_total{{{server},to=\"down\"}} 2"),
+        "pulse_ipvs_passes_total{reason=\"audit\"} 3".to_owned(),
+        "pulse_ipvs_changes_applied_total{reason=\"audit\"} 4".to_owned(),
+        "pulse_ipvs_changes_refused_total{reason=\"audit\"} 1".to_owned(),
+        "pulse_ipvs_netlink_errors_total{reason=\"audit\"} 0".to_owned(),
+        "pulse_ipvs_drift_repaired_total{found_by=\"audit\"} 4".to_owned(),
+        "pulse_ipvs_drift_repaired_total{found_by=\"netlink_tap\"} 0".to_owned(),
+    ] {
+        assert!(
+            text.lines().any(|written| written == line),
+            "no line {line} in:\n{text}"
+        );
+    }
 }

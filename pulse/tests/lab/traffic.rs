@@ -75,9 +75,20 @@ impl Pulse {
         scratch: &Scratch,
         configuration: &str,
     ) -> (Pulse, String) {
+        Pulse::start_with(name, director, scratch, configuration, &[])
+    }
+
+    /// [`Pulse::start`] with `arguments` added to pulse's command line.
+    pub(crate) fn start_with(
+        name: &str,
+        director: &Namespace,
+        scratch: &Scratch,
+        configuration: &str,
+        arguments: &[&str],
+    ) -> (Pulse, String) {
         let path = scratch.file("keepalived.conf");
         std::fs::write(&path, configuration).expect("configuration written");
-        Pulse::run(name, director, scratch, path)
+        Pulse::run(name, director, scratch, path, arguments)
     }
 
     /// Starts pulse on the configuration file as it is (a restart).
@@ -86,6 +97,7 @@ impl Pulse {
         director: &Namespace,
         scratch: &Scratch,
         configuration: PathBuf,
+        arguments: &[&str],
     ) -> (Pulse, String) {
         let socket_path = scratch.file("notify");
         let _ = std::fs::remove_file(&socket_path);
@@ -101,6 +113,7 @@ impl Pulse {
             // Tests run at once: each pulse needs a pid file of its own.
             .arg("-p")
             .arg(scratch.file("pulse.pid"))
+            .args(arguments)
             .env("NOTIFY_SOCKET", &socket_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -568,7 +581,16 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
             (address(1), "inhibit_on_failure"),
         ],
     );
-    let (_pulse, _) = Pulse::start(prefix, &topology.director, &scratch, &configuration);
+    // /metrics in the director's namespace: the health it shows is
+    // checked at the end.
+    let metrics: SocketAddr = "127.0.0.1:9651".parse().unwrap();
+    let (_pulse, _) = Pulse::start_with(
+        prefix,
+        &topology.director,
+        &scratch,
+        &configuration,
+        &["--metrics", &metrics.to_string()],
+    );
     let mut ipvs = connect(&topology.director);
     let client = &topology.client;
     let both = vec![(address(0), 1), (address(1), 1)];
@@ -626,6 +648,101 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
     });
     eprintln!("{prefix}: both back, the sorry server gone, {took:?} after they restarted");
     assert_eq!(answering(client, removing, 4), names(&["rs1", "rs2"]));
+
+    // What /metrics says of it: rs1 went down twice and came back twice,
+    // rs2 once each, in both virtual servers; all up now, their last
+    // change a success; the passes that made it counted.
+    let text = scrape(&topology.director, metrics);
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+    };
+    for virtual_server in [removing, inhibiting] {
+        let virtual_server = format!("{virtual_server} TCP");
+        for (index, transitions) in [(0, 2.0), (1, 1.0)] {
+            let labels = format!(
+                "virtual_server=\"{virtual_server}\",real_server=\"{}\"",
+                address(index)
+            );
+            assert_eq!(value(&format!("pulse_real_server_up{{{labels}}}")), 1.0);
+            for to in ["up", "down"] {
+                assert_eq!(
+                    value(&format!(
+                        "pulse_real_server_transitions_total{{{labels},to=\"{to}\"}}"
+                    )),
+                    transitions,
+                    "{labels} to {to}:\n{text}"
+                );
+            }
+            let reason = text
+                .lines()
+                .find(|line| {
+                    line.starts_with(&format!(
+                        "pulse_real_server_last_change_info{{{labels},state=\"up\",reason="
+                    ))
+                })
+                .unwrap_or_else(|| panic!("no reason for {labels}:\n{text}"));
+            assert!(reason.contains("TCP_CHECK"), "{reason}");
+        }
+    }
+    assert!(
+        value("pulse_ipvs_changes_applied_total{reason=\"start\"}") >= 4.0,
+        "{text}"
+    );
+    assert!(
+        value("pulse_ipvs_changes_applied_total{reason=\"health\"}") >= 6.0,
+        "{text}"
+    );
+    assert_eq!(
+        value("pulse_ipvs_changes_refused_total{reason=\"health\"}"),
+        0.0,
+        "{text}"
+    );
+    if labkit::installed("promtool") {
+        let mut check = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool runs");
+        use std::io::Write as _;
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let output = check.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "promtool check metrics: {}{}\n{text}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// `GET /metrics` from inside `namespace`, in Prometheus' classic text
+/// format (no Accept: what promtool reads).
+fn scrape(namespace: &Namespace, address: SocketAddr) -> String {
+    use std::io::{Read as _, Write as _};
+    let answer = namespace
+        .run(|| -> std::io::Result<String> {
+            let mut stream =
+                std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
+            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+            write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer)?;
+            Ok(answer)
+        })
+        .expect("the namespace")
+        .expect("/metrics answers");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.contains(" 200 "), "{head}");
+    body.to_owned()
 }
 
 /// Requests to `address` in a loop on a thread until stopped: how many
@@ -951,7 +1068,13 @@ fn a_killed_pulse_restarts_without_touching_the_table_or_connections() {
 
     let configuration_path = pulse.configuration.clone();
     pulse.kill();
-    let (restarted, status) = Pulse::run(prefix, &topology.director, &scratch, configuration_path);
+    let (restarted, status) = Pulse::run(
+        prefix,
+        &topology.director,
+        &scratch,
+        configuration_path,
+        &[],
+    );
     eprintln!("{prefix}: restarted: {status}");
     let after = dump(&mut ipvs);
     assert_eq!(
