@@ -20,5 +20,5 @@ complete -c pulse -s e -l all-config -d 'Error if any configuration file is miss
 complete -c pulse -s v -l version -d 'Display the version number'
 complete -c pulse -s h -l help -d 'Display this help message'
 complete -c pulse -l dump-config -d 'Print the resolved configuration (after includes, definitions, conditionals and defaults) as JSON'
-complete -c pulse -l status -d 'Show the cluster: VIPs, DIPs, hosts, health, and the policy revision each Mux and agent applied'
+complete -c pulse -l status -d 'Show what the pulse running here knows (its pid file\'s, -p): VRRP instances, real servers\' health and why; with --cluster, the cluster: VIPs, DIPs, hosts, health, and the policy revision each Mux and agent applied'
 complete -c pulse -l json -d '--status or --which-dip as one JSON document'

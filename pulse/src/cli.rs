@@ -211,7 +211,7 @@ const OPTIONS: &[Spec] = &[
     ),
     option(None, "status", Nothing, Status).described(
         "",
-        "Show the cluster: VIPs, DIPs, hosts, health, and\nthe policy revision each Mux and agent applied",
+        "Show what the pulse running here knows (its\npid file's, -p): VRRP instances, real servers'\nhealth and why; with --cluster, the cluster:\nVIPs, DIPs, hosts, health, and the policy\nrevision each Mux and agent applied",
     ),
     option(None, "json", Nothing, Json).described(
         "",

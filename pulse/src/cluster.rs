@@ -49,9 +49,14 @@ pub fn run(
         return usage(stderr, "--vip goes with --which-dip");
     }
     let Some(cluster) = &arguments.cluster else {
+        // Without the store, --status asks the pulse running here.
+        if arguments.status {
+            return crate::status::run(arguments, stdout, stderr);
+        }
         return usage(
             stderr,
-            "--apply, --status and --which-dip need the cluster store: --cluster=URL[,URL...]",
+            "--apply and --which-dip need the cluster store: --cluster=URL[,URL...] (--status \
+             without it asks the pulse running here)",
         );
     };
     let endpoints = store::endpoints(cluster);

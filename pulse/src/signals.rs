@@ -22,20 +22,14 @@ pub fn number(function: &str) -> Option<i32> {
     })
 }
 
-/// keepalived's dump signals that pulse does not act on yet: the data dump
-/// (SIGUSR1, keepalived.data) and the statistics reset. (The statistics,
-/// SIGUSR2, and the JSON dump, SIGRTMIN+2, are VRRP's.)
-pub fn not_acted_on() -> [(i32, &'static str); 2] {
-    [
-        (
-            libc::SIGUSR1,
-            "SIGUSR1 (keepalived's data dump, keepalived.data)",
-        ),
-        (
-            libc::SIGRTMAX() - 1,
-            "keepalived's statistics reset signal (SIGRTMAX-1)",
-        ),
-    ]
+/// keepalived's dump signals that pulse does not act on yet: the
+/// statistics reset. (The data dump, SIGUSR1, the statistics, SIGUSR2, and
+/// the JSON dump, SIGRTMIN+2, are VRRP's.)
+pub fn not_acted_on() -> [(i32, &'static str); 1] {
+    [(
+        libc::SIGRTMAX() - 1,
+        "keepalived's statistics reset signal (SIGRTMAX-1)",
+    )]
 }
 
 /// Listens for `signals` (number, name) on tasks of their own, logging

@@ -309,8 +309,8 @@ fn the_cluster_commands_need_the_store_and_one_command() {
     for (arguments, message) in [
         (
             &["--apply", "x.conf"][..],
-            "pulse: --apply, --status and --which-dip need the cluster store: \
-             --cluster=URL[,URL...]",
+            "pulse: --apply and --which-dip need the cluster store: --cluster=URL[,URL...] \
+             (--status without it asks the pulse running here)",
         ),
         (
             &["--cluster=http://127.0.0.1:1", "--json"][..],

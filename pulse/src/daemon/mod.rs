@@ -177,6 +177,19 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
+    // Once the pid file is ours: the socket beside it is then ours too.
+    // Without it pulse runs on; only --status cannot ask.
+    let mut status_socket = crate::status::StatusSocket::bind(&settings.pid_file)
+        .inspect_err(|error| {
+            tracing::warn!(
+                "cannot listen on {} for --status: {error}",
+                crate::status::socket_path(&settings.pid_file).display()
+            )
+        })
+        .ok();
+    let status_listener = status_socket
+        .as_mut()
+        .and_then(|socket| socket.take_listener());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -193,7 +206,10 @@ pub fn run(arguments: &Arguments) -> i32 {
         configuration,
         last_read,
         client,
-        metrics,
+        Listeners {
+            metrics,
+            status: status_listener,
+        },
         &mut detached,
     ));
     detached.started(status as u8);
@@ -652,6 +668,15 @@ fn pass_status(what: &str, outcome: &PassOutcome) -> String {
     }
 }
 
+/// What the daemon serves besides its parts, bound before the runtime
+/// starts.
+struct Listeners {
+    /// `--metrics`.
+    metrics: Option<std::net::TcpListener>,
+    /// `--status`, beside the pid file.
+    status: Option<std::os::unix::net::UnixListener>,
+}
+
 /// Runs the parts the configuration calls for ([`Parts`]) until SIGTERM or
 /// SIGINT; SIGHUP reloads, starting a part the new configuration calls
 /// for. With the LVS part, READY waits for its start pass.
@@ -661,7 +686,7 @@ async fn serve(
     // The load the next reload compares its file with.
     mut last_read: Option<fulcrum_config::Loaded>,
     client: Option<Client>,
-    metrics: Option<std::net::TcpListener>,
+    listeners: Listeners,
     detached: &mut Detached,
 ) -> i32 {
     let Some((mut hangup, mut terminate, mut interrupt)) = signals() else {
@@ -671,19 +696,31 @@ async fn serve(
     let (vrrp_report, vrrp_reports) = watch::channel(Arc::new(Report::default()));
     let (reloads, reloads_read) = watch::channel(Reloads::new(SystemTime::now()));
     let (lvs_report, lvs_reports) = watch::channel(LvsReport::default());
-    let (stop_metrics, metrics_stopped) = watch::channel(false);
-    let metrics_server = metrics.map(|listener| {
-        let registry = crate::metrics::registry(crate::metrics::Observed {
-            vrrp: vrrp_reports,
-            lvs: lvs_reports,
-            reloads: reloads_read,
-        });
-        tokio::spawn(fulcrum_metrics::serve(
+    let observed = crate::metrics::Observed {
+        vrrp: vrrp_reports,
+        lvs: lvs_reports,
+        reloads: reloads_read,
+    };
+    // /metrics and --status, served to the end, so that a scrape or a
+    // question during the stop is answered.
+    let (stop_serving, serving_stopped) = watch::channel(false);
+    let mut servers = Vec::new();
+    if let Some(listener) = listeners.metrics {
+        let registry = crate::metrics::registry(observed.clone());
+        servers.push(tokio::spawn(fulcrum_metrics::serve(
             listener,
             Arc::new(registry),
-            metrics_stopped,
-        ))
-    });
+            serving_stopped.clone(),
+        )));
+    }
+    if let Some(listener) = listeners.status {
+        servers.push(tokio::spawn(crate::status::serve(
+            listener,
+            observed,
+            settings.config_file.clone(),
+            serving_stopped,
+        )));
+    }
     // Before anything starts, as keepalived's parent runs it before its
     // children.
     if let Some(script) = &configuration.global.startup_script {
@@ -814,9 +851,8 @@ async fn serve(
     if let Some((script, timeout)) = shutdown_script {
         fulcrum_scripts::run::run_and_wait(&script, "shutdown", timeout, settings.detail).await;
     }
-    // Served to the end, so that a scrape during the stop sees it.
-    stop_metrics.send_replace(true);
-    if let Some(server) = metrics_server {
+    stop_serving.send_replace(true);
+    for server in servers {
         let _ = server.await;
     }
     if !stopped {

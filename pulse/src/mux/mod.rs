@@ -126,6 +126,7 @@ async fn serve(
     // SIGHUP has nothing to read again, and it writes no dump.
     let mut others = crate::signals::not_acted_on().to_vec();
     others.push((libc::SIGHUP, "SIGHUP"));
+    others.push((libc::SIGUSR1, "SIGUSR1 (keepalived's data dump)"));
     others.push((libc::SIGUSR2, "SIGUSR2 (keepalived's statistics)"));
     if let Some(json) = crate::signals::number("JSON") {
         others.push((json, "SIGRTMIN+2 (keepalived's JSON dump)"));

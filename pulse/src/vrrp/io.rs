@@ -123,6 +123,11 @@ impl ReceiveSocket {
         })
     }
 
+    /// Its descriptor, which keepalived's data dump names (`fd_in`).
+    pub fn raw_fd(&self) -> i32 {
+        self.socket.get_ref().as_raw_fd()
+    }
+
     pub fn family(&self) -> Family {
         self.family
     }
@@ -313,6 +318,11 @@ impl SendSocket {
 
     pub fn source(&self) -> IpAddr {
         self.source
+    }
+
+    /// Its descriptor, which keepalived's data dump names (`fd_out`).
+    pub fn raw_fd(&self) -> i32 {
+        self.socket.as_raw_fd()
     }
 
     /// Sends a VRRP packet (checksum already filled in for this source

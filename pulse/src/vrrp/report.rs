@@ -16,6 +16,9 @@
 //!   leaves it out, `%g` for its floats, `%f` for `last_transition`, and
 //!   its string escapes, including the quirk that writes a backslash as
 //!   `\n`. Exporters parse this file; a difference is theirs to trip on.
+//!   `keepalived.data` is [`data`]'s.
+
+pub mod data;
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -11,6 +11,7 @@
 //! answers to link and address events are in [`links`], reloads in
 //! [`reload`], the tracked scripts' and files' tasks in [`trackers`].
 
+mod interfaces;
 mod links;
 mod receivers;
 mod reload;
@@ -30,6 +31,7 @@ use super::machine::{Action, Event, Received, State};
 use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
 use super::plan::Plan;
+use super::report::data::{self as data_dump, InstanceMoment, PlanData};
 use super::report::{self, Description, InstanceReport, Report, ScriptReport};
 use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
@@ -80,6 +82,8 @@ pub struct Vrrp {
     /// What the plan's instances' configuration says, for the reports:
     /// made with the plan.
     descriptions: Vec<Arc<Description>>,
+    /// What keepalived.data says of the plan: made with it.
+    plan_data: Arc<PlanData>,
     /// Where the task publishes its [`Report`].
     report: watch::Sender<Arc<Report>>,
 }
@@ -141,9 +145,11 @@ impl Vrrp {
             receivers,
             trackers: Trackers::new(),
             descriptions: Vec::new(),
+            plan_data: Arc::default(),
             report,
         };
         vrrp.descriptions = descriptions(&vrrp.plan);
+        vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
             .follow(&vrrp.plan, &mut vrrp.scripts, &mut vrrp.files);
         Ok(vrrp)
@@ -168,6 +174,11 @@ impl Vrrp {
         mut reloads: mpsc::Receiver<Arc<config::Config>>,
     ) {
         self.start_instances().await;
+        // SIGUSR1: keepalived's data dump.
+        let mut data_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+                .inspect_err(|error| tracing::warn!("cannot listen for SIGUSR1: {error}"))
+                .ok();
         // SIGUSR2: keepalived's statistics file.
         let mut statistics_signal =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())
@@ -188,6 +199,8 @@ impl Vrrp {
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
+                Some(()) = async { data_signal.as_mut().expect("guarded").recv().await },
+                    if data_signal.is_some() => self.write_data(),
                 Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
                     if statistics_signal.is_some() => self.write_statistics(),
                 Some(()) = async { json_signal.as_mut().expect("guarded").recv().await },
@@ -336,6 +349,66 @@ impl Vrrp {
             })
             .collect();
         write_dump(&std::env::temp_dir().join("keepalived.stats"), &report);
+    }
+
+    /// Writes keepalived.data in the temporary directory, as keepalived
+    /// 2.2.7's VRRP process does on SIGUSR1, with its log line: the report
+    /// as published (after this turn's events), what moves beside it, and
+    /// the kernel's links as they are now.
+    fn write_data(&self) {
+        tracing::info!(
+            "Printing VRRP data for process({}) on signal",
+            std::process::id()
+        );
+        self.publish();
+        let now = (Instant::now(), SystemTime::now());
+        let moments: Vec<InstanceMoment> = self
+            .instances
+            .iter()
+            .map(|instance| {
+                let machine = &instance.machine;
+                let family = machine.settings().family;
+                let receive = self
+                    .receivers
+                    .sockets
+                    .iter()
+                    .find(|(index, socket, _)| {
+                        *index == instance.interface.index && socket.family() == family
+                    })
+                    .map(|(_, socket, _)| socket.raw_fd());
+                InstanceMoment {
+                    master_address: machine.master().map(|(address, _)| address),
+                    master_down_timer: machine.master_down_interval(),
+                    read_timeout: machine.poll_at(),
+                    source_address: instance.sender.as_ref().map(|sender| sender.source()),
+                    sockets: receive.zip(instance.sender.as_ref().map(|sender| sender.raw_fd())),
+                    interface_index: instance.interface.index,
+                }
+            })
+            .collect();
+        let ours = self
+            .plan
+            .instances
+            .iter()
+            .flat_map(|instance| {
+                instance
+                    .model
+                    .virtual_addresses
+                    .iter()
+                    .chain(&instance.model.excluded_addresses)
+                    .map(|address| address.address.address)
+            })
+            .collect();
+        let links = interfaces::read(&ours);
+        let report = self.report.borrow().clone();
+        let text = data_dump::keepalived_data(&data_dump::Dump {
+            report: &report,
+            plan: &self.plan_data,
+            moments: &moments,
+            links: &links,
+            now,
+        });
+        write_dump(&std::env::temp_dir().join("keepalived.data"), &text);
     }
 
     /// Writes keepalived.json in the temporary directory, as keepalived

@@ -699,6 +699,30 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
         0.0,
         "{text}"
     );
+    // And what `pulse --status` says of it, asked beside its pid file.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pulse"))
+        .arg("--status")
+        .arg("-p")
+        .arg(scratch.file("pulse.pid"))
+        .output()
+        .expect("pulse --status runs");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{shown}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for virtual_server in [removing, inhibiting] {
+        assert!(
+            shown.contains(&format!("  {virtual_server} TCP  2 of 2 real servers up\n")),
+            "{shown}"
+        );
+    }
+    assert!(
+        shown.contains(&format!("      {}  up   for ", address(0))) && shown.contains("TCP_CHECK"),
+        "{shown}"
+    );
     if labkit::installed("promtool") {
         let mut check = std::process::Command::new("promtool")
             .args(["check", "metrics"])

@@ -1,10 +1,12 @@
 //! keepalived's dumps and what the exporters make of them, against
 //! keepalived: the same configuration run by keepalived, then by pulse, in
-//! the same host; each one's `keepalived.json` (SIGRTMIN+2) and
-//! `keepalived.stats` (SIGUSR2) compared byte for byte once what cannot
-//! match is normalised (listed in [`normalised`]); the values
-//! mehdy/keepalived-exporter would export from each one's JSON compared,
-//! and found in pulse's own `/metrics`; that text checked by promtool and
+//! the same host; each one's `keepalived.json` (SIGRTMIN+2),
+//! `keepalived.stats` (SIGUSR2) and `keepalived.data` (SIGUSR1) compared
+//! byte for byte once what cannot match is normalised (listed in
+//! [`normalised`] and [`normalised_data`]); the values
+//! mehdy/keepalived-exporter would export from each one's JSON, and read
+//! from each one's data file in its text mode, compared, and found in
+//! pulse's own `/metrics`; that text checked by promtool and
 //! scraped by a real Prometheus, which is then queried.
 
 use std::collections::BTreeMap;
@@ -70,6 +72,7 @@ vrrp_instance VI_2 {{
 struct Dumps {
     json: String,
     statistics: String,
+    data: String,
 }
 
 /// Runs `kind` with the configuration until both instances are masters
@@ -112,15 +115,22 @@ fn run(
         )?;
         let json_file = directory.join("keepalived.json");
         let statistics_file = directory.join("keepalived.stats");
+        let data_file = directory.join("keepalived.data");
         let _ = fs::remove_file(&json_file);
         let _ = fs::remove_file(&statistics_file);
+        let _ = fs::remove_file(&data_file);
         let pid = daemon.child.id() as i32;
         signal(pid, libc::SIGRTMIN() + 2);
         signal(pid, libc::SIGUSR2);
+        signal(pid, libc::SIGUSR1);
         let mut dumps = Dumps {
             json: String::new(),
             statistics: String::new(),
+            data: String::new(),
         };
+        // The data file has no last line to know it by: whole once its
+        // last section is there and two reads agree.
+        let mut last_data = String::new();
         // keepalived writes in place (a reader may see a part); pulse
         // renames a whole file over the last. Complete once the last line
         // is there.
@@ -130,7 +140,14 @@ fn run(
             || {
                 dumps.json = fs::read_to_string(&json_file).unwrap_or_default();
                 dumps.statistics = fs::read_to_string(&statistics_file).unwrap_or_default();
-                Ok(dumps.json.ends_with("]\n")
+                let data = fs::read_to_string(&data_file).unwrap_or_default();
+                let data_whole = data.contains("------< Interfaces >------\n")
+                    && data.ends_with('\n')
+                    && data == last_data;
+                last_data = data;
+                dumps.data = last_data.clone();
+                Ok(data_whole
+                    && dumps.json.ends_with("]\n")
                     && dumps
                         .statistics
                         .matches("Priority Zero:\n    Received: ")
@@ -143,13 +160,16 @@ fn run(
                         .is_some_and(|(_, last)| last.trim_end().parse::<u64>().is_ok()))
             },
         )?;
-        let mode = fs::metadata(&json_file)?.permissions();
         use std::os::unix::fs::PermissionsExt;
-        ensure!(
-            mode.mode() & 0o777 == 0o600,
-            "{kind} wrote keepalived.json with mode {:o}",
-            mode.mode() & 0o777
-        );
+        for file in [&json_file, &data_file] {
+            let mode = fs::metadata(file)?.permissions();
+            ensure!(
+                mode.mode() & 0o777 == 0o600,
+                "{kind} wrote {} with mode {:o}",
+                file.display(),
+                mode.mode() & 0o777
+            );
+        }
         during(&daemon)?;
         daemon.terminate()?;
         Ok(dumps)
@@ -197,6 +217,154 @@ fn normalised(text: &str) -> String {
             rest = &rest[end..];
         }
     }
+}
+
+/// What cannot match between two `keepalived.data`, replaced by a mark:
+/// each instance's `Last transition` and `Read timeout` (times, when it
+/// became master and when its timer fires next), and the sockets'
+/// descriptors (`fd_in N, fd_out N` of each instance, ` fd_in N fd_out =
+/// N` of the socket pool: pulse's descriptors are its own). Nothing else:
+/// the global definitions, priorities, states, `Master down timer`,
+/// addresses, scripts (their `Result`, `Status`, `State`), and the
+/// interfaces (indexes, addresses, MACs, flags, MTU, the tracking
+/// instances) are compared as written.
+fn normalised_data(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let marked = if line.starts_with("   Last transition = ") {
+                "   Last transition = T"
+            } else if line.starts_with("   Read timeout = ") {
+                "   Read timeout = T"
+            } else if line.starts_with("   fd_in ") {
+                "   fd_in N, fd_out N"
+            } else if line.starts_with(" fd_in ") {
+                " fd_in N fd_out = N"
+            } else {
+                line
+            };
+            format!("{marked}\n")
+        })
+        .collect()
+}
+
+/// An instance as mehdy/keepalived-exporter's text mode reads it from
+/// `keepalived.data`: state, wanted state, interface, gratuitous ARP
+/// delay, VRID and addresses.
+#[derive(Debug, Default, PartialEq)]
+struct TextInstance {
+    state: usize,
+    wanted_state: usize,
+    interface: String,
+    garp_delay: i64,
+    virtual_router_id: i64,
+    addresses: Vec<String>,
+}
+
+/// mehdy/keepalived-exporter's `ParseVRRPData` and `ParseVRRPScript`
+/// (internal/collector/parser.go), line for line: instances by name, and
+/// the scripts' `(name, Status, State)`. Its errors where it has them (a
+/// state it does not know, a number that is none) and the VIP each
+/// `ParseVIP` must split into three words or more.
+#[allow(clippy::type_complexity)]
+fn exporter_text_view(
+    data: &str,
+) -> Result<(
+    BTreeMap<String, TextInstance>,
+    Vec<(String, String, String)>,
+)> {
+    const STATES: [&str; 4] = ["INIT", "BACKUP", "MASTER", "FAULT"];
+    let state = |value: &str| -> Result<usize> {
+        STATES
+            .iter()
+            .position(|state| *state == value)
+            .with_context(|| format!("unknown state {value:?}"))
+    };
+    let mut instances: BTreeMap<String, TextInstance> = BTreeMap::new();
+    let mut instance = String::new();
+    let mut key = String::new();
+    let mut value;
+    for line in data.lines() {
+        if line.starts_with(" VRRP Instance") && line.contains('=') {
+            instance = line
+                .trim()
+                .split('=')
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            instances.insert(instance.clone(), TextInstance::default());
+        } else if line.starts_with("   ") && !instance.is_empty() {
+            if line.starts_with("     ") {
+                value = line.trim().to_owned();
+            } else {
+                let separator = if line.contains('=') {
+                    '='
+                } else if line.contains(':') {
+                    ':'
+                } else {
+                    continue;
+                };
+                let mut parts = line.trim().split(separator);
+                key = parts.next().unwrap_or("").trim().to_owned();
+                if key == "Virtual IP" {
+                    continue;
+                }
+                value = parts.next().unwrap_or("").trim().to_owned();
+            }
+            let entry = instances.get_mut(&instance).context("the instance")?;
+            if (key.starts_with("Virtual IP (") || key == "Virtual IP") && !value.is_empty() {
+                ensure!(
+                    value.split(' ').count() >= 3,
+                    "ParseVIP cannot split {value:?}"
+                );
+                entry.addresses.push(value.clone());
+            }
+            match key.as_str() {
+                "State" => entry.state = state(&value)?,
+                "Wantstate" => entry.wanted_state = state(&value)?,
+                "Interface" | "Listening device" => entry.interface = value.clone(),
+                "Gratuitous ARP delay" => entry.garp_delay = value.parse()?,
+                "Virtual Router ID" => entry.virtual_router_id = value.parse()?,
+                _ => {}
+            }
+        } else if line.starts_with(" VRRP Version") || line.starts_with(" VRRP Script") {
+            continue;
+        } else {
+            instance.clear();
+        }
+    }
+    let mut scripts = Vec::new();
+    let mut script: Option<(String, String, String)> = None;
+    for line in data.lines() {
+        if line.starts_with(" VRRP Script") && line.contains('=') {
+            scripts.extend(script.take());
+            let name = line
+                .trim()
+                .split('=')
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            script = Some((name, String::new(), String::new()));
+        } else if line.starts_with("   ") && script.is_some() {
+            if !line.contains('=') {
+                continue;
+            }
+            let mut parts = line.trim().split('=');
+            let key = parts.next().unwrap_or("").trim();
+            let value = parts.next().unwrap_or("").trim().to_owned();
+            let current = script.as_mut().context("the script")?;
+            match key {
+                "Status" => current.1 = value,
+                "State" => current.2 = value,
+                _ => {}
+            }
+        } else if !line.starts_with("    ") {
+            scripts.extend(script.take());
+        }
+    }
+    scripts.extend(script);
+    Ok((instances, scripts))
 }
 
 /// mehdy/keepalived-exporter's collector, run on a `keepalived.json` the
@@ -358,19 +526,39 @@ pub(super) fn dumps_and_metrics(segment: &Segment, scenario: &str) -> Result<()>
         Ok(())
     })?;
     for (what, ours, theirs) in [
-        ("keepalived.json", &pulse.json, &keepalived.json),
+        (
+            "keepalived.json",
+            normalised(&pulse.json),
+            normalised(&keepalived.json),
+        ),
         (
             "keepalived.stats",
-            &pulse.statistics,
-            &keepalived.statistics,
+            normalised(&pulse.statistics),
+            normalised(&keepalived.statistics),
+        ),
+        (
+            "keepalived.data",
+            normalised_data(&pulse.data),
+            normalised_data(&keepalived.data),
         ),
     ] {
-        let (ours, theirs) = (normalised(ours), normalised(theirs));
         ensure!(
             ours == theirs,
             "pulse's {what} differs from keepalived's (normalised):\npulse:\n{ours}\nkeepalived:\n{theirs}"
         );
     }
+    // The exporter's text mode: the same instances and scripts read from
+    // both data files, every instance and script there.
+    let expected_text = exporter_text_view(&keepalived.data).context("keepalived's data")?;
+    let ours_text = exporter_text_view(&pulse.data).context("pulse's data")?;
+    ensure!(
+        expected_text.0.len() == 2 && expected_text.1.len() == 2,
+        "the exporter reads {expected_text:?} from keepalived's data"
+    );
+    ensure!(
+        ours_text == expected_text,
+        "the exporter's text mode would read other values for pulse:\npulse: {ours_text:#?}\nkeepalived: {expected_text:#?}"
+    );
     let expected = exporter_view(&keepalived.json).context("keepalived's JSON")?;
     let ours = exporter_view(&pulse.json).context("pulse's JSON")?;
     ensure!(

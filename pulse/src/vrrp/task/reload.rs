@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use fulcrum_config::model as config;
 
-use super::{Vrrp, descriptions, log_warnings};
+use super::{PlanData, Vrrp, descriptions, log_warnings};
 use crate::vrrp::packet::Family;
 use crate::vrrp::plan::{self, Plan};
 use crate::vrrp::setup::{self, Instance, Resources};
@@ -141,6 +141,7 @@ impl Vrrp {
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.plan = next;
         self.descriptions = descriptions(&self.plan);
+        self.plan_data = Arc::new(PlanData::of(&self.plan));
         tracing::info!(
             "VRRP reloaded: {} of {} instance(s) kept with their state",
             self.instances
