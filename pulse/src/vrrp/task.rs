@@ -200,7 +200,7 @@ impl Vrrp {
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(()) = async { data_signal.as_mut().expect("guarded").recv().await },
-                    if data_signal.is_some() => self.write_data(),
+                    if data_signal.is_some() => self.write_data().await,
                 Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
                     if statistics_signal.is_some() => self.write_statistics(),
                 Some(()) = async { json_signal.as_mut().expect("guarded").recv().await },
@@ -355,7 +355,7 @@ impl Vrrp {
     /// 2.2.7's VRRP process does on SIGUSR1, with its log line: the report
     /// as published (after this turn's events), what moves beside it, and
     /// the kernel's links as they are now.
-    fn write_data(&self) {
+    async fn write_data(&mut self) {
         tracing::info!(
             "Printing VRRP data for process({}) on signal",
             std::process::id()
@@ -399,7 +399,13 @@ impl Vrrp {
                     .map(|address| address.address.address)
             })
             .collect();
-        let links = interfaces::read(&ours);
+        let links = match super::netlink_events::links_and_addresses(&self.handle).await {
+            Ok((links, addresses)) => interfaces::links(&links, &addresses, &ours),
+            Err(error) => {
+                tracing::warn!("keepalived.data: cannot read the links: {error}");
+                Vec::new()
+            }
+        };
         let report = self.report.borrow().clone();
         let text = data_dump::keepalived_data(&data_dump::Dump {
             report: &report,
