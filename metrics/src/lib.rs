@@ -35,6 +35,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
@@ -226,16 +227,10 @@ where
     S: EncodeLabelSet,
     I: IntoIterator<Item = (S, f64)>,
 {
-    let mut family = encoder.encode_descriptor(
-        name,
-        help,
-        None,
-        prometheus_client::metrics::MetricType::Gauge,
-    )?;
-    for (labels, value) in samples {
-        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
-    }
-    Ok(())
+    let samples = samples
+        .into_iter()
+        .map(|(labels, value)| (labels, ConstGauge::new(value)));
+    family(encoder, name, help, MetricType::Gauge, samples)
 }
 
 /// Writes the counter family `name` (its samples get OpenMetrics'
@@ -250,14 +245,27 @@ where
     S: EncodeLabelSet,
     I: IntoIterator<Item = (S, u64)>,
 {
-    let mut family = encoder.encode_descriptor(
-        name,
-        help,
-        None,
-        prometheus_client::metrics::MetricType::Counter,
-    )?;
-    for (labels, value) in samples {
-        ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+    let samples = samples
+        .into_iter()
+        .map(|(labels, value)| (labels, ConstCounter::new(value)));
+    family(encoder, name, help, MetricType::Counter, samples)
+}
+
+/// One family: its descriptor, then a sample per item.
+fn family<S, M>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    samples: impl IntoIterator<Item = (S, M)>,
+) -> Result<(), std::fmt::Error>
+where
+    S: EncodeLabelSet,
+    M: EncodeMetric,
+{
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (labels, metric) in samples {
+        metric.encode(family.encode_family(&labels)?)?;
     }
     Ok(())
 }

@@ -14,8 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
@@ -23,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
+use labkit::prometheus::Prometheus;
 use serde_json::Value;
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
@@ -599,28 +599,9 @@ vrrp_instance VI_1 {
 }
 ";
 
-/// `GET path` of `address` from inside `namespace` over HTTP/1.0, without
-/// an Accept header (pulse answers in the classic text format); the
-/// answer's head and body, whatever its status.
-fn request(namespace: &Namespace, address: SocketAddr, path: &str) -> Result<(String, String)> {
-    let answer = namespace.run(|| -> Result<String> {
-        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer)?;
-        Ok(answer)
-    })??;
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .with_context(|| format!("no head in {answer:?}"))?;
-    ensure!(head.starts_with("HTTP/1."), "GET {path}: {head}");
-    Ok((head.to_owned(), body.to_owned()))
-}
-
 /// The body of a 200 to `GET path`.
 fn get(namespace: &Namespace, address: SocketAddr, path: &str) -> Result<String> {
-    let (head, body) = request(namespace, address, path)?;
+    let (head, body) = labkit::http::get_path(namespace, address, path, None)?;
     ensure!(head.contains(" 200 "), "GET {path}: {head}\n{body}");
     Ok(body)
 }
@@ -640,18 +621,6 @@ fn wait_for<T>(what: &str, bound: Duration, mut condition: impl FnMut() -> Optio
     }
 }
 
-/// A query string's value, percent-encoded.
-fn url_encoded(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(byte).to_string()
-            }
-            _ => format!("%{byte:02X}"),
-        })
-        .collect()
-}
-
 /// A real Prometheus in the namespace scraping pulse every second; each
 /// expression, its variables given values, run as an instant query must
 /// succeed, and the VRRP state's must find the instance: the `$instance`
@@ -662,39 +631,10 @@ fn check_with_prometheus(
     target: SocketAddr,
     queries: &[Query],
 ) -> Result<()> {
-    let configuration = directory.join("prometheus.yml");
-    fs::write(
-        &configuration,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pulse\n    \
-             static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )?;
-    let listen: SocketAddr = "127.0.0.1:9090".parse()?;
-    let log_file = directory.join("prometheus.log");
-    let log = fs::File::create(&log_file)?;
-    let mut prometheus = namespace
-        .command("prometheus")
-        .arg(format!("--config.file={}", configuration.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            directory.join("prometheus-data").display()
-        ))
-        .arg(format!("--web.listen-address={listen}"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("cannot start prometheus")?;
+    let prometheus = Prometheus::start(namespace, directory, target)?;
     let result = (|| -> Result<()> {
-        // Prometheus answers a query it refuses with a 400 and a JSON
-        // body saying why: read whatever the status.
         let query = |expression: &str| -> Result<Value> {
-            let (head, body) = request(
-                namespace,
-                listen,
-                &format!("/api/v1/query?query={}", url_encoded(expression)),
-            )?;
+            let (head, body) = prometheus.query(namespace, expression)?;
             serde_json::from_str(&body).with_context(|| format!("{head}\n{body}"))
         };
         // The instance as Prometheus labels it, what the `instance`
@@ -733,14 +673,7 @@ fn check_with_prometheus(
         );
         Ok(())
     })();
-    let _ = prometheus.kill();
-    let _ = prometheus.wait();
-    result.map_err(|error| {
-        error.context(format!(
-            "prometheus log:\n{}",
-            fs::read_to_string(&log_file).unwrap_or_default()
-        ))
-    })
+    result.map_err(|error| error.context(format!("prometheus log:\n{}", prometheus.log())))
 }
 
 #[test]

@@ -218,6 +218,37 @@ fn read_request(stream: &mut TcpStream) -> std::io::Result<Request> {
     })
 }
 
+/// `GET path` of `address` from inside `namespace` over HTTP/1.0, with an
+/// `Accept` header if given; the answer's head and body, whatever its
+/// status (the caller judges it).
+pub fn get_path(
+    namespace: &Namespace,
+    address: SocketAddr,
+    path: &str,
+    accept: Option<&str>,
+) -> Result<(String, String)> {
+    let answer = namespace.run(|| -> Result<String> {
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))
+            .with_context(|| format!("cannot connect to {address}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let accept = accept
+            .map(|accept| format!("Accept: {accept}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET {path} HTTP/1.0\r\nHost: {address}\r\n{accept}\r\n"
+        )?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        Ok(answer)
+    })??;
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .with_context(|| format!("GET {path}: no head in {answer:?}"))?;
+    anyhow::ensure!(head.starts_with("HTTP/1."), "GET {path}: {head}");
+    Ok((head.to_owned(), body.to_owned()))
+}
+
 /// One `GET /` to `address` over a new connection, from inside `namespace`;
 /// returns the body.
 pub fn get(namespace: &Namespace, address: SocketAddr) -> Result<String> {

@@ -16,6 +16,7 @@ mod listing;
 mod machine;
 mod namespace;
 pub mod notify;
+pub mod prometheus;
 pub mod routes;
 pub mod sdn;
 pub mod topology;

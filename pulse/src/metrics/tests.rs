@@ -8,39 +8,13 @@ use crate::vrrp::report::{Address, Description, InstanceReport, ScriptReport};
 fn instance(name: &str, addresses: &[&str], state: State) -> InstanceReport {
     InstanceReport {
         description: Arc::new(Description {
-            name: name.to_owned(),
-            interface: "eth0".to_owned(),
-            virtual_router_id: 51,
-            version: 2,
-            base_priority: 100,
-            dont_track_primary: false,
-            skip_check_advert_addresses: false,
-            strict: false,
-            accept: true,
-            nopreempt: false,
-            preempt_delay: Duration::ZERO,
-            advert_interval: Duration::from_secs(1),
-            garp_delay: Duration::from_secs(5),
-            garp_repeat: 5,
-            garp_refresh: Duration::ZERO,
-            garp_refresh_repeat: 1,
-            garp_lower_priority_delay: Duration::from_secs(5),
-            garp_lower_priority_repeat: 5,
-            lower_priority_no_advert: false,
-            higher_priority_send_advert: false,
-            smtp_alert: false,
-            notify_deleted: false,
-            notify_scripts: Vec::new(),
             virtual_addresses: addresses
                 .iter()
                 .map(|text| Address {
                     text: (*text).to_owned(),
                 })
                 .collect(),
-            excluded_addresses: Vec::new(),
-            tracked_interfaces: Vec::new(),
-            tracked_scripts: Vec::new(),
-            authentication: (0, None),
+            ..Description::example(name, 51, 100)
         }),
         state,
         wanted_state: state,

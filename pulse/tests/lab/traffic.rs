@@ -751,22 +751,10 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
 /// `GET /metrics` from inside `namespace`, in Prometheus' classic text
 /// format (no Accept: what promtool reads).
 fn scrape(namespace: &Namespace, address: SocketAddr) -> String {
-    use std::io::{Read as _, Write as _};
-    let answer = namespace
-        .run(|| -> std::io::Result<String> {
-            let mut stream =
-                std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
-            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-            write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
-            let mut answer = String::new();
-            stream.read_to_string(&mut answer)?;
-            Ok(answer)
-        })
-        .expect("the namespace")
-        .expect("/metrics answers");
-    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    let (head, body) =
+        http::get_path(namespace, address, "/metrics", None).expect("/metrics answers");
     assert!(head.contains(" 200 "), "{head}");
-    body.to_owned()
+    body
 }
 
 /// Requests to `address` in a loop on a thread until stopped: how many

@@ -10,8 +10,10 @@
 //! scraped by a real Prometheus, which is then queried.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
+
+use labkit::prometheus::Prometheus;
 
 use super::*;
 
@@ -462,36 +464,17 @@ fn exporter_view(json: &str) -> Result<BTreeMap<String, f64>> {
     Ok(samples)
 }
 
-/// `GET path` of `address` from inside `namespace`, over HTTP/1.0, with
-/// `accept` if given; the answer's head and body.
+/// The body of a 200 to `GET path` of `address` from inside `namespace`,
+/// with `accept` if given; with its head.
 fn get(
     namespace: &Namespace,
     address: SocketAddr,
     path: &str,
     accept: Option<&str>,
 ) -> Result<(String, String)> {
-    let answer = namespace.run(|| -> Result<String> {
-        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        let accept = accept
-            .map(|accept| format!("Accept: {accept}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "GET {path} HTTP/1.0\r\nHost: {address}\r\n{accept}\r\n"
-        )?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer)?;
-        Ok(answer)
-    })??;
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .with_context(|| format!("no head in {answer:?}"))?;
-    ensure!(
-        head.starts_with("HTTP/1.") && head.contains(" 200 "),
-        "{head}"
-    );
-    Ok((head.to_owned(), body.to_owned()))
+    let (head, body) = labkit::http::get_path(namespace, address, path, accept)?;
+    ensure!(head.contains(" 200 "), "GET {path}: {head}\n{body}");
+    Ok((head, body))
 }
 
 /// The samples of an OpenMetrics or classic text, by name and labels.
@@ -620,46 +603,20 @@ fn scrape_with_prometheus(segment: &Segment, target: SocketAddr) -> Result<Optio
     if !labkit::installed("prometheus") {
         return Ok(None);
     }
-    let directory = segment.directory.join("prometheus");
-    fs::create_dir_all(&directory)?;
-    let configuration = directory.join("prometheus.yml");
-    fs::write(
-        &configuration,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pulse\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )?;
-    let listen: SocketAddr = "127.0.0.1:9090".parse()?;
-    let log = fs::File::create(directory.join("prometheus.log"))?;
-    let mut prometheus = segment
-        .a
-        .command("prometheus")
-        .arg(format!("--config.file={}", configuration.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            directory.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={listen}"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("cannot start prometheus")?;
+    let prometheus = Prometheus::start(&segment.a, &segment.directory.join("prometheus"), target)?;
+    let query = |expression: &str| -> Result<serde_json::Value> {
+        let (head, body) = prometheus.query(&segment.a, expression)?;
+        serde_json::from_str(&body).with_context(|| format!("{head}\n{body}"))
+    };
     let result = (|| -> Result<usize> {
         let mut series = 0;
         wait_for(
             "Prometheus has scraped pulse",
             Duration::from_secs(60),
             || {
-                let Ok((_, body)) = get(
-                    &segment.a,
-                    listen,
-                    "/api/v1/query?query=keepalived_vrrp_state",
-                    None,
-                ) else {
+                let Ok(answer) = query("keepalived_vrrp_state") else {
                     return Ok(false);
                 };
-                let answer: serde_json::Value = serde_json::from_str(&body)?;
                 let results = answer["data"]["result"]
                     .as_array()
                     .cloned()
@@ -672,21 +629,11 @@ fn scrape_with_prometheus(segment: &Segment, target: SocketAddr) -> Result<Optio
             },
         )?;
         // The counters arrive as counters: a rate can be asked of them.
-        let (_, body) = get(
-            &segment.a,
-            listen,
-            "/api/v1/query?query=rate(keepalived_advertisements_sent_total%5B10s%5D)",
-            None,
-        )?;
-        ensure!(body.contains("\"status\":\"success\""), "{body}");
+        let answer = query("rate(keepalived_advertisements_sent_total[10s])")?;
+        ensure!(answer["status"] == "success", "{answer}");
         Ok(series)
     })();
-    let _ = prometheus.kill();
-    let _ = prometheus.wait();
-    result.map(Some).map_err(|error| {
-        error.context(format!(
-            "prometheus log:\n{}",
-            fs::read_to_string(directory.join("prometheus.log")).unwrap_or_default()
-        ))
-    })
+    result
+        .map(Some)
+        .map_err(|error| error.context(format!("prometheus log:\n{}", prometheus.log())))
 }

@@ -79,34 +79,8 @@ fn floats_are_written_as_c_s_percent_g() {
 
 fn description(name: &str, virtual_router_id: u8, base_priority: u8) -> Description {
     Description {
-        name: name.to_owned(),
         interface: "veth0".to_owned(),
-        virtual_router_id,
-        version: 2,
-        base_priority,
-        dont_track_primary: false,
-        skip_check_advert_addresses: false,
-        strict: false,
-        accept: true,
-        nopreempt: false,
-        preempt_delay: Duration::ZERO,
-        advert_interval: Duration::from_secs(1),
-        garp_delay: Duration::from_secs(5),
-        garp_repeat: 5,
-        garp_refresh: Duration::ZERO,
-        garp_refresh_repeat: 1,
-        garp_lower_priority_delay: Duration::from_secs(5),
-        garp_lower_priority_repeat: 5,
-        lower_priority_no_advert: false,
-        higher_priority_send_advert: false,
-        smtp_alert: false,
-        notify_deleted: false,
-        notify_scripts: Vec::new(),
-        virtual_addresses: Vec::new(),
-        excluded_addresses: Vec::new(),
-        tracked_interfaces: Vec::new(),
-        tracked_scripts: Vec::new(),
-        authentication: (0, None),
+        ..Description::example(name, virtual_router_id, base_priority)
     }
 }
 
