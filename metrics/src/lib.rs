@@ -35,7 +35,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::MetricType;
+pub use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
@@ -251,8 +251,9 @@ where
     family(encoder, name, help, MetricType::Counter, samples)
 }
 
-/// One family: its descriptor, then a sample per item.
-fn family<S, M>(
+/// One family of `metric_type`: its descriptor (written even without a
+/// sample, so that a scraper knows the family), then a sample per item.
+pub fn family<S, M>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,

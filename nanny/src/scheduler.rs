@@ -27,6 +27,15 @@ use crate::machine::{Action, Machine, RealServerHealth, Timestamp, Transition};
 use crate::outcome::{Failure, Outcome};
 use crate::spec::{BfdSpec, CheckKind, CheckSpec, Plan, RealServerName, VirtualServerKey};
 
+/// Told of each finished attempt: what a caller that measures the checks
+/// (pulse's `pulse_check_duration_seconds`) plugs in. Called on the
+/// scheduler's task, so it must be quick (a histogram's observation).
+pub trait AttemptObserver: Send + Sync {
+    /// `check` took `took` (from when its task first ran to its outcome)
+    /// and succeeded or not.
+    fn observe(&self, check: &CheckSpec, took: std::time::Duration, succeeded: bool);
+}
+
 /// A real server's state was decided or changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateChange {
@@ -200,6 +209,8 @@ pub struct Scheduler {
     /// never tells) nothing is suspended.
     follows_addresses: bool,
     events: mpsc::Sender<StateChange>,
+    /// Told of each finished attempt, if the caller measures them.
+    observer: Option<Arc<dyn AttemptObserver>>,
     /// Tests only: how long each attempt's task waits before it runs, as
     /// on a runtime too busy to poll it (a starved runtime cannot be made
     /// on demand with paused time).
@@ -268,6 +279,7 @@ impl Scheduler {
             epoch,
             timers,
             events,
+            observer: None,
             #[cfg(test)]
             starved_for: Duration::ZERO,
         }
@@ -436,6 +448,13 @@ impl Scheduler {
             if let Some(summary) = self.lateness.record(lateness, instant_now) {
                 tracing::warn!(target: LOAD, "{summary}");
             }
+        }
+        if let Some(observer) = &self.observer {
+            observer.observe(
+                &self.specs[index],
+                instant_now.saturating_duration_since(started),
+                outcome.is_ok(),
+            );
         }
         if let Err(failure) = &outcome
             && self.specs[index].log_all_failures
@@ -993,10 +1012,12 @@ impl Handle {
     /// the processors from the start's batch. The handle serves at once:
     /// commands wait in its queue, and a shutdown before the scheduler
     /// begins ends it there.
+    /// `observer`, if any, is told of each finished attempt.
     pub fn spawn_following_addresses_after(
         gate: impl Future<Output = ()> + Send + 'static,
         plan: impl FnOnce() -> Plan + Send + 'static,
         start: Start,
+        observer: Option<Arc<dyn AttemptObserver>>,
     ) -> Handle {
         Handle::spawn_with(
             async move {
@@ -1007,6 +1028,7 @@ impl Handle {
             },
             start,
             true,
+            observer,
             #[cfg(test)]
             Duration::ZERO,
             #[cfg(test)]
@@ -1021,6 +1043,7 @@ impl Handle {
             std::future::ready(plan),
             start,
             follows_addresses,
+            None,
             #[cfg(test)]
             Duration::ZERO,
             #[cfg(test)]
@@ -1041,6 +1064,7 @@ impl Handle {
             std::future::ready(plan),
             start,
             false,
+            None,
             starved_for,
             ready_to_run,
         )
@@ -1051,6 +1075,7 @@ impl Handle {
         plan: impl Future<Output = Plan> + Send + 'static,
         start: Start,
         follows_addresses: bool,
+        observer: Option<Arc<dyn AttemptObserver>>,
         #[cfg(test)] starved_for: Duration,
         #[cfg(test)] ready_to_run: usize,
     ) -> Handle {
@@ -1066,6 +1091,7 @@ impl Handle {
             };
             let mut scheduler = Scheduler::new(plan, start, events_sender);
             scheduler.follows_addresses = follows_addresses;
+            scheduler.observer = observer;
             #[cfg(test)]
             {
                 scheduler.starved_for = starved_for;
@@ -1296,6 +1322,39 @@ mod tests {
         drop(listener);
         assert!(!next(&mut handle).await.up);
         handle.shutdown().await;
+    }
+
+    /// Records what it is told: the check, and whether it succeeded.
+    #[derive(Default)]
+    struct Recorder(std::sync::Mutex<Vec<(String, bool)>>);
+
+    impl AttemptObserver for Recorder {
+        fn observe(&self, check: &CheckSpec, _took: Duration, succeeded: bool) {
+            self.0.lock().unwrap().push((check.to_string(), succeeded));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_observer_is_told_of_each_attempt_and_its_outcome() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let recorder = Arc::new(Recorder::default());
+        let text = service("192.0.2.1", address, "");
+        let mut handle = Handle::spawn_following_addresses_after(
+            async {},
+            move || plan(&text),
+            Start::Immediately,
+            Some(recorder.clone()),
+        );
+        handle.local_addresses(Some(HashSet::new())).await;
+        assert!(next(&mut handle).await.up);
+        drop(listener);
+        assert!(!next(&mut handle).await.up);
+        handle.shutdown().await;
+        let told = recorder.0.lock().unwrap().clone();
+        let check = format!("TCP_CHECK {address}");
+        assert_eq!(told.first(), Some(&(check.clone(), true)), "{told:?}");
+        assert_eq!(told.last(), Some(&(check, false)), "{told:?}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -1734,6 +1793,7 @@ virtual_server 192.0.2.1 80 {{
                 }
             },
             Start::Warmup,
+            None,
         );
         handle.local_addresses(Some(HashSet::new())).await;
         assert!(quiet(&mut handle).await, "said something before the gate");
@@ -1751,6 +1811,7 @@ virtual_server 192.0.2.1 80 {{
             },
             || -> Plan { panic!("planned though stopped before the gate") },
             Start::Warmup,
+            None,
         );
         tokio::time::timeout(Duration::from_secs(1), handle.shutdown())
             .await

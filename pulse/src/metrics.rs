@@ -25,13 +25,17 @@
 //! - **Nothing node_exporter has.** IPVS's traffic counters are in
 //!   /proc/net/ip_vs_stats, which node_exporter's ipvs collector reads.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use fulcrum_metrics::prometheus_client::collector::Collector;
 use fulcrum_metrics::prometheus_client::encoding::DescriptorEncoder;
+use fulcrum_metrics::prometheus_client::metrics::histogram::Histogram;
 use fulcrum_metrics::prometheus_client::registry::Registry;
-use fulcrum_metrics::{counter, gauge};
+use fulcrum_metrics::{MetricType, counter, family, gauge};
+use nanny::scheduler::AttemptObserver;
+use nanny::spec::CheckSpec;
 use tokio::sync::watch;
 
 use crate::lvs::report::LvsReport;
@@ -77,22 +81,88 @@ pub struct Observed {
 }
 
 /// The registry pulse serves.
-pub fn registry(observed: Observed) -> Registry {
+pub fn registry(observed: Observed, check_durations: &Arc<CheckDurations>) -> Registry {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(PulseCollector(observed)));
+    registry.register_collector(Box::new(PulseCollector {
+        observed,
+        check_durations: check_durations.clone(),
+    }));
     registry
 }
 
+/// The checks' durations: the one accumulator nanny observes into as each
+/// attempt ends (a histogram is a sum of what happened, not a state to
+/// publish), read by /metrics. prometheus-client's `Family` would write
+/// nothing before the first observation; a family pulse serves is always
+/// described, so the histograms are kept here and written by the
+/// collector.
+#[derive(Debug, Default)]
+pub struct CheckDurations {
+    /// Each histogram is shared inside (an `Arc`): cloned out of the lock
+    /// to be observed or written.
+    histograms: Mutex<BTreeMap<CheckLabels, Histogram>>,
+}
+
+/// `checker` (TCP_CHECK, HTTP_GET, ...), `real_server` (the address it
+/// checks), `result` (success, failure).
+type CheckLabels = [(&'static str, String); 3];
+
+/// From a millisecond (a TCP connect on a LAN) to keepalived's longest
+/// usual timeouts.
+const CHECK_DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+impl AttemptObserver for CheckDurations {
+    fn observe(&self, check: &CheckSpec, took: std::time::Duration, succeeded: bool) {
+        let labels = [
+            ("checker", check.kind.name().to_owned()),
+            ("real_server", check.endpoint.address.to_string()),
+            (
+                "result",
+                if succeeded { "success" } else { "failure" }.to_owned(),
+            ),
+        ];
+        let histogram = self
+            .histograms
+            .lock()
+            .expect("no observer panics holding it")
+            .entry(labels)
+            .or_insert_with(|| Histogram::new(CHECK_DURATION_BUCKETS.iter().copied()))
+            .clone();
+        histogram.observe(took.as_secs_f64());
+    }
+}
+
 #[derive(Debug)]
-struct PulseCollector(Observed);
+struct PulseCollector {
+    observed: Observed,
+    check_durations: Arc<CheckDurations>,
+}
 
 impl Collector for PulseCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let report = self.0.vrrp.borrow().clone();
-        let reloads = self.0.reloads.borrow().clone();
-        let lvs_report = self.0.lvs.borrow().clone();
+        let report = self.observed.vrrp.borrow().clone();
+        let reloads = self.observed.reloads.borrow().clone();
+        let lvs_report = self.observed.lvs.borrow().clone();
         vrrp(&mut encoder, &report)?;
         lvs(&mut encoder, &lvs_report)?;
+        let histograms: Vec<(CheckLabels, Histogram)> = self
+            .check_durations
+            .histograms
+            .lock()
+            .expect("no observer panics holding it")
+            .iter()
+            .map(|(labels, histogram)| (labels.clone(), histogram.clone()))
+            .collect();
+        family(
+            &mut encoder,
+            "pulse_check_duration_seconds",
+            "How long a check's attempts take, from when the attempt runs to its outcome, by \
+             checker, real server and outcome",
+            MetricType::Histogram,
+            histograms,
+        )?;
         daemon(&mut encoder, &reloads)
     }
 }

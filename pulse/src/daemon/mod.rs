@@ -57,7 +57,7 @@ use crate::lvs::report::LvsReport;
 use crate::lvs::task::{
     self as reconciler, Applied, Channels, PassOutcome, Reconciler, Running, StopMode,
 };
-use crate::metrics::Reloads;
+use crate::metrics::{CheckDurations, Reloads};
 use crate::vrrp::netlink_events::AddressMonitor;
 use crate::vrrp::report::Report;
 use crate::vrrp::{Vrrp, VrrpError};
@@ -428,12 +428,9 @@ enum LvsEvent {
 }
 
 impl Lvs {
-    /// What it knows of the real servers and its passes goes to `report`.
-    fn start(
-        configuration: Arc<config::Config>,
-        client: Client,
-        report: &watch::Sender<LvsReport>,
-    ) -> Lvs {
+    /// What it knows of the real servers and its passes goes to
+    /// `published`, and how long the checks take.
+    fn start(configuration: Arc<config::Config>, client: Client, published: &Published) -> Lvs {
         let watch_addresses = wants_addresses(&configuration);
         let (running, configurations) = watch::channel(Running {
             generation: 1,
@@ -460,6 +457,7 @@ impl Lvs {
                 move || Plan::from_config(&configuration)
             },
             Start::Warmup,
+            Some(published.check_durations.clone() as Arc<dyn nanny::scheduler::AttemptObserver>),
         );
         let reconciler = tokio::spawn(reconciler::run(
             Reconciler::new(client, configuration.clone()),
@@ -469,7 +467,7 @@ impl Lvs {
                 applied: applied_sender,
                 stop: stop_receiver,
                 notifications,
-                report: report.clone(),
+                report: published.lvs.clone(),
             },
         ));
         let scripts = tokio::spawn(crate::scripts::run(notifications_receiver));
@@ -668,6 +666,14 @@ fn pass_status(what: &str, outcome: &PassOutcome) -> String {
     }
 }
 
+/// Where the daemon's parts publish what /metrics and --status read.
+struct Published {
+    vrrp: watch::Sender<Arc<Report>>,
+    lvs: watch::Sender<LvsReport>,
+    /// The checks' durations, observed by nanny as they finish.
+    check_durations: Arc<CheckDurations>,
+}
+
 /// What the daemon serves besides its parts, bound before the runtime
 /// starts.
 struct Listeners {
@@ -694,8 +700,14 @@ async fn serve(
     };
     // What the parts publish, read by /metrics and the dumps.
     let (vrrp_report, vrrp_reports) = watch::channel(Arc::new(Report::default()));
+    let check_durations = Arc::new(CheckDurations::default());
     let (reloads, reloads_read) = watch::channel(Reloads::new(SystemTime::now()));
     let (lvs_report, lvs_reports) = watch::channel(LvsReport::default());
+    let published = Published {
+        vrrp: vrrp_report,
+        lvs: lvs_report,
+        check_durations: check_durations.clone(),
+    };
     let observed = crate::metrics::Observed {
         vrrp: vrrp_reports,
         lvs: lvs_reports,
@@ -706,7 +718,7 @@ async fn serve(
     let (stop_serving, serving_stopped) = watch::channel(false);
     let mut servers = Vec::new();
     if let Some(listener) = listeners.metrics {
-        let registry = crate::metrics::registry(observed.clone());
+        let registry = crate::metrics::registry(observed.clone(), &check_durations);
         servers.push(tokio::spawn(fulcrum_metrics::serve(
             listener,
             Arc::new(registry),
@@ -738,7 +750,7 @@ async fn serve(
     let parts = Parts::of(&settings, &configuration);
     let mut vrrp = None;
     if parts.vrrp {
-        match RunningVrrp::start(&configuration, &vrrp_report).await {
+        match RunningVrrp::start(&configuration, &published.vrrp).await {
             Ok(running) => vrrp = Some(running),
             Err(error) => {
                 tracing::error!("VRRP cannot start: {error}");
@@ -746,7 +758,7 @@ async fn serve(
             }
         }
     }
-    let mut lvs = client.map(|client| Lvs::start(configuration.clone(), client, &lvs_report));
+    let mut lvs = client.map(|client| Lvs::start(configuration.clone(), client, &published));
     if lvs.is_none() {
         if vrrp.is_none() {
             // keepalived's line; it waits for a reload too.
@@ -773,8 +785,8 @@ async fn serve(
             match self::reload(&settings, &mut last_read).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
-                    let reports = (&vrrp_report, &lvs_report);
-                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, reports).await
+                    match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, &published)
+                        .await
                     {
                         Ok(lvs_pass) => {
                             reloads.send_modify(|reloads| reloads.record(true, SystemTime::now()));
@@ -890,7 +902,7 @@ async fn apply_reload(
     configuration: Arc<config::Config>,
     vrrp: &mut Option<RunningVrrp>,
     lvs: &mut Option<Lvs>,
-    (vrrp_report, lvs_report): (&watch::Sender<Arc<Report>>, &watch::Sender<LvsReport>),
+    published: &Published,
 ) -> Result<bool, String> {
     let parts = Parts::of(settings, &configuration);
     let client = match (parts.lvs, &lvs) {
@@ -904,7 +916,7 @@ async fn apply_reload(
         None if parts.vrrp => {
             tracing::info!("the reload brings VRRP instances: starting VRRP");
             *vrrp = Some(
-                RunningVrrp::start(&configuration, vrrp_report)
+                RunningVrrp::start(&configuration, &published.vrrp)
                     .await
                     .map_err(|error| format!("VRRP cannot start: {error}"))?,
             );
@@ -919,7 +931,7 @@ async fn apply_reload(
         (None, Some(client)) => {
             tracing::info!("the reload brings virtual servers: starting the checkers and IPVS");
             // Its start pass, awaited like a reload's.
-            *lvs = Some(Lvs::start(configuration, client, lvs_report));
+            *lvs = Some(Lvs::start(configuration, client, published));
             true
         }
         (None, None) => false,

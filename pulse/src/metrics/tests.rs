@@ -37,7 +37,10 @@ fn scrape(report: Report, reloads: Reloads) -> String {
     let (_vrrp_sender, vrrp) = watch::channel(Arc::new(report));
     let (_reloads_sender, reloads) = watch::channel(reloads);
     let (_lvs_sender, lvs) = watch::channel(LvsReport::default());
-    fulcrum_metrics::encode(&registry(Observed { vrrp, lvs, reloads }))
+    fulcrum_metrics::encode(&registry(
+        Observed { vrrp, lvs, reloads },
+        &Arc::new(CheckDurations::default()),
+    ))
 }
 
 #[test]
@@ -146,7 +149,10 @@ fn real_servers_and_passes_are_exported_with_their_reasons() {
     let (_vrrp_sender, vrrp) = watch::channel(Arc::new(Report::default()));
     let (_reloads_sender, reloads) = watch::channel(Reloads::new(SystemTime::UNIX_EPOCH));
     let (_lvs_sender, lvs) = watch::channel(lvs_report);
-    let text = fulcrum_metrics::encode(&registry(Observed { vrrp, lvs, reloads }));
+    let text = fulcrum_metrics::encode(&registry(
+        Observed { vrrp, lvs, reloads },
+        &Arc::new(CheckDurations::default()),
+    ));
     let server = "virtual_server=\"fwmark 5\",real_server=\"192.168.1.1:80\"";
     for line in [
         format!("pulse_real_server_up{{{server}}} 0.0"),
@@ -168,4 +174,19 @@ fn real_servers_and_passes_are_exported_with_their_reasons() {
             "no line {line} in:\n{text}"
         );
     }
+}
+
+#[test]
+fn check_durations_are_a_histogram_by_checker_real_server_and_outcome() {
+    let (_vrrp_sender, vrrp) = watch::channel(Arc::new(Report::default()));
+    let (_reloads_sender, reloads) = watch::channel(Reloads::new(SystemTime::UNIX_EPOCH));
+    let (_lvs_sender, lvs) = watch::channel(LvsReport::default());
+    let durations = Arc::new(CheckDurations::default());
+    let registry = registry(Observed { vrrp, lvs, reloads }, &durations);
+    // Described before any check ran, as every family is.
+    let text = fulcrum_metrics::encode(&registry);
+    assert!(
+        text.contains("# TYPE pulse_check_duration_seconds histogram\n"),
+        "{text}"
+    );
 }

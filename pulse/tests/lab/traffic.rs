@@ -699,6 +699,24 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
         0.0,
         "{text}"
     );
+    // The checks' durations, by outcome: rs1's check both succeeded and
+    // failed (refused at once: well under the connect timeout).
+    for result in ["success", "failure"] {
+        let labels = format!(
+            "checker=\"TCP_CHECK\",real_server=\"{}\",result=\"{result}\"",
+            address(0)
+        );
+        assert!(
+            value(&format!("pulse_check_duration_seconds_count{{{labels}}}")) >= 1.0,
+            "{text}"
+        );
+        assert!(
+            value(&format!(
+                "pulse_check_duration_seconds_bucket{{le=\"+Inf\",{labels}}}"
+            )) >= 1.0,
+            "{text}"
+        );
+    }
     // And what `pulse --status` says of it, asked beside its pid file.
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pulse"))
         .arg("--status")
