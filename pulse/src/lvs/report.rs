@@ -20,13 +20,12 @@
 //!   that showed the table was not as known) are the drift repaired.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::time::SystemTime;
 
 use nanny::scheduler::StateChange;
 use nanny::spec::VirtualServerKey;
-
-use super::task::{Notification, Reason, ReconcileError, Report};
 
 /// The LVS part's state, as last published.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,26 +64,20 @@ pub struct PassCounts {
 }
 
 impl LvsReport {
-    /// Takes in one of nanny's verdicts, at `now`, with the transitions
-    /// the reconciler found in it (its `notify_up`/`notify_down` cases,
-    /// [`Notification::RealServer`]): keepalived's, where a real server
-    /// starts up (down with `alpha`), so that a first verdict of down is a
-    /// change for a server without `alpha`.
+    /// Takes in one of nanny's verdicts, at `now`; `changed` says which of
+    /// its real servers the reconciler found changed (its
+    /// `notify_up`/`notify_down` cases): keepalived's transitions, where a
+    /// real server starts up (down with `alpha`), so that a first verdict
+    /// of down is a change for a server without `alpha`.
     pub fn record(
         &mut self,
         change: &StateChange,
-        notifications: &[Notification],
+        changed: impl Fn(&VirtualServerKey, SocketAddr) -> bool,
         now: SystemTime,
     ) {
         for virtual_server in &change.virtual_servers {
             let address = change.real_server.address;
-            let transition = notifications.iter().any(|notification| {
-                matches!(
-                    notification,
-                    Notification::RealServer { virtual_server: notified, real_server, .. }
-                        if notified == virtual_server && *real_server == address
-                )
-            });
+            let transition = changed(virtual_server, address);
             let known = self
                 .real_servers
                 .entry((virtual_server.to_string(), address))
@@ -111,36 +104,13 @@ impl LvsReport {
         }
     }
 
-    /// Counts a pass.
-    pub fn count(&mut self, reason: Reason, report: &Report) {
+    /// Counts a pass and what the kernel made of its operations.
+    pub fn count(&mut self, reason: Reason, applied: usize, refused: usize, netlink_error: bool) {
         let counts = self.passes.entry(reason.label()).or_default();
         counts.passes += 1;
-        let (applied, refused) = match &report.error {
-            Some(ReconcileError::Apply(error)) => {
-                // Past an interruption nothing is known: those are counted
-                // neither way.
-                let known = match &error.interrupted {
-                    Some((index, _)) => {
-                        counts.netlink_errors += 1;
-                        *index
-                    }
-                    None => report.operations,
-                };
-                let refused = error
-                    .failures
-                    .iter()
-                    .filter(|(index, _)| *index < known)
-                    .count();
-                (known.saturating_sub(refused), refused)
-            }
-            Some(ReconcileError::Read(_)) => {
-                counts.netlink_errors += 1;
-                (report.operations, 0)
-            }
-            None => (report.operations, 0),
-        };
-        counts.refused += refused as u64;
         counts.applied += applied as u64;
+        counts.refused += refused as u64;
+        counts.netlink_errors += u64::from(netlink_error);
     }
 
     /// Forgets the real servers `configured` says no longer are.
@@ -163,6 +133,53 @@ impl LvsReport {
                 (reason.label(), applied)
             })
             .collect()
+    }
+}
+
+/// What started a pass; audits log their repairs as warnings, since
+/// something other than pulse changed the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Start,
+    Health,
+    Reload,
+    DriftCheck,
+    Drain,
+    /// The kernel refused a change because its object was not as known.
+    Refused,
+    /// Another process changed services ([`super::tap`] told).
+    Edited,
+    Stop,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Reason::Start => "start",
+            Reason::Health => "health change",
+            Reason::Reload => "reload",
+            Reason::DriftCheck => "drift repair",
+            Reason::Drain => "drain",
+            Reason::Refused => "repair",
+            Reason::Edited => "edit repair",
+            Reason::Stop => "stop",
+        })
+    }
+}
+
+impl Reason {
+    /// Its name as a metric's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::Start => "start",
+            Reason::Health => "health",
+            Reason::Reload => "reload",
+            Reason::DriftCheck => "audit",
+            Reason::Drain => "drain",
+            Reason::Refused => "refusal",
+            Reason::Edited => "netlink_tap",
+            Reason::Stop => "stop",
+        }
     }
 }
 

@@ -52,7 +52,6 @@
 //! name.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +73,7 @@ use super::plan::{
     Ownership, Scope, destination_differs, plan_piece, plan_unwanted, plan_within, service_differs,
 };
 use super::report::LvsReport;
+pub use super::report::Reason;
 use super::tap;
 
 /// How often what drains is read back.
@@ -93,53 +93,6 @@ pub enum ReconcileError {
     Read(#[source] ipvs::Error),
     #[error("cannot apply the IPVS changes: {0}")]
     Apply(#[source] BatchError),
-}
-
-/// What started a pass; audits log their repairs as warnings, since
-/// something other than pulse changed the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    Start,
-    Health,
-    Reload,
-    DriftCheck,
-    Drain,
-    /// The kernel refused a change because its object was not as known.
-    Refused,
-    /// Another process changed services ([`super::tap`] told).
-    Edited,
-    Stop,
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            Reason::Start => "start",
-            Reason::Health => "health change",
-            Reason::Reload => "reload",
-            Reason::DriftCheck => "drift repair",
-            Reason::Drain => "drain",
-            Reason::Refused => "repair",
-            Reason::Edited => "edit repair",
-            Reason::Stop => "stop",
-        })
-    }
-}
-
-impl Reason {
-    /// Its name as a metric's label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Reason::Start => "start",
-            Reason::Health => "health",
-            Reason::Reload => "reload",
-            Reason::DriftCheck => "audit",
-            Reason::Drain => "drain",
-            Reason::Refused => "refusal",
-            Reason::Edited => "netlink_tap",
-            Reason::Stop => "stop",
-        }
-    }
 }
 
 /// A script keepalived would run now.
@@ -1026,6 +979,33 @@ struct PlanOutcome {
 }
 
 impl Report {
+    /// What the kernel made of the pass's operations: how many it applied
+    /// and refused, and whether the exchange itself failed (the table
+    /// unread, a batch's answers lost). Past an interruption nothing is
+    /// known: those operations are counted neither way.
+    pub fn kernel_outcome(&self) -> (usize, usize, bool) {
+        match &self.error {
+            Some(ReconcileError::Apply(error)) => {
+                let known = error
+                    .interrupted
+                    .as_ref()
+                    .map_or(self.operations, |(index, _)| *index);
+                let refused = error
+                    .failures
+                    .iter()
+                    .filter(|(index, _)| *index < known)
+                    .count();
+                (
+                    known.saturating_sub(refused),
+                    refused,
+                    error.interrupted.is_some(),
+                )
+            }
+            Some(ReconcileError::Read(_)) => (self.operations, 0, true),
+            None => (self.operations, 0, false),
+        }
+    }
+
     fn failed(error: ReconcileError) -> Report {
         Report {
             error: Some(error),
@@ -1328,9 +1308,18 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                     let now = SystemTime::now();
                     let record = |reconciler: &mut Reconciler, change: &StateChange| {
                         let notifications = reconciler.record(change);
+                        let changed = |virtual_server: &VirtualServerKey, address: SocketAddr| {
+                            notifications.iter().any(|notification| {
+                                matches!(
+                                    notification,
+                                    Notification::RealServer { virtual_server: notified, real_server, .. }
+                                        if notified == virtual_server && *real_server == address
+                                )
+                            })
+                        };
                         channels
                             .report
-                            .send_modify(|report| report.record(change, &notifications, now));
+                            .send_modify(|report| report.record(change, changed, now));
                         notify(&channels.notifications, notifications);
                     };
                     record(&mut reconciler, &change);
@@ -1424,9 +1413,10 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
 /// Sends a pass's scripts on and logs its error; the outcome for whoever
 /// waits on it.
 fn finish(channels: &Channels, reason: Reason, report: Report) -> PassOutcome {
+    let (applied, refused, netlink_error) = report.kernel_outcome();
     channels
         .report
-        .send_modify(|published| published.count(reason, &report));
+        .send_modify(|published| published.count(reason, applied, refused, netlink_error));
     notify(&channels.notifications, report.notifications);
     match report.error {
         None => Ok(report.operations),

@@ -2,7 +2,6 @@ use super::*;
 
 use std::time::Duration;
 
-use ipvs::{BatchError, Traffic};
 use nanny::spec::RealServerName;
 
 fn web() -> VirtualServerKey {
@@ -30,24 +29,9 @@ fn at(seconds: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(seconds)
 }
 
-/// The reconciler's word that `change` is a transition (what its
-/// `record` returns then).
-fn transition(change: &StateChange) -> Vec<Notification> {
-    vec![Notification::RealServer {
-        virtual_server: web(),
-        real_server: change.real_server.address,
-        up: change.up,
-        script: None,
-    }]
-}
-
+/// `change` recorded, the reconciler having found it a transition or not.
 fn record(report: &mut LvsReport, change: StateChange, changed: bool, now: SystemTime) {
-    let notifications = if changed {
-        transition(&change)
-    } else {
-        Vec::new()
-    };
-    report.record(&change, &notifications, now);
+    report.record(&change, |_, _| changed, now);
 }
 
 #[test]
@@ -136,51 +120,15 @@ fn a_reload_forgets_what_it_removed() {
     );
 }
 
-fn pass(operations: usize, error: Option<ReconcileError>) -> Report {
-    Report {
-        operations,
-        traffic: Traffic::default(),
-        took: Duration::ZERO,
-        notifications: Vec::new(),
-        error,
-    }
-}
-
-fn refusal(index: usize) -> (usize, ipvs::Error) {
-    (index, ipvs::Error::Unavailable)
-}
-
 #[test]
-fn passes_count_what_the_kernel_applied_refused_and_lost() {
+fn passes_are_counted_by_what_started_them_and_repairs_summed() {
     let mut report = LvsReport::default();
-    report.count(Reason::Start, &pass(10, None));
-    report.count(Reason::Health, &pass(2, None));
-    // Two of five refused.
-    let refused = BatchError {
-        failures: vec![refusal(1), refusal(3)],
-        interrupted: None,
-        total: 5,
-    };
-    report.count(
-        Reason::Health,
-        &pass(5, Some(ReconcileError::Apply(refused))),
-    );
-    // Lost at the fourth of six: three known, one of them refused, the
-    // rest unknown.
-    let lost = BatchError {
-        failures: vec![refusal(0), refusal(4)],
-        interrupted: Some((3, ipvs::Error::Unavailable)),
-        total: 6,
-    };
-    report.count(
-        Reason::DriftCheck,
-        &pass(6, Some(ReconcileError::Apply(lost))),
-    );
-    report.count(
-        Reason::DriftCheck,
-        &pass(0, Some(ReconcileError::Read(ipvs::Error::Unavailable))),
-    );
-    report.count(Reason::Edited, &pass(1, None));
+    report.count(Reason::Start, 10, 0, false);
+    report.count(Reason::Health, 2, 0, false);
+    report.count(Reason::Health, 3, 2, false);
+    report.count(Reason::DriftCheck, 2, 1, true);
+    report.count(Reason::DriftCheck, 0, 0, true);
+    report.count(Reason::Edited, 1, 0, false);
     assert_eq!(
         report.passes["start"],
         PassCounts {

@@ -216,3 +216,47 @@ fn a_reading_is_what_was_known_whatever_the_counters_and_the_order() {
     other_scheduler.service.scheduler = "wlc".into();
     assert!(!same_in_the_kernel(&known, &other_scheduler));
 }
+
+fn pass(operations: usize, error: Option<ReconcileError>) -> Report {
+    Report {
+        operations,
+        traffic: Traffic::default(),
+        took: Duration::ZERO,
+        notifications: Vec::new(),
+        error,
+    }
+}
+
+fn refused_at(index: usize) -> (usize, ipvs::Error) {
+    (index, ipvs::Error::Unavailable)
+}
+
+#[test]
+fn a_pass_says_what_the_kernel_applied_refused_and_lost() {
+    assert_eq!(pass(10, None).kernel_outcome(), (10, 0, false));
+    // Two of five refused.
+    let refused = BatchError {
+        failures: vec![refused_at(1), refused_at(3)],
+        interrupted: None,
+        total: 5,
+    };
+    assert_eq!(
+        pass(5, Some(ReconcileError::Apply(refused))).kernel_outcome(),
+        (3, 2, false)
+    );
+    // Lost at the fourth of six: three known, one of them refused, the
+    // rest unknown.
+    let lost = BatchError {
+        failures: vec![refused_at(0), refused_at(4)],
+        interrupted: Some((3, ipvs::Error::Unavailable)),
+        total: 6,
+    };
+    assert_eq!(
+        pass(6, Some(ReconcileError::Apply(lost))).kernel_outcome(),
+        (2, 1, true)
+    );
+    assert_eq!(
+        pass(0, Some(ReconcileError::Read(ipvs::Error::Unavailable))).kernel_outcome(),
+        (0, 0, true)
+    );
+}
