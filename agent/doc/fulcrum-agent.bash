@@ -23,7 +23,7 @@ _fulcrum__agent() {
 
     case "${cmd}" in
         fulcrum__agent)
-            opts="-f -t -h -V --use-file --cluster --config-test --help --version"
+            opts="-f -t -h -V --use-file --cluster --metrics --config-test --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -38,6 +38,10 @@ _fulcrum__agent() {
                     return 0
                     ;;
                 --cluster)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -21,6 +21,11 @@ pub struct Arguments {
         required_unless_present = "config_test"
     )]
     pub cluster: Option<String>,
+    /// Serve Prometheus metrics at http://ADDRESS:PORT/metrics (its DIPs
+    /// and their health, its translations, its sync lag; bound before it
+    /// starts: a taken port exits 3).
+    #[arg(long, value_name = "ADDRESS:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Check FILE and exit, as `pulse -t` does.
     #[arg(short = 't', long = "config-test")]
     pub config_test: bool,

@@ -38,6 +38,8 @@ pub struct Kernel {
     made: BTreeMap<u32, Made>,
     /// The rules last applied.
     rules: Option<Batch>,
+    /// How many translations those rules hold, by network.
+    translations: BTreeMap<String, u64>,
 }
 
 /// A served network's device and settings.
@@ -63,6 +65,7 @@ impl Kernel {
             firewall,
             made: BTreeMap::new(),
             rules: None,
+            translations: BTreeMap::new(),
         })
     }
 
@@ -82,6 +85,8 @@ impl Kernel {
                 })?;
             self.rules = Some(rules);
         }
+        self.translations =
+            nat::translations_by_network(&local.segments, &local.translations, found);
         let wanted: BTreeSet<u32> = local.segments.iter().map(|segment| segment.vni).collect();
         let gone: Vec<u32> = self
             .made
@@ -95,6 +100,12 @@ impl Kernel {
         Ok(())
     }
 
+    /// How many translations the kernel holds, by network served: those of
+    /// the last rules it took.
+    pub fn translations(&self) -> &BTreeMap<String, u64> {
+        &self.translations
+    }
+
     /// Removes every rule, route and device the agent made or adopted (a
     /// clean stop).
     pub async fn clear(&mut self) -> Result<(), KernelError> {
@@ -106,6 +117,7 @@ impl Kernel {
                 cause: error.to_string(),
             })?;
         self.rules = None;
+        self.translations.clear();
         let all: Vec<u32> = self.made.keys().copied().collect();
         for vni in all {
             self.remove(vni).await?;

@@ -22,6 +22,11 @@
 //! - **Finding DIPs** every [`FIND_EVERY`]: a DIP is found while its
 //!   segment's neighbour table has its MAC; the translations follow what
 //!   is found.
+//! - **Observed**: the loop publishes an [`report::AgentReport`] on a
+//!   `watch` channel (its DIPs and their health, its translations, its
+//!   sync lag); with `--metrics ADDRESS:PORT` (bound by the caller before
+//!   the runtime starts) `/metrics` serves it ([`metrics`]) on the
+//!   agent's runtime.
 //! - **Clean stop** (SIGTERM, SIGINT): the lease is revoked (every live key
 //!   goes at once), the probes stop, the rules, routes and devices it made
 //!   go.
@@ -29,11 +34,14 @@
 pub mod cli;
 pub mod desired;
 pub mod kernel;
+pub mod metrics;
 pub mod nat;
+pub mod report;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use fulcrum_cluster::etcd_client::{WatchResponse, WatchStream};
 use fulcrum_cluster::schema::{self, Applied, Health, Host, LocalDip, Role};
@@ -41,9 +49,10 @@ use fulcrum_cluster::store::{Lease, Store, StoreError, changes_state, watch_ende
 use nanny::scheduler::{Handle, Start, StateChange};
 use nanny::spec::{Plan, VirtualServerKey};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use desired::{Found, Local, Segment};
+use report::AgentReport;
 
 /// The lifetime of the agent's live keys without renewal.
 pub const LEASE_SECONDS: i64 = 6;
@@ -150,12 +159,28 @@ struct Known {
     health: BTreeMap<(String, IpAddr, u16), bool>,
 }
 
-/// Runs the agent until a signal; the error is what stopped it otherwise.
-pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result<()> {
+/// Runs the agent until a signal, serving `/metrics` on `metrics` (bound
+/// before the runtime started) if given; the error is what stopped it
+/// otherwise.
+pub async fn serve(
+    settings: Settings,
+    endpoints: Vec<String>,
+    metrics: Option<std::net::TcpListener>,
+) -> anyhow::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut kernel = kernel::Kernel::start(settings.vtep).await?;
     let host = settings.vtep.to_string();
+    let (report, reports) = watch::channel(AgentReport::new(&host));
+    // Served to the end, its stop included.
+    let (_stop_serving, serving_stopped) = watch::channel(false);
+    if let Some(listener) = metrics {
+        tokio::spawn(fulcrum_metrics::serve(
+            listener,
+            Arc::new(metrics::registry(reports)),
+            serving_stopped,
+        ));
+    }
+    let mut kernel = kernel::Kernel::start(settings.vtep).await?;
     tracing::info!(
         "agent {host}: started, cluster store {}",
         endpoints.join(",")
@@ -194,6 +219,9 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         applied: None,
                     };
                     follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
+                    report.send_modify(|report| {
+                        report.sync.applied(known.local.revision, SystemTime::now())
+                    });
                     write_all(&mut fresh, &host, settings.vtep, &known).await?;
                     left_behind.retain(|lease| *lease != fresh.lease.id);
                     fresh.store.revoke_left_behind(&mut left_behind).await;
@@ -209,11 +237,21 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                 // Nothing the agent acts on: no event, or only daemons'
                 // bookkeeping (the Muxes' and agents' applied revisions).
                 Wake::Watch(Ok(Some(response))) if !changes_state(&response) => {}
-                Wake::Watch(Ok(Some(_))) => {
+                Wake::Watch(Ok(Some(response))) => {
+                    // Behind from the moment the store is heard of,
+                    // whether or not its reading succeeds.
+                    if let Some(revision) = policy_revision_in(&response) {
+                        report.send_modify(|report| {
+                            report.sync.saw_store(revision, SystemTime::now())
+                        });
+                    }
                     let current = connection.as_mut().expect("a watch has a connection");
                     let reading = current.store.read().await?;
                     let before =
                         follow(&mut known, &mut kernel, &mut probes, &reading, &settings).await;
+                    report.send_modify(|report| {
+                        report.sync.applied(known.local.revision, SystemTime::now())
+                    });
                     // DIPs and health the policy no longer has go.
                     let dips = known.local.dips.clone();
                     for gone in before.dips.difference(&dips) {
@@ -315,6 +353,15 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                         );
                         let key = (network.clone(), address.ip(), address.port());
                         known.health.insert(key, change.up);
+                        report.send_modify(|report| {
+                            report.verdict(
+                                &network,
+                                address,
+                                change.up,
+                                &change.reason,
+                                SystemTime::now(),
+                            )
+                        });
                         if let Some(current) = connection.as_mut() {
                             current
                                 .put(
@@ -344,6 +391,20 @@ pub async fn serve(settings: Settings, endpoints: Vec<String>) -> anyhow::Result
                 tracing::debug!("agent {host}: {error}");
             }
         }
+        // What the report holds of what the agent knows, after whatever
+        // woke it.
+        report.send_modify(|report| {
+            report.connected = connection.is_some();
+            report.networks = known
+                .local
+                .segments
+                .iter()
+                .map(|segment| segment.network.clone())
+                .collect();
+            report.found = known.found.keys().cloned().collect();
+            report.translations.clone_from(kernel.translations());
+            report.retain(&known.local.dips);
+        });
         if stop {
             break;
         }
@@ -453,6 +514,19 @@ fn dip_value(local: &Local, network: &str, mac: &[u8; 6]) -> LocalDip {
             .map_or(0, |segment| segment.vni),
         mac: fulcrum_overlay::mac_text(mac),
     }
+}
+
+/// The policy revision a watch response writes, if it writes one.
+fn policy_revision_in(response: &WatchResponse) -> Option<u64> {
+    let key = schema::policy_revision();
+    response
+        .events()
+        .iter()
+        .filter_map(|event| event.kv())
+        .filter(|kv| kv.key() == key.as_bytes())
+        .filter_map(|kv| serde_json::from_slice::<schema::PolicyRevision>(kv.value()).ok())
+        .map(|written| written.revision)
+        .max()
 }
 
 /// What the store says next: a watch message, or the lease lost.

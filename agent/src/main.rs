@@ -43,6 +43,18 @@ fn main() -> ExitCode {
     let settings = settings.expect("no error: settings made");
     init_logging();
     let endpoints = fulcrum_cluster::store::endpoints(arguments.cluster.as_deref().unwrap_or(""));
+    // Bound before the runtime starts, so that a taken port fails the start
+    // with a status.
+    let metrics = match arguments.metrics {
+        Some(address) => match fulcrum_metrics::bind(address) {
+            Ok(listener) => Some(listener),
+            Err(why) => {
+                tracing::error!("agent: {why}");
+                return ExitCode::from(3);
+            }
+        },
+        None => None,
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -53,7 +65,7 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    match runtime.block_on(serve(settings, endpoints)) {
+    match runtime.block_on(serve(settings, endpoints, metrics)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("agent: {error:#}");

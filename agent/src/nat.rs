@@ -159,16 +159,7 @@ pub fn ruleset(segments: &[Segment], translations: &[Translation], found: &Found
         ]);
         batch.add_rule(NFPROTO_INET, TABLE, "forward", rule);
     }
-    for translation in translations {
-        let Some(segment) = segments
-            .iter()
-            .find(|segment| segment.network == translation.network)
-        else {
-            continue;
-        };
-        let Some(mac) = found.get(&(translation.network.clone(), translation.dip.ip())) else {
-            continue;
-        };
+    for (segment, translation, mac) in installed(segments, translations, found) {
         let (family, vip, dip, destination_offset) =
             match (translation.vip.ip(), translation.dip.ip()) {
                 (IpAddr::V4(vip), IpAddr::V4(dip)) => (
@@ -210,6 +201,44 @@ pub fn ruleset(segments: &[Segment], translations: &[Translation], found: &Found
         batch.add_rule(NFPROTO_INET, TABLE, "translate", rule);
     }
     batch
+}
+
+/// The translations [`ruleset`] installs: their network served, their
+/// DIP found, the VIP and the DIP of one family (NAT cannot translate
+/// between two; the policy's check refuses it).
+fn installed<'a>(
+    segments: &'a [Segment],
+    translations: &'a [Translation],
+    found: &'a Found,
+) -> impl Iterator<Item = (&'a Segment, &'a Translation, &'a [u8; 6])> {
+    translations.iter().filter_map(move |translation| {
+        let segment = segments
+            .iter()
+            .find(|segment| segment.network == translation.network)?;
+        let mac = found.get(&(translation.network.clone(), translation.dip.ip()))?;
+        (translation.vip.is_ipv4() == translation.dip.is_ipv4()).then_some((
+            segment,
+            translation,
+            mac,
+        ))
+    })
+}
+
+/// How many translations [`ruleset`] installs for each of `segments` (0
+/// for one with none).
+pub fn translations_by_network(
+    segments: &[Segment],
+    translations: &[Translation],
+    found: &Found,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut counts: std::collections::BTreeMap<String, u64> = segments
+        .iter()
+        .map(|segment| (segment.network.clone(), 0))
+        .collect();
+    for (segment, _, _) in installed(segments, translations, found) {
+        *counts.entry(segment.network.clone()).or_default() += 1;
+    }
+    counts
 }
 
 /// The batch that deletes the agent's tables, whether or not they exist
@@ -321,6 +350,11 @@ mod tests {
         );
         let translate = rules(&batch, "translate");
         assert_eq!(translate.len(), 2);
+        // What /metrics counts is what the batch holds.
+        assert_eq!(
+            translations_by_network(&segments, &translations, &found),
+            BTreeMap::from([("tenant-a".to_owned(), 1), ("tenant-b".to_owned(), 1)])
+        );
         let tenant_b = translate[1];
         assert_eq!(
             tenant_b[..2],

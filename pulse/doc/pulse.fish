@@ -3,7 +3,7 @@ complete -c pulse -s p -l pid -d 'Use the specified pidfile (default /run/pulse.
 complete -c pulse -s i -l config-id -d 'Skip any configuration lines beginning \'@\' that don\'t match ID, or any lines beginning @^ that do match. The config-id defaults to the node name up to its first dot' -r
 complete -c pulse -l signum -d 'Print the number of the signal that asks for SIGFUNC (STOP, RELOAD, DATA, STATS, STATS_CLEAR, JSON), as keepalived does' -r
 complete -c pulse -s t -l config-test -d 'Check the configuration and exit; the report goes to stderr, or to LOG_FILE' -r
-complete -c pulse -l metrics -d 'Serve Prometheus metrics at http://ADDRESS:PORT/metrics (VRRP under the keepalived exporters\' names, real servers\' health, reloads; docs/observability.md)' -r
+complete -c pulse -l metrics -d 'Serve Prometheus metrics at http://ADDRESS:PORT/metrics (VRRP under the keepalived exporters\' names, real servers\' health, reloads; a Mux\'s sync lag, VIPs and tenants\' IPVS counters; docs/observability.md)' -r
 complete -c pulse -l tcp-check -d 'How TCP_CHECK asks a real server: connect (the default, keepalived\'s full connection, which the server accepts) or half-open (a bare SYN: up on the server\'s SYN-ACK, down on its reset; the server\'s application never sees a connection; needs CAP_NET_RAW, else connect, logged once)' -r
 complete -c pulse -l cluster -d 'The SDN mode\'s cluster store (etcd members), for --apply and --status (docs/sdn.md)' -r
 complete -c pulse -l apply -d 'Check FILE, a policy (keepalived.conf syntax with virtual_network blocks), and write it to the cluster store in one transaction; with an error nothing is written (exit 4)' -r

@@ -192,7 +192,7 @@ const OPTIONS: &[Spec] = &[
     ),
     option(None, "metrics", Required, Metrics).described(
         "ADDRESS:PORT",
-        "Serve Prometheus metrics at http://ADDRESS:PORT/metrics\n(VRRP under the keepalived exporters' names,\nreal servers' health, reloads; docs/observability.md)",
+        "Serve Prometheus metrics at http://ADDRESS:PORT/metrics\n(VRRP under the keepalived exporters' names,\nreal servers' health, reloads; a Mux's sync lag,\nVIPs and tenants' IPVS counters;\ndocs/observability.md)",
     ),
     option(None, "tcp-check", Required, TcpCheck).described(
         "MODE",

@@ -513,6 +513,18 @@ impl Daemon {
         Daemon::mux_notifying(mux, pulse, directory, etcd, None)
     }
 
+    /// [`Daemon::mux`] serving `/metrics` on `metrics` (in the Mux's
+    /// namespace).
+    pub fn mux_serving_metrics(
+        mux: &Mux,
+        pulse: &Path,
+        directory: &Path,
+        etcd: &Etcd,
+        metrics: SocketAddr,
+    ) -> Result<Daemon> {
+        Daemon::mux_with(mux, pulse, directory, etcd, None, Some(metrics))
+    }
+
     /// [`Daemon::mux`] with `NOTIFY_SOCKET` set to `notify_socket`, as
     /// systemd runs pulse.service (`Type=notify`).
     pub fn mux_notifying(
@@ -522,6 +534,17 @@ impl Daemon {
         etcd: &Etcd,
         notify_socket: Option<&Path>,
     ) -> Result<Daemon> {
+        Daemon::mux_with(mux, pulse, directory, etcd, notify_socket, None)
+    }
+
+    fn mux_with(
+        mux: &Mux,
+        pulse: &Path,
+        directory: &Path,
+        etcd: &Etcd,
+        notify_socket: Option<&Path>,
+        metrics: Option<SocketAddr>,
+    ) -> Result<Daemon> {
         let name = link_name(mux.number);
         let configuration = directory.join(format!("{name}.conf"));
         std::fs::write(
@@ -530,6 +553,9 @@ impl Daemon {
         )?;
         let mut command = mux.machine.command(pulse);
         command.args(["-G"]);
+        if let Some(metrics) = metrics {
+            command.arg(format!("--metrics={metrics}"));
+        }
         if let Some(socket) = notify_socket {
             command.env("NOTIFY_SOCKET", socket);
         }
@@ -554,11 +580,38 @@ impl Daemon {
         directory: &Path,
         etcd: &Etcd,
     ) -> Result<Daemon> {
+        Daemon::agent_with(topology, agent, number, directory, etcd, None)
+    }
+
+    /// [`Daemon::agent`] serving `/metrics` on `metrics` (in its host's
+    /// namespace, `sdn-hostN`).
+    pub fn agent_serving_metrics(
+        topology: &Topology,
+        agent: &Path,
+        number: u32,
+        directory: &Path,
+        etcd: &Etcd,
+        metrics: SocketAddr,
+    ) -> Result<Daemon> {
+        Daemon::agent_with(topology, agent, number, directory, etcd, Some(metrics))
+    }
+
+    fn agent_with(
+        topology: &Topology,
+        agent: &Path,
+        number: u32,
+        directory: &Path,
+        etcd: &Etcd,
+        metrics: Option<SocketAddr>,
+    ) -> Result<Daemon> {
         let configuration = directory.join(format!("agent{number}.conf"));
         std::fs::write(&configuration, agent_configuration(number))?;
-        let command = topology
+        let mut command = topology
             .namespace(&format!("sdn-host{number}"))
             .direct_command(agent);
+        if let Some(metrics) = metrics {
+            command.arg(format!("--metrics={metrics}"));
+        }
         Daemon::start(
             command,
             &configuration,

@@ -213,6 +213,28 @@ impl Kernel {
         published
     }
 
+    /// The tenants as the kernel holds them, for the Mux's report: each
+    /// one's network (as `overlay` names it), namespace, VIPs and which of
+    /// them are announced.
+    pub fn tenants(&self, overlay: &Overlay) -> Vec<super::report::TenantReport> {
+        self.tenants
+            .iter()
+            .map(|(vni, programmed)| {
+                let network = overlay
+                    .tenants
+                    .get(vni)
+                    .map_or("", |tenant| tenant.network.as_str());
+                super::report::TenantReport::new(
+                    *vni,
+                    network,
+                    &programmed.name,
+                    &programmed.vips,
+                    &programmed.announced,
+                )
+            })
+            .collect()
+    }
+
     /// Withdraws every announcement (the first step of a clean stop: the
     /// routers move the flows to the other Muxes while this one still
     /// forwards).

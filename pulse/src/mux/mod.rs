@@ -20,6 +20,11 @@
 //!   starves it): a dead Mux's entries expire.
 //! - **systemd.** With `NOTIFY_SOCKET` set (pulse.service is Type=notify),
 //!   `READY=1` once the VTEP and the tables are up, `STOPPING=1` at stop.
+//! - **Observed.** The loop publishes a [`report::MuxReport`] on a
+//!   `watch` channel (the policy revision applied against the store's,
+//!   the last application, the tenants and VIPs announced); with
+//!   `--metrics ADDRESS:PORT`, bound before the runtime starts, `/metrics`
+//!   serves it ([`metrics`]) on the Mux's runtime.
 //! - **Clean stop.** SIGTERM or SIGINT withdraws every VIP first, waits
 //!   `withdraw_delay` for the routers to move the flows to the other
 //!   Muxes, then removes every namespace, device and route the Mux made
@@ -28,18 +33,23 @@
 pub mod desired;
 pub mod kernel;
 pub mod maglev;
+pub mod metrics;
 pub mod namespace;
+pub mod report;
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use fulcrum_cluster::schema::{self, Applied, Role};
 use fulcrum_cluster::store::{self, Lease, Store, StoreError};
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_overlay::KernelError;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
 
 use crate::{cli, exit};
+
+use report::MuxReport;
 
 /// How long between attempts to reach a store that does not answer.
 pub const RETRY: Duration = Duration::from_secs(1);
@@ -71,6 +81,18 @@ pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
         return exit::ERRORS;
     };
     let endpoints = store::endpoints(cluster);
+    // Bound before the runtime starts, so that a taken port fails the
+    // start with a status, as for a director.
+    let metrics = match arguments.metrics {
+        Some(address) => match fulcrum_metrics::bind(address) {
+            Ok(listener) => Some(listener),
+            Err(why) => {
+                tracing::error!("{why}");
+                return exit::FATAL;
+            }
+        },
+        None => None,
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -89,7 +111,7 @@ pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
             .withdraw_delay
             .unwrap_or(fulcrum_config::model::DEFAULT_WITHDRAW_DELAY),
     };
-    match runtime.block_on(serve(mux.vtep, announcements, endpoints)) {
+    match runtime.block_on(serve(mux.vtep, announcements, endpoints, metrics)) {
         Ok(()) => exit::CLEAN,
         Err(error) => {
             tracing::error!("mux: {error}");
@@ -117,15 +139,25 @@ async fn serve(
     vtep: IpAddr,
     announcements: Announcements,
     endpoints: Vec<String>,
+    metrics: Option<std::net::TcpListener>,
 ) -> Result<(), KernelError> {
+    let id = vtep.to_string();
+    let (report, reports) = watch::channel(MuxReport::new(&id));
+    // Served to the end, the clean stop's withdrawal included.
+    let (_stop_serving, serving_stopped) = watch::channel(false);
+    if let Some(listener) = metrics {
+        metrics::spawn(listener, reports, serving_stopped);
+    }
     let mut stop = StopSignals {
         terminate: signal(SignalKind::terminate()).map_err(io_error)?,
         interrupt: signal(SignalKind::interrupt()).map_err(io_error)?,
     };
     // keepalived's other signals end no Mux: it follows the store, so a
     // SIGHUP has nothing to read again, and it writes no dump.
-    let mut others = crate::signals::not_acted_on().to_vec();
-    others.push((libc::SIGHUP, "SIGHUP"));
+    let mut others = vec![(libc::SIGHUP, "SIGHUP")];
+    if let Some(clear) = crate::signals::number("STATS_CLEAR") {
+        others.push((clear, "SIGRTMAX-1 (keepalived's statistics reset)"));
+    }
     others.push((libc::SIGUSR1, "SIGUSR1 (keepalived's data dump)"));
     others.push((libc::SIGUSR2, "SIGUSR2 (keepalived's statistics)"));
     if let Some(json) = crate::signals::number("JSON") {
@@ -136,7 +168,6 @@ async fn serve(
         "the Mux follows the cluster store, it has nothing to reload or dump",
     );
     let mut kernel = kernel::Kernel::start(vtep, announcements.table).await?;
-    let id = vtep.to_string();
     tracing::info!("mux {id}: started, cluster store {}", endpoints.join(","));
     // Ready once its VTEP and tables are up, not once the store answers:
     // a Mux without its store fails static (it forwards as last applied),
@@ -149,7 +180,6 @@ async fn serve(
             endpoints.join(",")
         )),
     ]);
-    let mut applied_revision: Option<u64> = None;
     // Leases of lost connections, ended once the next one has written this
     // Mux's keys again.
     let mut left_behind: Vec<i64> = Vec::new();
@@ -163,6 +193,7 @@ async fn serve(
             connected = attempt => match connected {
                 Ok(connected) => connected,
                 Err(error) => {
+                    report.send_modify(|report| report.connected = false);
                     tracing::warn!("mux {id}: {error}; forwarding as last applied, trying again");
                     tokio::select! {
                         () = tokio::time::sleep(RETRY) => continue,
@@ -177,11 +208,12 @@ async fn serve(
             &mut lease,
             &mut kernel,
             &id,
-            &mut applied_revision,
             &mut left_behind,
             &mut stop,
+            &report,
         )
         .await;
+        report.send_modify(|report| report.connected = false);
         match ended {
             Ended::Stop => {
                 let _ = store.revoke(lease.id).await;
@@ -213,9 +245,9 @@ async fn follow(
     lease: &mut Lease,
     kernel: &mut kernel::Kernel,
     id: &str,
-    applied_revision: &mut Option<u64>,
     left_behind: &mut Vec<i64>,
     stop: &mut StopSignals,
+    report: &watch::Sender<MuxReport>,
 ) -> Ended {
     let mut reading = match store.read().await {
         Ok(reading) => reading,
@@ -232,6 +264,10 @@ async fn follow(
     loop {
         let started = Instant::now();
         let overlay = desired::overlay(&reading);
+        report.send_modify(|report| {
+            report.connected = true;
+            report.sync.saw_store(overlay.revision, SystemTime::now());
+        });
         for problem in &overlay.problems {
             tracing::warn!("mux {id}: the store's {problem}");
         }
@@ -239,8 +275,21 @@ async fn follow(
             // The next change or the next reading tries again; what was
             // applied stays.
             tracing::error!("mux {id}: {error}");
+            report.send_modify(MuxReport::apply_failed);
         } else {
-            if *applied_revision != Some(overlay.revision) {
+            let took = started.elapsed();
+            // The revision applied before, as the report holds it (set
+            // only by an application that succeeded).
+            let applied_revision = report.borrow().sync.applied;
+            report.send_modify(|report| {
+                report.applied(
+                    overlay.revision,
+                    kernel.tenants(&overlay),
+                    took,
+                    SystemTime::now(),
+                )
+            });
+            if applied_revision != Some(overlay.revision) {
                 tracing::info!(
                     "mux {id}: policy revision {} applied (store revision {}) in {:.1} ms",
                     overlay.revision,
@@ -254,7 +303,6 @@ async fn follow(
                     started.elapsed().as_secs_f64() * 1000.0
                 );
             }
-            *applied_revision = Some(overlay.revision);
             // What changed of what this Mux says its kernel holds, and the
             // revision applied (last), in one write; none when nothing
             // changed: every Mux and agent reads what the others write.
@@ -296,7 +344,16 @@ async fn follow(
                         // daemons' bookkeeping (applied revisions, the
                         // Muxes' published tables).
                         None if !store::changes_state(&response) => continue,
-                        None => break,
+                        None => {
+                            // Behind from the moment the store is heard
+                            // of, whether or not its reading succeeds.
+                            if let Some(revision) = policy_revision_in(&response) {
+                                report.send_modify(|report| {
+                                    report.sync.saw_store(revision, SystemTime::now())
+                                });
+                            }
+                            break;
+                        }
                     },
                     Ok(None) => return Ended::Again("the store closed the watch".into()),
                     Err(error) => return Ended::Again(format!("the watch failed: {error}")),
@@ -310,6 +367,19 @@ async fn follow(
             Err(error) => return Ended::Again(error.to_string()),
         };
     }
+}
+
+/// The policy revision a watch response writes, if it writes one.
+fn policy_revision_in(response: &fulcrum_cluster::etcd_client::WatchResponse) -> Option<u64> {
+    let key = schema::policy_revision();
+    response
+        .events()
+        .iter()
+        .filter_map(|event| event.kv())
+        .filter(|kv| kv.key() == key.as_bytes())
+        .filter_map(|kv| serde_json::from_slice::<schema::PolicyRevision>(kv.value()).ok())
+        .map(|written| written.revision)
+        .max()
 }
 
 /// SIGTERM and SIGINT, either of which stops the Mux.

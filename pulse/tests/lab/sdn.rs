@@ -216,12 +216,47 @@ pub(crate) fn agent_binary() -> PathBuf {
     path
 }
 
-fn start_mux(underlay: &Topology, directory: &Path, etcd: &Etcd) -> Daemon {
-    Daemon::mux(underlay.mux(), Path::new(PULSE), directory, etcd).unwrap()
-}
-
 fn start_agent(underlay: &Topology, number: u32, directory: &Path, etcd: &Etcd) -> Daemon {
     Daemon::agent(underlay, &agent_binary(), number, directory, etcd).unwrap()
+}
+
+/// Where the first Mux serves `/metrics`, in its namespace.
+const MUX_METRICS: &str = "127.0.0.1:9652";
+/// Where host1's agent serves `/metrics`, in sdn-host1.
+const AGENT_METRICS: &str = "127.0.0.1:9653";
+
+/// `GET /metrics` from inside `namespace`, in Prometheus' classic text
+/// format, checked by `promtool check metrics` when it is installed.
+fn scrape(namespace: &Namespace, address: &str) -> String {
+    let (head, text) =
+        labkit::http::get_path(namespace, address.parse().unwrap(), "/metrics", None)
+            .expect("/metrics answers");
+    assert!(head.contains(" 200 "), "{head}");
+    if labkit::installed("promtool") {
+        let mut check = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool runs");
+        std::io::Write::write_all(check.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+        drop(check.stdin.take());
+        let output = check.wait_with_output().unwrap();
+        assert!(
+            output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
+            "promtool check metrics: {}{}\n{text}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    text
+}
+
+/// The value of `series` (name and labels as written) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 #[test]
@@ -248,12 +283,27 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
 ",
     );
 
-    let mut mux = start_mux(&underlay, &directory, &etcd);
+    let mut mux = Daemon::mux_serving_metrics(
+        underlay.mux(),
+        Path::new(PULSE),
+        &directory,
+        &etcd,
+        MUX_METRICS.parse().unwrap(),
+    )
+    .unwrap();
     apply(&etcd, &directory, POLICY);
     eprintln!("sdn step: agents");
     // The agents register their hosts and the DIPs they find.
     let mut agents = vec![
-        start_agent(&underlay, 1, &directory, &etcd),
+        Daemon::agent_serving_metrics(
+            &underlay,
+            &agent_binary(),
+            1,
+            &directory,
+            &etcd,
+            AGENT_METRICS.parse().unwrap(),
+        )
+        .unwrap(),
         start_agent(&underlay, 2, &directory, &etcd),
     ];
     let full_a = vec![
@@ -506,6 +556,119 @@ fn the_mux_forwards_each_tenant_into_its_overlay_and_replies_bypass_it() {
     assert_eq!(
         answers(&underlay, VIP_B, 2),
         BTreeSet::from(["tenant-b 10.1.0.5".to_owned()])
+    );
+
+    eprintln!("sdn step: metrics");
+    // The policy applied, both VIPs announced again, traffic sent to both:
+    // the Mux's /metrics says it is in sync and announcing, and shows each
+    // tenant-a DIP's counters, the connections of .5 and .7 counted (.6
+    // left the table and came back meanwhile, its counters perhaps anew).
+    // They are read every 5 s and summed by the kernel every 2 s: waited
+    // for, though the requests were sent seconds ago. host1's agent holds
+    // its two DIPs up, found and translated. promtool finds nothing to say
+    // of either.
+    let mux_series = |name: &str, labels: &str| match labels {
+        "" => format!("{name}{{mux=\"{MUX_VTEP}\"}}"),
+        _ => format!("{name}{{mux=\"{MUX_VTEP}\",{labels}}}"),
+    };
+    let counted = |text: &str| {
+        ["10.1.0.5", "10.1.0.6", "10.1.0.7"].iter().all(|dip| {
+            let labels =
+                format!("network=\"tenant-a\",service=\"{VIP_A}:80/tcp\",dip=\"{dip}:8080\"");
+            sample(
+                text,
+                &mux_series("pulse_mux_ipvs_connections_total", &labels),
+            )
+            .is_some_and(|connections| connections > 0.0 || *dip == "10.1.0.6")
+        })
+    };
+    let scraping = Instant::now();
+    let mut text = scrape(underlay.mux().namespace(), MUX_METRICS);
+    while !counted(&text) {
+        assert!(
+            scraping.elapsed() < Duration::from_secs(20),
+            "the Mux's /metrics without tenant-a's connections:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+        text = scrape(underlay.mux().namespace(), MUX_METRICS);
+    }
+    println!(
+        "the Mux's /metrics counting tenant-a's connections: {:.2} s after the first scrape",
+        scraping.elapsed().as_secs_f64()
+    );
+    for (series, value) in [
+        (mux_series("pulse_mux_store_connected", ""), 1.0),
+        (mux_series("pulse_mux_policy_revision_applied", ""), 1.0),
+        (mux_series("pulse_mux_policy_revision_store", ""), 1.0),
+        (mux_series("pulse_mux_sync_lag_revisions", ""), 0.0),
+        (mux_series("pulse_mux_sync_lag_seconds", ""), 0.0),
+        (mux_series("pulse_mux_vips_announced", ""), 2.0),
+        (
+            mux_series(
+                "pulse_mux_vip_announced",
+                &format!("network=\"tenant-a\",vip=\"{VIP_A}\""),
+            ),
+            1.0,
+        ),
+        (
+            mux_series(
+                "pulse_mux_vip_announced",
+                &format!("network=\"tenant-b\",vip=\"{VIP_B}\""),
+            ),
+            1.0,
+        ),
+        (
+            mux_series(
+                "pulse_mux_tenant_info",
+                "network=\"tenant-b\",vni=\"200\",namespace=\"fulcrum-vni200\"",
+            ),
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, &series), Some(value), "{series} in:\n{text}");
+    }
+    assert!(
+        sample(
+            &text,
+            &mux_series("pulse_mux_last_apply_duration_seconds", "")
+        )
+        .is_some_and(|took| took > 0.0),
+        "{text}"
+    );
+    let text = scrape(underlay.namespace("sdn-host1"), AGENT_METRICS);
+    let host = "host=\"172.30.2.2\"";
+    for (series, value) in [
+        (format!("fulcrum_agent_store_connected{{{host}}}"), 1.0),
+        (
+            format!("fulcrum_agent_policy_revision_applied{{{host}}}"),
+            1.0,
+        ),
+        (format!("fulcrum_agent_sync_lag_revisions{{{host}}}"), 0.0),
+        (format!("fulcrum_agent_sync_lag_seconds{{{host}}}"), 0.0),
+        (
+            format!("fulcrum_agent_dips_found{{{host},network=\"tenant-a\"}}"),
+            2.0,
+        ),
+        (
+            format!("fulcrum_agent_nat_translations{{{host},network=\"tenant-a\"}}"),
+            2.0,
+        ),
+        (
+            format!("fulcrum_agent_dip_up{{{host},network=\"tenant-a\",dip=\"10.1.0.5:8080\"}}"),
+            1.0,
+        ),
+        (
+            format!("fulcrum_agent_dip_up{{{host},network=\"tenant-a\",dip=\"10.1.0.6:8080\"}}"),
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, &series), Some(value), "{series} in:\n{text}");
+    }
+    assert!(
+        text.contains(&format!(
+            "fulcrum_agent_dip_last_change_info{{{host},network=\"tenant-a\",dip=\"10.1.0.5:8080\",state=\"up\",reason=\"TCP_CHECK"
+        )),
+        "{text}"
     );
 
     eprintln!("sdn step: service stop");
