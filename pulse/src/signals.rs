@@ -2,7 +2,7 @@
 //! the number keepalived 2.2.7 prints (exporters and scripts ask it what to
 //! send: `kill -$(keepalived --signum=DATA) PID`), and the daemons listen
 //! for every one of them, so that none ends the process by its default
-//! action, including the ones pulse does not act on yet.
+//! action (the Mux, which writes no dump, ignores them).
 
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -20,16 +20,6 @@ pub fn number(function: &str) -> Option<i32> {
         "JSON" => libc::SIGRTMIN() + 2,
         _ => return None,
     })
-}
-
-/// keepalived's dump signals that pulse does not act on yet: the
-/// statistics reset. (The data dump, SIGUSR1, the statistics, SIGUSR2, and
-/// the JSON dump, SIGRTMIN+2, are VRRP's.)
-pub fn not_acted_on() -> [(i32, &'static str); 1] {
-    [(
-        libc::SIGRTMAX() - 1,
-        "keepalived's statistics reset signal (SIGRTMAX-1)",
-    )]
 }
 
 /// Listens for `signals` (number, name) on tasks of their own, logging

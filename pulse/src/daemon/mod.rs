@@ -631,10 +631,11 @@ fn signals() -> Option<(Signal, Signal, Signal)> {
     if let Some(json) = crate::signals::number("JSON") {
         let _ = signal(SignalKind::from_raw(json));
     }
-    crate::signals::listen_without_acting(
-        &crate::signals::not_acted_on(),
-        "pulse does not write keepalived's dumps yet",
-    );
+    // SIGRTMAX-1 (keepalived's STATS_CLEAR) likewise: VRRP clears its
+    // counters.
+    if let Some(clear) = crate::signals::number("STATS_CLEAR") {
+        let _ = signal(SignalKind::from_raw(clear));
+    }
     match (
         signal(SignalKind::hangup()),
         signal(SignalKind::terminate()),

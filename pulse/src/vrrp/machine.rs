@@ -405,6 +405,11 @@ impl Machine {
         self.effective_priority
     }
 
+    /// keepalived's STATS_CLEAR: every counter back to zero.
+    pub fn clear_statistics(&mut self) {
+        self.statistics = Statistics::default();
+    }
+
     pub fn statistics(&self) -> &Statistics {
         &self.statistics
     }

@@ -190,6 +190,14 @@ impl Vrrp {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(json_number))
                 .inspect_err(|error| tracing::warn!("cannot listen for SIGRTMIN+2: {error}"))
                 .ok();
+        // SIGRTMAX-1, keepalived's STATS_CLEAR: the statistics written,
+        // then every counter back to zero.
+        let clear_number =
+            crate::signals::number("STATS_CLEAR").expect("keepalived has STATS_CLEAR");
+        let mut clear_signal =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(clear_number))
+                .inspect_err(|error| tracing::warn!("cannot listen for SIGRTMAX-1: {error}"))
+                .ok();
         loop {
             self.publish();
             let next = self
@@ -202,7 +210,15 @@ impl Vrrp {
                 Some(()) = async { data_signal.as_mut().expect("guarded").recv().await },
                     if data_signal.is_some() => self.write_data().await,
                 Some(()) = async { statistics_signal.as_mut().expect("guarded").recv().await },
-                    if statistics_signal.is_some() => self.write_statistics(),
+                    if statistics_signal.is_some() => {
+                        tracing::info!(
+                            "Printing VRRP stats for process({}) on signal",
+                            std::process::id()
+                        );
+                        self.write_statistics();
+                    }
+                Some(()) = async { clear_signal.as_mut().expect("guarded").recv().await },
+                    if clear_signal.is_some() => self.clear_statistics(),
                 Some(()) = async { json_signal.as_mut().expect("guarded").recv().await },
                     if json_signal.is_some() => self.write_json(),
                 Some(configuration) = reloads.recv() => self.reload(configuration).await,
@@ -333,10 +349,6 @@ impl Vrrp {
     /// temporary directory (`TMPDIR`, else /tmp), as keepalived 2.2 does on
     /// SIGUSR2, with its log line.
     fn write_statistics(&self) {
-        tracing::info!(
-            "Printing VRRP stats for process({}) on signal",
-            std::process::id()
-        );
         let report: String = self
             .report
             .borrow()
@@ -349,6 +361,19 @@ impl Vrrp {
             })
             .collect();
         write_dump(&std::env::temp_dir().join("keepalived.stats"), &report);
+    }
+
+    /// keepalived's STATS_CLEAR: the statistics written as for SIGUSR2,
+    /// then every instance's counters back to zero, with its log line.
+    fn clear_statistics(&mut self) {
+        tracing::info!(
+            "Printing and clearing VRRP stats for process({}) on signal",
+            std::process::id()
+        );
+        self.write_statistics();
+        for instance in &mut self.instances {
+            instance.machine.clear_statistics();
+        }
     }
 
     /// Writes keepalived.data in the temporary directory, as keepalived

@@ -75,6 +75,9 @@ struct Dumps {
     json: String,
     statistics: String,
     data: String,
+    /// keepalived.stats as STATS_CLEAR (SIGRTMAX-1) writes it, then again
+    /// after it: the counters as they were, then back to zero.
+    cleared: (String, String),
 }
 
 /// Runs `kind` with the configuration until both instances are masters
@@ -129,6 +132,7 @@ fn run(
             json: String::new(),
             statistics: String::new(),
             data: String::new(),
+            cleared: (String::new(), String::new()),
         };
         // The data file has no last line to know it by: whole once its
         // last section is there and two reads agree.
@@ -173,6 +177,45 @@ fn run(
             );
         }
         during(&daemon)?;
+        // STATS_CLEAR writes the statistics as SIGUSR2 does, then clears
+        // them: the next SIGUSR2 has each instance's transitions at 0.
+        let _ = fs::remove_file(&statistics_file);
+        signal(pid, libc::SIGRTMAX() - 1);
+        wait_for(
+            &format!("{kind} writes its statistics as it clears them"),
+            Duration::from_secs(5),
+            || {
+                dumps.cleared.0 = fs::read_to_string(&statistics_file).unwrap_or_default();
+                Ok(dumps
+                    .cleared
+                    .0
+                    .matches("  Priority Zero:\n    Received: ")
+                    .count()
+                    == 2
+                    && dumps.cleared.0.ends_with('\n'))
+            },
+        )?;
+        let _ = fs::remove_file(&statistics_file);
+        signal(pid, libc::SIGUSR2);
+        wait_for(
+            &format!("{kind} writes its cleared statistics"),
+            Duration::from_secs(5),
+            || {
+                dumps.cleared.1 = fs::read_to_string(&statistics_file).unwrap_or_default();
+                Ok(dumps
+                    .cleared
+                    .1
+                    .matches("  Priority Zero:\n    Received: ")
+                    .count()
+                    == 2
+                    && dumps.cleared.1.ends_with('\n'))
+            },
+        )?;
+        ensure!(
+            dumps.cleared.1.matches("  Became master: 0\n").count() == 2,
+            "{kind} did not clear its statistics:\n{}",
+            dumps.cleared.1
+        );
         daemon.terminate()?;
         Ok(dumps)
     })();
@@ -518,6 +561,16 @@ pub(super) fn dumps_and_metrics(segment: &Segment, scenario: &str) -> Result<()>
             "keepalived.stats",
             normalised(&pulse.statistics),
             normalised(&keepalived.statistics),
+        ),
+        (
+            "keepalived.stats written by STATS_CLEAR",
+            normalised(&pulse.cleared.0),
+            normalised(&keepalived.cleared.0),
+        ),
+        (
+            "keepalived.stats after STATS_CLEAR",
+            normalised(&pulse.cleared.1),
+            normalised(&keepalived.cleared.1),
         ),
         (
             "keepalived.data",
