@@ -240,7 +240,7 @@ pub async fn serve(
                 Wake::Watch(Ok(Some(response))) => {
                     // Behind from the moment the store is heard of,
                     // whether or not its reading succeeds.
-                    if let Some(revision) = policy_revision_in(&response) {
+                    if let Some(revision) = fulcrum_cluster::sync::policy_revision_in(&response) {
                         report.send_modify(|report| {
                             report.sync.saw_store(revision, SystemTime::now())
                         });
@@ -514,19 +514,6 @@ fn dip_value(local: &Local, network: &str, mac: &[u8; 6]) -> LocalDip {
             .map_or(0, |segment| segment.vni),
         mac: fulcrum_overlay::mac_text(mac),
     }
-}
-
-/// The policy revision a watch response writes, if it writes one.
-fn policy_revision_in(response: &WatchResponse) -> Option<u64> {
-    let key = schema::policy_revision();
-    response
-        .events()
-        .iter()
-        .filter_map(|event| event.kv())
-        .filter(|kv| kv.key() == key.as_bytes())
-        .filter_map(|kv| serde_json::from_slice::<schema::PolicyRevision>(kv.value()).ok())
-        .map(|written| written.revision)
-        .max()
 }
 
 /// What the store says next: a watch message, or the lease lost.

@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::SystemTime;
 
+pub use fulcrum_cluster::sync::PolicySync;
+
 /// The agent's state, as last published.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentReport {
@@ -50,55 +52,6 @@ pub struct DipHealth {
     /// Verdicts by result.
     pub verdicts_up: u64,
     pub verdicts_down: u64,
-}
-
-/// A policy revision applied against the store's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PolicySync {
-    /// The policy revision applied (none before the first).
-    pub applied: Option<u64>,
-    /// The store's latest policy revision seen.
-    pub store: Option<u64>,
-    /// When the store was first seen with a revision not applied; none in
-    /// sync.
-    pub behind_since: Option<SystemTime>,
-}
-
-impl PolicySync {
-    /// The store holds policy `revision` (seen at `now`).
-    pub fn saw_store(&mut self, revision: u64, now: SystemTime) {
-        if self.store.is_none_or(|store| revision > store) {
-            self.store = Some(revision);
-        }
-        if self.revisions_behind() == 0 {
-            self.behind_since = None;
-        } else if self.behind_since.is_none() {
-            self.behind_since = Some(now);
-        }
-    }
-
-    /// Policy `revision` is applied, at `now`.
-    pub fn applied(&mut self, revision: u64, now: SystemTime) {
-        self.applied = Some(revision);
-        // What was applied was read from the store: it has it.
-        self.saw_store(revision, now);
-    }
-
-    /// How many policy revisions the store has that are not applied.
-    pub fn revisions_behind(&self) -> u64 {
-        match (self.store, self.applied) {
-            (Some(store), Some(applied)) => store.saturating_sub(applied),
-            (Some(store), None) => store,
-            (None, _) => 0,
-        }
-    }
-
-    /// How long the store has had a revision not applied, at `now`.
-    pub fn seconds_behind(&self, now: SystemTime) -> f64 {
-        self.behind_since.map_or(0.0, |since| {
-            now.duration_since(since).unwrap_or_default().as_secs_f64()
-        })
-    }
 }
 
 impl AgentReport {

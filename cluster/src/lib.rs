@@ -7,6 +7,7 @@ pub mod schema;
 pub mod state;
 pub mod status;
 pub mod store;
+pub mod sync;
 
 /// The etcd client the store is reached with, for its watch types.
 pub use etcd_client;

@@ -92,3 +92,34 @@ pub fn url_encoded(text: &str) -> String {
         })
         .collect()
 }
+
+/// `promtool check metrics` on `text` (Prometheus' classic text format):
+/// `Ok(true)` when it is clean (promtool's lint says nothing then),
+/// `Ok(false)` when promtool is not installed (Debian's `prometheus`
+/// package has it), an error with what promtool said otherwise.
+pub fn check_metrics(text: &str) -> Result<bool> {
+    use std::io::Write;
+    if !crate::installed("promtool") {
+        return Ok(false);
+    }
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run promtool")?;
+    check
+        .stdin
+        .take()
+        .context("promtool's input")?
+        .write_all(text.as_bytes())?;
+    let output = check.wait_with_output()?;
+    anyhow::ensure!(
+        output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(true)
+}

@@ -347,7 +347,7 @@ async fn follow(
                         None => {
                             // Behind from the moment the store is heard
                             // of, whether or not its reading succeeds.
-                            if let Some(revision) = policy_revision_in(&response) {
+                            if let Some(revision) = fulcrum_cluster::sync::policy_revision_in(&response) {
                                 report.send_modify(|report| {
                                     report.sync.saw_store(revision, SystemTime::now())
                                 });
@@ -367,19 +367,6 @@ async fn follow(
             Err(error) => return Ended::Again(error.to_string()),
         };
     }
-}
-
-/// The policy revision a watch response writes, if it writes one.
-fn policy_revision_in(response: &fulcrum_cluster::etcd_client::WatchResponse) -> Option<u64> {
-    let key = schema::policy_revision();
-    response
-        .events()
-        .iter()
-        .filter_map(|event| event.kv())
-        .filter(|kv| kv.key() == key.as_bytes())
-        .filter_map(|kv| serde_json::from_slice::<schema::PolicyRevision>(kv.value()).ok())
-        .map(|written| written.revision)
-        .max()
 }
 
 /// SIGTERM and SIGINT, either of which stops the Mux.

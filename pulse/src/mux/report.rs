@@ -23,6 +23,8 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
+pub use fulcrum_cluster::sync::PolicySync;
+
 /// The Mux's state, as last published.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MuxReport {
@@ -37,62 +39,6 @@ pub struct MuxReport {
     pub applies_failed: u64,
     /// By VNI.
     pub tenants: Vec<TenantReport>,
-}
-
-/// A policy revision applied against the store's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PolicySync {
-    /// The policy revision applied (none before the first application).
-    pub applied: Option<u64>,
-    /// The store's latest policy revision seen.
-    pub store: Option<u64>,
-    /// When the store was first seen with a revision not applied; none in
-    /// sync.
-    pub behind_since: Option<SystemTime>,
-}
-
-impl PolicySync {
-    /// The store holds policy `revision` (a reading or a watch event said
-    /// so at `now`).
-    pub fn saw_store(&mut self, revision: u64, now: SystemTime) {
-        if self.store.is_none_or(|store| revision > store) {
-            self.store = Some(revision);
-        }
-        self.settle(now);
-    }
-
-    /// Policy `revision` is applied, at `now`.
-    pub fn applied(&mut self, revision: u64, now: SystemTime) {
-        self.applied = Some(revision);
-        // What was applied was read from the store: it has it.
-        self.saw_store(revision, now);
-    }
-
-    fn settle(&mut self, now: SystemTime) {
-        if self.revisions_behind() == 0 {
-            self.behind_since = None;
-        } else if self.behind_since.is_none() {
-            self.behind_since = Some(now);
-        }
-    }
-
-    /// How many policy revisions the store has that are not applied.
-    pub fn revisions_behind(&self) -> u64 {
-        match (self.store, self.applied) {
-            (Some(store), Some(applied)) => store.saturating_sub(applied),
-            // Nothing applied yet: the whole policy is behind.
-            (Some(store), None) => store,
-            (None, _) => 0,
-        }
-    }
-
-    /// How long the store has had a revision not applied, at `now`; 0 in
-    /// sync.
-    pub fn seconds_behind(&self, now: SystemTime) -> f64 {
-        self.behind_since.map_or(0.0, |since| {
-            now.duration_since(since).unwrap_or_default().as_secs_f64()
-        })
-    }
 }
 
 /// The last application that succeeded.

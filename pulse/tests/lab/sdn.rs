@@ -232,24 +232,7 @@ fn scrape(namespace: &Namespace, address: &str) -> String {
         labkit::http::get_path(namespace, address.parse().unwrap(), "/metrics", None)
             .expect("/metrics answers");
     assert!(head.contains(" 200 "), "{head}");
-    if labkit::installed("promtool") {
-        let mut check = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("promtool runs");
-        std::io::Write::write_all(check.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-        drop(check.stdin.take());
-        let output = check.wait_with_output().unwrap();
-        assert!(
-            output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
-            "promtool check metrics: {}{}\n{text}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    labkit::prometheus::check_metrics(&text).expect("promtool finds nothing to say");
     text
 }
 

@@ -741,29 +741,7 @@ fn failing_checks_take_real_servers_out_and_back_and_the_sorry_server_answers_wh
         shown.contains(&format!("      {}  up   for ", address(0))) && shown.contains("TCP_CHECK"),
         "{shown}"
     );
-    if labkit::installed("promtool") {
-        let mut check = std::process::Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("promtool runs");
-        use std::io::Write as _;
-        check
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let output = check.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "promtool check metrics: {}{}\n{text}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    labkit::prometheus::check_metrics(&text).expect("promtool finds nothing to say");
 }
 
 /// `GET /metrics` from inside `namespace`, in Prometheus' classic text

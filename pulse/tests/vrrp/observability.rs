@@ -10,7 +10,6 @@
 //! scraped by a real Prometheus, which is then queried.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::SocketAddr;
 
 use labkit::prometheus::Prometheus;
@@ -614,27 +613,7 @@ pub(super) fn dumps_and_metrics(segment: &Segment, scenario: &str) -> Result<()>
         }
     }
     ensure!(scraped.0.ends_with("# EOF\n"), "{}", scraped.0);
-    if labkit::installed("promtool") {
-        let mut check = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        check
-            .stdin
-            .take()
-            .context("promtool's input")?
-            .write_all(scraped.1.as_bytes())?;
-        let output = check.wait_with_output()?;
-        ensure!(
-            output.status.success(),
-            "promtool check metrics: {}{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr),
-            scraped.1
-        );
-    } else {
+    if !labkit::prometheus::check_metrics(&scraped.1)? {
         println!("{scenario}: promtool is not installed: /metrics not checked by it");
     }
     match prometheus_answer {
