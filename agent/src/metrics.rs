@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use fulcrum_metrics::prometheus_client::collector::Collector;
 use fulcrum_metrics::prometheus_client::encoding::DescriptorEncoder;
 use fulcrum_metrics::prometheus_client::registry::Registry;
-use fulcrum_metrics::{counter, gauge};
+use fulcrum_metrics::{counter, flag, gauge, seconds};
 use tokio::sync::watch;
 
 use crate::report::AgentReport;
@@ -163,16 +163,6 @@ fn families(
             .iter()
             .map(|(network, count)| ([host(), ("network", network.clone())], *count as f64)),
     )
-}
-
-fn flag(value: bool) -> f64 {
-    if value { 1.0 } else { 0.0 }
-}
-
-fn seconds(time: SystemTime) -> f64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
 }
 
 /// The registry's text for `report` as at `now`, in Prometheus' classic

@@ -206,6 +206,19 @@ fn answer<B>(request: &Request<B>, registry: &Registry) -> Response<Full<Bytes>>
     built.expect("a response of constant parts")
 }
 
+/// A time as a gauge's value: seconds since the epoch (Prometheus'
+/// `*_timestamp_seconds`).
+pub fn seconds(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// A yes or no as a gauge's value: 1 or 0.
+pub fn flag(value: bool) -> f64 {
+    if value { 1.0 } else { 0.0 }
+}
+
 /// Whether the client asks for OpenMetrics (Prometheus does, first).
 fn wants_openmetrics<B>(request: &Request<B>) -> bool {
     request

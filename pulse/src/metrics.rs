@@ -33,7 +33,7 @@ use fulcrum_metrics::prometheus_client::collector::Collector;
 use fulcrum_metrics::prometheus_client::encoding::DescriptorEncoder;
 use fulcrum_metrics::prometheus_client::metrics::histogram::Histogram;
 use fulcrum_metrics::prometheus_client::registry::Registry;
-use fulcrum_metrics::{MetricType, counter, family, gauge};
+use fulcrum_metrics::{MetricType, counter, family, gauge, seconds};
 use nanny::scheduler::AttemptObserver;
 use nanny::spec::CheckSpec;
 use tokio::sync::watch;
@@ -485,12 +485,6 @@ fn daemon(encoder: &mut DescriptorEncoder, reloads: &Reloads) -> Result<(), std:
 
 /// A family's only sample.
 const NO_LABELS: [(&str, &str); 0] = [];
-
-fn seconds(time: SystemTime) -> f64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
-}
 
 #[cfg(test)]
 mod tests;

@@ -28,6 +28,7 @@ use tokio::sync::watch;
 use crate::metrics::Observed;
 use crate::vrrp::report;
 use crate::{cli, exit};
+use fulcrum_metrics::seconds;
 
 /// The status socket of the pulse whose pid file is `pid_file`.
 pub fn socket_path(pid_file: &Path) -> PathBuf {
@@ -79,12 +80,6 @@ pub struct RealServerStatus {
     pub reason: String,
     /// Seconds since the epoch.
     pub since: f64,
-}
-
-fn seconds(time: SystemTime) -> f64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
 }
 
 /// The status from what the daemon's parts last published.

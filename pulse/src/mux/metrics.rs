@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime};
 use fulcrum_metrics::prometheus_client::collector::Collector;
 use fulcrum_metrics::prometheus_client::encoding::DescriptorEncoder;
 use fulcrum_metrics::prometheus_client::registry::Registry;
-use fulcrum_metrics::{counter, gauge};
+use fulcrum_metrics::{counter, flag, gauge, seconds};
 use ipvs::{Destination, Service, ServiceKey, Statistics};
 use tokio::sync::watch;
 
@@ -336,16 +336,6 @@ fn read_tenant(namespace: &str) -> Result<Vec<(Service, Vec<Destination>)>, Stri
         .destinations_of(&keys)
         .map_err(|error| error.to_string())?;
     Ok(services.into_iter().zip(destinations).collect())
-}
-
-fn flag(value: bool) -> f64 {
-    if value { 1.0 } else { 0.0 }
-}
-
-fn seconds(time: SystemTime) -> f64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
 }
 
 /// The registry's text for `report` and `traffic` as at `now`, in
