@@ -27,6 +27,8 @@ mod ecmp;
 mod failover;
 #[path = "lab/maglev.rs"]
 mod maglev;
+#[path = "lab/observability.rs"]
+mod observability;
 #[path = "lab/sdn.rs"]
 mod sdn;
 #[path = "lab/sync_daemon.rs"]

@@ -7,6 +7,8 @@
 //!   against ipvsadm and keepalived, printing both figures and the ratios,
 //!   never asserting on them; `bench-sdn`: the SDN mode's scale-out
 //!   figures beside their anchors.
+//! - `dashboard-picture`: docs/images/dashboard.png, the dashboard's main
+//!   panels on Prometheus' graph page after a scenario in the lab.
 //! - `generate`: the man pages and shell completions of ipvsctl, pulse,
 //!   nanny and fulcrum-agent, into each one's `doc/`.
 //! - `package [--check]`: the Debian package `fulcrum`, checked with
@@ -24,6 +26,7 @@ mod bench_pulse;
 mod bench_sdn;
 mod capture;
 mod cargo;
+mod dashboard_picture;
 mod demo;
 mod demo_sdn;
 mod generate;
@@ -158,6 +161,13 @@ enum Task {
     /// In the guest: the capture itself.
     #[command(hide = true)]
     GuestCapture { output: PathBuf },
+    /// Make docs/images/dashboard.png in the lab: two directors run pulse
+    /// with --metrics through a scenario (a real server down and up, an
+    /// ipvsadm edit repaired, a reload, a failover and back), a real
+    /// Prometheus scrapes them, and headless chromium photographs its graph
+    /// page with the dashboard's main expressions (pulse's lab test
+    /// observability::the_dashboard_s_picture).
+    DashboardPicture,
     /// Write the man pages and bash, zsh and fish completions of ipvsctl
     /// and pulse (from their option tables), nanny and fulcrum-agent (from
     /// their clap definitions) into each one's doc/ (a test fails when
@@ -369,6 +379,7 @@ fn run(task: Task) -> Result<ExitCode> {
             ])?)?;
             Ok(exit_code(status))
         }
+        Task::DashboardPicture => dashboard_picture::run(&repository),
         Task::GuestCapture { output } => {
             capture::run_in_guest(&output)?;
             Ok(ExitCode::SUCCESS)

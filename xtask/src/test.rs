@@ -6,7 +6,9 @@
 //! lists them as ignored instead of failing for want of IPVS; here they run
 //! in one guest boot, with `--ignored`. Those named `first_*` run before
 //! any other, one at a time, in the guest as it booted: the `first_` tests
-//! of every binary, then the others of each binary.
+//! of every binary, then the others of each binary. Those named
+//! `on_request_*` do not run here: they make something on request (the
+//! dashboard's picture, `cargo xtask dashboard-picture`).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -142,6 +144,10 @@ fn lab_test_binaries(repository: &Path) -> Result<Vec<PathBuf>> {
 /// booted (ip_vs not loaded yet, say).
 const FIRST: &str = "first_";
 
+/// Lab tests whose names start with this run only when asked for by name
+/// (their own `cargo xtask` command), never in `cargo xtask test`.
+const ON_REQUEST: &str = "on_request_";
+
 /// How long one run of a lab test binary may take before the watchdog
 /// reports it stuck, by default. The longest, ipvsctl's differential
 /// corpus, takes about five minutes on an idle machine, ten on a loaded one.
@@ -158,7 +164,10 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
     let mut runs = Vec::new();
     let mut rest = Vec::new();
     for binary in binaries {
-        let (first, others) = list_lab_tests(binary)?
+        let (on_request, lab_tests) = list_lab_tests(binary)?
+            .into_iter()
+            .partition::<BTreeSet<String>, _>(|name| is_on_request(name));
+        let (first, others) = lab_tests
             .into_iter()
             .partition::<BTreeSet<String>, _>(|name| is_first(name));
         // Filters are substrings unless --exact, and no filter at all runs
@@ -169,7 +178,7 @@ pub fn run_in_guest(binaries: &[PathBuf], stuck_after: Duration) -> Result<ExitC
             runs.push((binary, to_owned(&arguments), first.clone()));
         }
         let mut arguments = vec!["--ignored", "--exact"];
-        for name in &first {
+        for name in first.iter().chain(&on_request) {
             arguments.extend(["--skip", name.as_str()]);
         }
         rest.push((binary, to_owned(&arguments), others));
@@ -328,6 +337,14 @@ fn wait_for_ipvs(report_if_slow: &dyn Fn(&str)) -> Result<()> {
         bail!("an IPVS command in a fresh namespace failed ({status})");
     }
     Ok(())
+}
+
+/// Whether a test (`module::name`) runs only on request.
+fn is_on_request(test: &str) -> bool {
+    test.rsplit("::")
+        .next()
+        .unwrap_or(test)
+        .starts_with(ON_REQUEST)
 }
 
 /// Whether a test (`module::name`) is one of the `first_` ones.
