@@ -45,15 +45,12 @@ fn main() -> ExitCode {
     let endpoints = fulcrum_cluster::store::endpoints(arguments.cluster.as_deref().unwrap_or(""));
     // Bound before the runtime starts, so that a taken port fails the start
     // with a status.
-    let metrics = match arguments.metrics {
-        Some(address) => match fulcrum_metrics::bind(address) {
-            Ok(listener) => Some(listener),
-            Err(why) => {
-                tracing::error!("agent: {why}");
-                return ExitCode::from(3);
-            }
-        },
-        None => None,
+    let metrics = match fulcrum_metrics::bind_if_asked(arguments.metrics) {
+        Ok(listener) => listener,
+        Err(why) => {
+            tracing::error!("agent: {why}");
+            return ExitCode::from(3);
+        }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -70,6 +70,15 @@ pub fn bind(address: SocketAddr) -> Result<std::net::TcpListener, MetricsError> 
     Ok(listener)
 }
 
+/// [`bind`] where the command line asked for /metrics (`--metrics`), none
+/// where it did not: what each daemon does before it forks or starts its
+/// runtime.
+pub fn bind_if_asked(
+    address: Option<SocketAddr>,
+) -> Result<Option<std::net::TcpListener>, MetricsError> {
+    address.map(bind).transpose()
+}
+
 /// The registry in OpenMetrics text, as a scrape gets it.
 pub fn encode(registry: &Registry) -> String {
     let mut text = String::new();

@@ -131,15 +131,12 @@ pub fn run(arguments: &Arguments) -> i32 {
     }
     // Bound before forking, so that a taken port fails the start with a
     // status, as a configuration that cannot work does.
-    let metrics = match arguments.metrics {
-        Some(address) => match fulcrum_metrics::bind(address) {
-            Ok(listener) => Some(listener),
-            Err(why) => {
-                tracing::error!("{why}");
-                return exit::FATAL;
-            }
-        },
-        None => None,
+    let metrics = match fulcrum_metrics::bind_if_asked(arguments.metrics) {
+        Ok(listener) => listener,
+        Err(why) => {
+            tracing::error!("{why}");
+            return exit::FATAL;
+        }
     };
     let parts = Parts::of(&settings, &configuration);
     // Only a configuration with virtual servers reaches for IPVS: asking

@@ -83,15 +83,12 @@ pub fn run(arguments: &cli::Arguments, cluster: &str) -> i32 {
     let endpoints = store::endpoints(cluster);
     // Bound before the runtime starts, so that a taken port fails the
     // start with a status, as for a director.
-    let metrics = match arguments.metrics {
-        Some(address) => match fulcrum_metrics::bind(address) {
-            Ok(listener) => Some(listener),
-            Err(why) => {
-                tracing::error!("{why}");
-                return exit::FATAL;
-            }
-        },
-        None => None,
+    let metrics = match fulcrum_metrics::bind_if_asked(arguments.metrics) {
+        Ok(listener) => listener,
+        Err(why) => {
+            tracing::error!("{why}");
+            return exit::FATAL;
+        }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

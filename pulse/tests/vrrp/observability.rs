@@ -101,124 +101,113 @@ fn run(
         true,
         arguments,
     )?;
-    let result = (|| -> Result<Dumps> {
-        // A master down interval (3 s and the skew) and more.
-        wait_for(
-            &format!("{kind} takes both instances"),
-            Duration::from_secs(15),
-            || Ok(segment.a.holds(segment.ipv4(100))? && segment.a.holds(segment.ipv4(102))?),
-        )?;
-        wait_for(
-            &format!("{kind} lowers VI_1 for its failing script"),
-            Duration::from_secs(10),
-            || {
-                Ok(daemon
-                    .log()
-                    .contains("(VI_1) Changing effective priority from 100 to 90"))
-            },
-        )?;
-        let json_file = directory.join("keepalived.json");
-        let statistics_file = directory.join("keepalived.stats");
-        let data_file = directory.join("keepalived.data");
-        let _ = fs::remove_file(&json_file);
-        let _ = fs::remove_file(&statistics_file);
-        let _ = fs::remove_file(&data_file);
-        let pid = daemon.child.id() as i32;
-        signal(pid, libc::SIGRTMIN() + 2);
-        signal(pid, libc::SIGUSR2);
-        signal(pid, libc::SIGUSR1);
-        let mut dumps = Dumps {
-            json: String::new(),
-            statistics: String::new(),
-            data: String::new(),
-            cleared: (String::new(), String::new()),
-        };
-        // The data file has no last line to know it by: whole once its
-        // last section is there and two reads agree.
-        let mut last_data = String::new();
-        // keepalived writes in place (a reader may see a part); pulse
-        // renames a whole file over the last. Complete once the last line
-        // is there.
-        wait_for(
-            &format!("{kind} writes its dumps"),
-            Duration::from_secs(5),
-            || {
-                dumps.json = fs::read_to_string(&json_file).unwrap_or_default();
-                dumps.statistics = fs::read_to_string(&statistics_file).unwrap_or_default();
-                let data = fs::read_to_string(&data_file).unwrap_or_default();
-                let data_whole = data.contains("------< Interfaces >------\n")
-                    && data.ends_with('\n')
-                    && data == last_data;
-                last_data = data;
-                dumps.data = last_data.clone();
-                Ok(data_whole
-                    && dumps.json.ends_with("]\n")
-                    && dumps
-                        .statistics
-                        .matches("Priority Zero:\n    Received: ")
-                        .count()
-                        == 2
-                    && dumps.statistics.ends_with('\n')
-                    && dumps
-                        .statistics
-                        .rsplit_once("    Sent: ")
-                        .is_some_and(|(_, last)| last.trim_end().parse::<u64>().is_ok()))
-            },
-        )?;
-        use std::os::unix::fs::PermissionsExt;
-        for file in [&json_file, &data_file] {
-            let mode = fs::metadata(file)?.permissions();
+    let result =
+        (|| -> Result<Dumps> {
+            // A master down interval (3 s and the skew) and more.
+            wait_for(
+                &format!("{kind} takes both instances"),
+                Duration::from_secs(15),
+                || Ok(segment.a.holds(segment.ipv4(100))? && segment.a.holds(segment.ipv4(102))?),
+            )?;
+            wait_for(
+                &format!("{kind} lowers VI_1 for its failing script"),
+                Duration::from_secs(10),
+                || {
+                    Ok(daemon
+                        .log()
+                        .contains("(VI_1) Changing effective priority from 100 to 90"))
+                },
+            )?;
+            let json_file = directory.join("keepalived.json");
+            let statistics_file = directory.join("keepalived.stats");
+            let data_file = directory.join("keepalived.data");
+            let _ = fs::remove_file(&json_file);
+            let _ = fs::remove_file(&statistics_file);
+            let _ = fs::remove_file(&data_file);
+            let pid = daemon.child.id() as i32;
+            signal(pid, libc::SIGRTMIN() + 2);
+            signal(pid, libc::SIGUSR2);
+            signal(pid, libc::SIGUSR1);
+            let mut dumps = Dumps {
+                json: String::new(),
+                statistics: String::new(),
+                data: String::new(),
+                cleared: (String::new(), String::new()),
+            };
+            // The data file has no last line to know it by: whole once its
+            // last section is there and two reads agree.
+            let mut last_data = String::new();
+            // keepalived writes in place (a reader may see a part); pulse
+            // renames a whole file over the last. Complete once the last line
+            // is there.
+            wait_for(
+                &format!("{kind} writes its dumps"),
+                Duration::from_secs(5),
+                || {
+                    dumps.json = fs::read_to_string(&json_file).unwrap_or_default();
+                    dumps.statistics = fs::read_to_string(&statistics_file).unwrap_or_default();
+                    let data = fs::read_to_string(&data_file).unwrap_or_default();
+                    let data_whole = data.contains("------< Interfaces >------\n")
+                        && data.ends_with('\n')
+                        && data == last_data;
+                    last_data = data;
+                    dumps.data = last_data.clone();
+                    Ok(data_whole
+                        && dumps.json.ends_with("]\n")
+                        && whole_statistics(&dumps.statistics))
+                },
+            )?;
+            use std::os::unix::fs::PermissionsExt;
+            for file in [&json_file, &data_file] {
+                let mode = fs::metadata(file)?.permissions();
+                ensure!(
+                    mode.mode() & 0o777 == 0o600,
+                    "{kind} wrote {} with mode {:o}",
+                    file.display(),
+                    mode.mode() & 0o777
+                );
+            }
+            during(&daemon)?;
+            // STATS_CLEAR writes the statistics as SIGUSR2 does, then clears
+            // them: the next SIGUSR2 has each instance's transitions at 0.
+            let _ = fs::remove_file(&statistics_file);
+            signal(pid, libc::SIGRTMAX() - 1);
+            let read_statistics = |what: &str| -> Result<String> {
+                let mut text = String::new();
+                wait_for(
+                    &format!("{kind} writes {what}"),
+                    Duration::from_secs(5),
+                    || {
+                        text = fs::read_to_string(&statistics_file).unwrap_or_default();
+                        Ok(whole_statistics(&text))
+                    },
+                )?;
+                let _ = fs::remove_file(&statistics_file);
+                Ok(text)
+            };
+            dumps.cleared.0 = read_statistics("its statistics as it clears them")?;
+            signal(pid, libc::SIGUSR2);
+            dumps.cleared.1 = read_statistics("its cleared statistics")?;
             ensure!(
-                mode.mode() & 0o777 == 0o600,
-                "{kind} wrote {} with mode {:o}",
-                file.display(),
-                mode.mode() & 0o777
+                dumps.cleared.1.matches("  Became master: 0\n").count() == 2,
+                "{kind} did not clear its statistics:\n{}",
+                dumps.cleared.1
             );
-        }
-        during(&daemon)?;
-        // STATS_CLEAR writes the statistics as SIGUSR2 does, then clears
-        // them: the next SIGUSR2 has each instance's transitions at 0.
-        let _ = fs::remove_file(&statistics_file);
-        signal(pid, libc::SIGRTMAX() - 1);
-        wait_for(
-            &format!("{kind} writes its statistics as it clears them"),
-            Duration::from_secs(5),
-            || {
-                dumps.cleared.0 = fs::read_to_string(&statistics_file).unwrap_or_default();
-                Ok(dumps
-                    .cleared
-                    .0
-                    .matches("  Priority Zero:\n    Received: ")
-                    .count()
-                    == 2
-                    && dumps.cleared.0.ends_with('\n'))
-            },
-        )?;
-        let _ = fs::remove_file(&statistics_file);
-        signal(pid, libc::SIGUSR2);
-        wait_for(
-            &format!("{kind} writes its cleared statistics"),
-            Duration::from_secs(5),
-            || {
-                dumps.cleared.1 = fs::read_to_string(&statistics_file).unwrap_or_default();
-                Ok(dumps
-                    .cleared
-                    .1
-                    .matches("  Priority Zero:\n    Received: ")
-                    .count()
-                    == 2
-                    && dumps.cleared.1.ends_with('\n'))
-            },
-        )?;
-        ensure!(
-            dumps.cleared.1.matches("  Became master: 0\n").count() == 2,
-            "{kind} did not clear its statistics:\n{}",
-            dumps.cleared.1
-        );
-        daemon.terminate()?;
-        Ok(dumps)
-    })();
+            daemon.terminate()?;
+            Ok(dumps)
+        })();
     result.map_err(|error| error.context(format!("{kind} log:\n{}", daemon.log())))
+}
+
+/// Whether `text` is a whole keepalived.stats of the two instances:
+/// keepalived writes it in place (a reader may see a part), so complete
+/// once the last line, priority 0 adverts sent, is there.
+fn whole_statistics(text: &str) -> bool {
+    text.matches("  Priority Zero:\n    Received: ").count() == 2
+        && text.ends_with('\n')
+        && text
+            .rsplit_once("    Sent: ")
+            .is_some_and(|(_, last)| last.trim_end().parse::<u64>().is_ok())
 }
 
 /// What cannot match between two runs, replaced by a mark: when each
