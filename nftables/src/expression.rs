@@ -38,6 +38,9 @@ pub enum Expression {
     Ct(Vec<CtAttribute>),
     /// `nat`: translates the addresses and ports registers hold.
     Nat(Vec<NatAttribute>),
+    /// `dup`: sends a copy of the packet to the address and the device
+    /// two registers hold.
+    Dup(Vec<DupAttribute>),
     /// Any other expression (`counter`...), its data unparsed.
     Other {
         name: String,
@@ -56,6 +59,7 @@ impl Expression {
             Self::Meta(_) => "meta",
             Self::Ct(_) => "ct",
             Self::Nat(_) => "nat",
+            Self::Dup(_) => "dup",
             Self::Other { name, .. } => name,
         }
     }
@@ -71,6 +75,7 @@ impl Expression {
             Self::Meta(nest) => nested_length(nest),
             Self::Ct(nest) => nested_length(nest),
             Self::Nat(nest) => nested_length(nest),
+            Self::Dup(nest) => nested_length(nest),
             Self::Other { data, .. } => nested_length(data.as_ref()?),
         })
     }
@@ -85,6 +90,7 @@ impl Expression {
             Self::Meta(nest) => emit_nested(nest, buffer),
             Self::Ct(nest) => emit_nested(nest, buffer),
             Self::Nat(nest) => emit_nested(nest, buffer),
+            Self::Dup(nest) => emit_nested(nest, buffer),
             Self::Other { data, .. } => {
                 if let Some(data) = data {
                     emit_nested(data, buffer)
@@ -203,6 +209,9 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for Expression {
             ),
             "nat" => Self::Nat(
                 parse_nested(required(data, &name)?).context("invalid nat expression data")?,
+            ),
+            "dup" => Self::Dup(
+                parse_nested(required(data, &name)?).context("invalid dup expression data")?,
             ),
             _ => {
                 let data = match data {
@@ -660,6 +669,17 @@ numbers! {
     }
 }
 
+numbers! {
+    /// `NFTA_DUP_*`
+    DupAttribute, "NFTA_DUP" {
+        /// `NFTA_DUP_SREG_ADDR`: the register holding the address the
+        /// copy goes to.
+        SourceRegisterAddress = NFTA_DUP_SREG_ADDR = 1,
+        /// `NFTA_DUP_SREG_DEV`: the register holding the device's index.
+        SourceRegisterDevice = NFTA_DUP_SREG_DEV = 2,
+    }
+}
+
 /// The registers (`NFT_REG_*`: 16 bytes each; the verdict's is 0).
 pub mod register {
     pub const VERDICT: u32 = 0;
@@ -687,6 +707,10 @@ pub mod meta {
     /// The network protocol of an `inet` table's packet (one byte:
     /// NFPROTO_IPV4 or NFPROTO_IPV6).
     pub const NETWORK_PROTOCOL: u32 = 15;
+    /// The output interface's index (four bytes, host order).
+    pub const OUTPUT_INTERFACE: u32 = 5;
+    /// The output interface's kind (IFNAMSIZ bytes: `macvlan`...).
+    pub const OUTPUT_INTERFACE_KIND: u32 = 27;
 }
 
 /// `NFT_CT_*` keys.
