@@ -56,6 +56,7 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_min_garp", 0, Some(1)).not_acted_on(),
     Keyword::leaf("vrrp_version", 1, Some(1)),
     Keyword::leaf("vrrp_strict", 0, Some(0)),
+    Keyword::leaf("disable_local_igmp", 0, Some(0)),
     Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
     Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
     Keyword::leaf("vrrp_iptables", 0, Some(2)),
@@ -85,7 +86,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("config_save_dir", 1),
     raw("data_use_instance", 0),
     raw("dbus_service_name", 1),
-    raw("disable_local_igmp", 0),
     raw("enable_dbus", 0),
     raw("enable_snmp_checker", 0),
     raw("enable_snmp_keepalived", 0),
@@ -382,6 +382,7 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     argument.and_then(|word| values::integer(context, word, 2, 3, "vrrp_version"))
             }
             "vrrp_strict" => vrrp.strict = true,
+            "disable_local_igmp" => vrrp.disable_local_igmp = true,
             "vrrp_skip_check_adv_addr" => {
                 // keepalived 2.2.7 does not check the word here: anything
                 // but false/off/no means true.

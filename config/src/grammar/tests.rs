@@ -10,7 +10,7 @@ use keepalived_keywords::KEEPALIVED_KEYWORDS;
 
 use super::parse;
 use crate::diagnostic::{Diagnostics, Severity};
-use crate::model::{Config, VrrpState};
+use crate::model::{Config, Vmac, VmacAddress, VrrpState};
 use crate::syntax::{FileId, Line, Span, Word};
 
 /// Splits text on whitespace into keepalived lines: braces are words of
@@ -1071,8 +1071,6 @@ SSL {
         (44, 3, "unicast_fault_no_peer"),
         (45, 3, "track_src_ip"),
         (46, 3, "notify_deleted"),
-        (47, 3, "use_vmac"),
-        (48, 3, "vmac_xmit_base"),
         (49, 3, "promote_secondaries"),
         (50, 3, "garp_extra_if"),
         (51, 3, "notify_priority_changes"),
@@ -1115,4 +1113,73 @@ SSL {
     assert_eq!(instance.virtual_routes[4].not_applied, ["local"]);
     assert_eq!(instance.virtual_rules[0].not_applied, ["iif", "not"]);
     assert!(instance.virtual_rules[1].not_applied.is_empty());
+}
+
+/// `use_vmac [NAME] [MAC]` as keepalived 2.2.7's `vrrp_vmac_handler` reads
+/// it: a word with a colon is the address (six octets, or five with the
+/// VRID as the sixth), another the name; what it refuses is ignored with
+/// its words, the keyword still applies.
+#[test]
+fn use_vmac_is_read_as_keepalived_reads_it() {
+    let instance = |vrid: u8, line: &str| {
+        format!(
+            "vrrp_instance VI_{vrid} {{\n  interface eth0\n  virtual_router_id {vrid}\n  priority 100\n  {line}\n  virtual_ipaddress {{\n    10.0.0.{vrid}\n  }}\n}}\n"
+        )
+    };
+    let text = [
+        instance(1, "use_vmac"),
+        instance(2, "use_vmac vmac2 02:00:5e:00:01"),
+        instance(3, "use_vmac 02:11:22:33:44:55 vmac3"),
+        // Taken by VI_2: the name goes, the keyword stays.
+        instance(4, "use_vmac vmac2"),
+        instance(5, "use_vmac a/b 01:00:5e:00:00:01"),
+        instance(6, "use_vmac 00:00:5e:00:01:06 averyveryverylongname"),
+    ]
+    .concat();
+    let (config, diagnostics) = check(&text);
+    assert_eq!(errors(&diagnostics), vec![]);
+    let vmacs: Vec<_> = config
+        .vrrp_instances
+        .iter()
+        .map(|instance| instance.use_vmac.clone().expect("use_vmac"))
+        .collect();
+    assert_eq!(vmacs[0], Vmac::default());
+    assert_eq!(
+        vmacs[1],
+        Vmac {
+            name: Some("vmac2".into()),
+            address: Some(VmacAddress::WithVrid([2, 0, 0x5e, 0, 1])),
+        }
+    );
+    assert_eq!(
+        vmacs[2],
+        Vmac {
+            name: Some("vmac3".into()),
+            address: Some(VmacAddress::Whole([2, 0x11, 0x22, 0x33, 0x44, 0x55])),
+        }
+    );
+    for ignored in &vmacs[3..] {
+        assert_eq!(*ignored, Vmac::default());
+    }
+    let warnings: Vec<String> = diagnostics
+        .items
+        .iter()
+        .filter(|item| item.severity == Severity::Warning)
+        .map(|item| format!("{}: {}", item.span.line, item.message))
+        .collect();
+    for expected in [
+        "already uses the VMAC name 'vmac2'",
+        "VMAC interface name 'a/b' too long or invalid characters - ignoring",
+        "VMAC MAC address is multicast 01:00:5e:00:00:01 - ignoring",
+        "VMAC MAC address not allowed to be RFC5798 address (00:00:5e:00:01:06) - ignoring",
+        "VMAC interface name 'averyveryverylongname' too long",
+    ] {
+        assert!(
+            warnings.iter().any(|warning| warning.contains(expected)),
+            "no warning {expected:?} in {warnings:#?}"
+        );
+    }
+    // An address that is not one is an error, as before.
+    let (_, diagnostics) = check(&instance(7, "use_vmac vrrp1 xx:yy"));
+    assert_eq!(errors(&diagnostics).len(), 1);
 }

@@ -11,7 +11,7 @@ use super::{Context, Keyword, Node, Reference, ReferenceKind, values};
 use crate::model::{
     Authentication, Config, GarpExtraInterfaces, GarpGroup, GarpSettings, Notify, Prefix, Route,
     Rule, Scope, SyncGroup, TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer,
-    VirtualAddress, VrrpInstance, VrrpScript, VrrpState,
+    VirtualAddress, Vmac, VmacAddress, VrrpInstance, VrrpScript, VrrpState,
 };
 use crate::syntax::Word;
 
@@ -159,9 +159,9 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("no_accept", 0, Some(0)),
     Keyword::leaf("strict_mode", 0, Some(1)),
     Keyword::leaf("skip_check_adv_addr", 0, Some(1)),
-    Keyword::leaf("use_vmac", 0, Some(2)).not_acted_on(),
+    Keyword::leaf("use_vmac", 0, Some(2)),
     Keyword::leaf("use_vmac_addr", 0, Some(0)).not_acted_on(),
-    Keyword::leaf("vmac_xmit_base", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("vmac_xmit_base", 0, Some(0)),
     Keyword::leaf("use_ipvlan", 0, Some(3)).not_acted_on(),
     Keyword::leaf("native_ipv6", 0, Some(0)),
     Keyword::leaf("promote_secondaries", 0, Some(0)).not_acted_on(),
@@ -839,56 +839,7 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                 instance.skip_check_adv_addr =
                     values::optional_boolean(context, argument, "skip_check_adv_addr")
             }
-            "use_vmac" => {
-                // `use_vmac [NAME] [MAC]`: a MAC of 6 octets, or 5 (the VRID
-                // is the last).
-                for word in child
-                    .arguments
-                    .iter()
-                    .filter(|word| word.text.contains(':'))
-                {
-                    let octets: Vec<&str> = word.text.split(':').collect();
-                    let valid = matches!(octets.len(), 5 | 6)
-                        && octets.iter().all(|octet| {
-                            (1..=2).contains(&octet.len()) && u8::from_str_radix(octet, 16).is_ok()
-                        });
-                    if !valid {
-                        context.error(
-                            word.span,
-                            format!(
-                                "invalid VMAC MAC address '{}': expected 5 or 6 hexadecimal octets",
-                                word.text
-                            ),
-                        );
-                    }
-                }
-                // A name (not a MAC address) must be unique among instances.
-                if let Some(name) = argument.filter(|word| !word.text.contains(':')) {
-                    let taken = config.vrrp_instances.iter().find(|other| {
-                        other
-                            .use_vmac
-                            .as_ref()
-                            .and_then(|words| words.first())
-                            .is_some_and(|other_name| *other_name == name.text)
-                    });
-                    if let Some(other) = taken {
-                        context.warning(
-                            name.span,
-                            format!(
-                                "vrrp_instance '{}' already uses the VMAC name '{}': keepalived ignores the name here",
-                                other.name, name.text
-                            ),
-                        );
-                    }
-                }
-                instance.use_vmac = Some(
-                    child
-                        .arguments
-                        .iter()
-                        .map(|word| word.text.to_string())
-                        .collect(),
-                )
-            }
+            "use_vmac" => instance.use_vmac = Some(vmac(child, &config.vrrp_instances, context)),
             "vmac_xmit_base" => instance.vmac_xmit_base = true,
             "use_ipvlan" => {
                 check_instance_extra(child, context);
@@ -1127,6 +1078,110 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
 }
 
 /// Argument checks for the instance keywords stored as written.
+/// `use_vmac [NAME] [MAC]` as keepalived 2.2.7's `vrrp_vmac_handler` reads
+/// it: a word with a colon is the MAC address (interface names cannot
+/// hold one), another the name; one it refuses is ignored, with its
+/// words, and the keyword still applies.
+fn vmac(node: &Node, instances: &[VrrpInstance], context: &mut Context) -> Vmac {
+    let mut vmac = Vmac::default();
+    for word in node.arguments.iter().take(2) {
+        let text: &str = &word.text;
+        if text.contains(':') {
+            if vmac.address.is_some() {
+                context.warning(word.span, "VMAC interface address already specified");
+                continue;
+            }
+            let Some(address) = vmac_address(text) else {
+                context.error(
+                    word.span,
+                    format!(
+                        "invalid VMAC MAC address '{text}': expected 5 or 6 hexadecimal octets"
+                    ),
+                );
+                continue;
+            };
+            let octets = address.with_vrid(0);
+            if octets[0] & 0x01 != 0 {
+                context.warning(
+                    word.span,
+                    format!("VMAC MAC address is multicast {text} - ignoring"),
+                );
+            } else if octets[..4] == [0x00, 0x00, 0x5e, 0x00] && matches!(octets[4], 0x01 | 0x02) {
+                context.warning(
+                    word.span,
+                    format!(
+                        "VMAC MAC address not allowed to be RFC5798 address ({text}) - ignoring"
+                    ),
+                );
+            } else {
+                vmac.address = Some(address);
+            }
+        } else if vmac.name.is_some() {
+            context.warning(word.span, "VMAC interface name already specified");
+        } else if !interface_name_valid(text) {
+            context.warning(
+                word.span,
+                format!("VMAC interface name '{text}' too long or invalid characters - ignoring"),
+            );
+        } else if let Some(other) = instances.iter().find(|other| {
+            other
+                .use_vmac
+                .as_ref()
+                .and_then(|other| other.name.as_deref())
+                == Some(text)
+        }) {
+            context.warning(
+                word.span,
+                format!(
+                    "vrrp_instance '{}' already uses the VMAC name '{text}': keepalived ignores the name here",
+                    other.name
+                ),
+            );
+        } else {
+            vmac.name = Some(text.to_string());
+        }
+    }
+    vmac
+}
+
+/// A MAC address as keepalived reads `use_vmac`'s: octets of one or two
+/// hexadecimal digits separated by colons, six of them, or five (with or
+/// without a last colon) for the VRID to be the sixth.
+fn vmac_address(text: &str) -> Option<VmacAddress> {
+    let text = text
+        .strip_suffix(':')
+        .filter(|_| text.matches(':').count() == 5)
+        .unwrap_or(text);
+    let octets: Vec<u8> = text
+        .split(':')
+        .map(|octet| {
+            if (1..=2).contains(&octet.len()) {
+                u8::from_str_radix(octet, 16).ok()
+            } else {
+                None
+            }
+        })
+        .collect::<Option<_>>()?;
+    match octets[..] {
+        [a, b, c, d, e] => Some(VmacAddress::WithVrid([a, b, c, d, e])),
+        [a, b, c, d, e, f] => Some(VmacAddress::Whole([a, b, c, d, e, f])),
+        _ => None,
+    }
+}
+
+/// The kernel's `dev_valid_name` (net/core/dev.c), which keepalived copies:
+/// not empty, shorter than IFNAMSIZ, not `.` nor `..`, no `/`, `:` or
+/// white space.
+pub(crate) fn interface_name_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|character| character == '/' || character == ':' || character.is_whitespace())
+}
+
 fn check_instance_extra(node: &Node, context: &mut Context) {
     match node.name() {
         "use_ipvlan" => {

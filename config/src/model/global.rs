@@ -87,6 +87,9 @@ pub struct LvsTimeouts {
 /// The `vrrp_*` defaults of global_defs, which instances inherit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct VrrpDefaults {
+    /// `disable_local_igmp`: an IPv4 macvlan's IGMP reports are left
+    /// alone (no rule moves them to its base).
+    pub disable_local_igmp: bool,
     pub mcast_group4: Option<IpAddr>,
     pub mcast_group6: Option<IpAddr>,
     /// Default 5 s.

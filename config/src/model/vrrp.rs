@@ -185,8 +185,9 @@ pub struct VrrpInstance {
     pub accept: Option<bool>,
     pub strict_mode: Option<bool>,
     pub skip_check_adv_addr: Option<bool>,
-    /// `use_vmac [NAME] [MAC]`: `Some` when given; names as written.
-    pub use_vmac: Option<Vec<String>>,
+    /// `use_vmac [NAME] [MAC]`: the instance runs on a macvlan of its
+    /// interface with the virtual router's MAC address.
+    pub use_vmac: Option<Vmac>,
     pub vmac_xmit_base: bool,
     pub use_ipvlan: Option<Vec<String>>,
     pub native_ipv6: bool,
@@ -237,6 +238,36 @@ pub enum Scope {
     Nowhere,
     /// A number 0..=255.
     Number(u8),
+}
+
+/// `use_vmac [NAME] [MAC]`, what keepalived 2.2.7 keeps of it
+/// (vrrp_parser.c `vrrp_vmac_handler`: a name or an address it refuses is
+/// ignored with an error, the keyword still applies).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Vmac {
+    /// The macvlan's name; `None`: keepalived's `vrrp.VRID`.
+    pub name: Option<String>,
+    /// Its MAC address; `None`: RFC 5798's (00:00:5e:00:01:VRID, or
+    /// 00:00:5e:00:02:VRID for IPv6).
+    pub address: Option<VmacAddress>,
+}
+
+/// A `use_vmac` MAC address: six octets, or five with the VRID as the
+/// sixth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum VmacAddress {
+    Whole([u8; 6]),
+    WithVrid([u8; 5]),
+}
+
+impl VmacAddress {
+    /// The address for virtual router `vrid`.
+    pub fn with_vrid(self, vrid: u8) -> [u8; 6] {
+        match self {
+            VmacAddress::Whole(octets) => octets,
+            VmacAddress::WithVrid([a, b, c, d, e]) => [a, b, c, d, e, vrid],
+        }
+    }
 }
 
 /// One line of `virtual_ipaddress`, `virtual_ipaddress_excluded` or
