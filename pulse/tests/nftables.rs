@@ -34,7 +34,7 @@ use fulcrum_nftables::{Acknowledgements, Batch, NftablesMessage, netlink_message
 use labkit::captured::{Direction, Line};
 use netlink_packet_core::{NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
 use pulse::vrrp::firewall::drop_state::get_table;
-use pulse::vrrp::firewall::{DropState, Firewall, FirewallError, TableFamily};
+use pulse::vrrp::firewall::{DropState, Firewall, FirewallError, TableFamily, Vmac};
 
 #[path = "nftables/capture.rs"]
 mod capture;
@@ -42,7 +42,13 @@ mod capture;
 const CAPTURE_DIRECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured/nftables");
 /// The scenarios of capture.rs: fewer files means the directory is not what
 /// these tests were written against.
-const CAPTURES: [&str; 3] = ["drop_and_accept", "leftover_table", "shared_address"];
+const CAPTURES: [&str; 5] = [
+    "drop_and_accept",
+    "leftover_table",
+    "shared_address",
+    "vmac",
+    "vmac_ipv6",
+];
 
 const NETLINK_HEADER_LENGTH: usize = 16;
 const NFGENMSG_LENGTH: usize = 4;
@@ -562,4 +568,44 @@ fn the_firewall_talks_to_the_kernel() {
     });
     let ruleset = result.expect("ran in the namespace");
     assert!(ruleset.trim().is_empty(), "tables left:\n{ruleset}");
+}
+
+/// An instance with `use_vmac` (the macvlan index 4 on veth0, index 3, in
+/// the capture's namespace), master without accept mode, then stopping:
+/// keepalived's vmac sets and rules at start, its `vips` after them in the
+/// same table, and at the stop the address, the macvlan, the table.
+#[test]
+fn pulse_sets_a_vmac_up_as_keepalived() {
+    for (name, family, address) in [
+        ("vmac", TableFamily::Ipv4, V4),
+        ("vmac_ipv6", TableFamily::Ipv6, V6),
+    ] {
+        let capture = Capture::named(name);
+        let mut exchanges = capture.exchanges().into_iter();
+        let mut state = DropState::default();
+        let vmac = Vmac {
+            index: 4,
+            base: 3,
+            family,
+        };
+        assert!(state.vmac_creates_first_table());
+        let leftovers = table_checks(&capture, &mut exchanges);
+        let mut batch = Batch::new();
+        state.add_vmac(vmac, &leftovers, &mut batch);
+        same_batch(&capture, exchanges.next(), batch, "the macvlan");
+        assert!(!state.creates_first_table(&[address]));
+        let mut batch = Batch::new();
+        state.drop_addresses(&[address], &[], &mut batch);
+        same_batch(&capture, exchanges.next(), batch, "dropping the address");
+        let mut batch = Batch::new();
+        state.accept_addresses(&[address], &mut batch);
+        same_batch(&capture, exchanges.next(), batch, "the master stopping");
+        let mut batch = Batch::new();
+        state.remove_vmac(vmac, &mut batch);
+        same_batch(&capture, exchanges.next(), batch, "the macvlan going");
+        let mut batch = Batch::new();
+        state.remove_tables(&mut batch);
+        same_batch(&capture, exchanges.next(), batch, "the tables");
+        assert!(exchanges.next().is_none(), "{name}: more batches");
+    }
 }

@@ -20,6 +20,8 @@ use labkit::Namespace;
 
 #[path = "vrrp/observability.rs"]
 mod observability;
+#[path = "vrrp/vmac.rs"]
+mod vmac;
 
 const PULSE: &str = env!("CARGO_BIN_EXE_pulse");
 
@@ -2429,6 +2431,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             "keepalived's dumps, the exporters' metrics and a Prometheus scrape",
             observability::dumps_and_metrics,
         ),
+        ("use_vmac both ways", vmac::use_vmac),
     ]
 }
 

@@ -16,11 +16,12 @@ use netlink_packet_route::rule::RuleMessage;
 use tokio::task::JoinHandle;
 
 use super::addresses;
-use super::firewall::Firewall;
+use super::firewall::{self, Firewall};
 use super::io::{Announcer, SendSocket};
 use super::machine::State;
-use super::packet::Repr;
+use super::packet::{Family, Repr};
 use super::routes;
+use super::vmac::VirtualMac;
 use crate::sync_daemon::Follower;
 
 /// How long the sync daemon may take to follow the instances' last state
@@ -171,6 +172,31 @@ impl Effects {
         follower.follow(settings, state, virtual_router_id);
     }
 
+    /// A macvlan was made for instance `name`: it goes into the firewall's
+    /// vmac sets (keepalived's `firewall_add_vmac`; for IPv4 not with
+    /// `disable_local_igmp`).
+    pub async fn add_vmac(&mut self, name: &str, vmac: &VirtualMac, disable_local_igmp: bool) {
+        if vmac.family == Family::Ipv4 && disable_local_igmp {
+            return;
+        }
+        if let Err(error) = self.firewall.add_vmac(firewall_vmac(vmac)).await {
+            tracing::error!(
+                "({name}) cannot add {} to the firewall: {error}",
+                vmac.interface.name
+            );
+        }
+    }
+
+    /// A macvlan goes: out of the firewall's vmac sets.
+    pub async fn remove_vmac(&mut self, vmac: &VirtualMac) {
+        if let Err(error) = self.firewall.remove_vmac(firewall_vmac(vmac)).await {
+            tracing::error!(
+                "cannot remove {} from the firewall: {error}",
+                vmac.interface.name
+            );
+        }
+    }
+
     /// VRRP stops: the firewall tables go, as keepalived's at exit, and the
     /// sync daemon follows the instances' last state.
     pub async fn stop(&mut self) {
@@ -241,5 +267,16 @@ pub fn notify(scripts: &config::Notify, kind: &str, name: &str, state: State, pr
     }
     if let Some(script) = &scripts.any {
         fulcrum_scripts::run::spawn(script, &[kind, name, word, &priority.to_string()]);
+    }
+}
+
+fn firewall_vmac(vmac: &VirtualMac) -> firewall::Vmac {
+    firewall::Vmac {
+        index: vmac.interface.index,
+        base: vmac.base_index,
+        family: match vmac.family {
+            Family::Ipv4 => firewall::TableFamily::Ipv4,
+            Family::Ipv6 => firewall::TableFamily::Ipv6,
+        },
     }
 }

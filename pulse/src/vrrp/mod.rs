@@ -35,6 +35,7 @@ pub mod sources;
 pub mod sync;
 pub mod task;
 pub mod track;
+pub mod vmac;
 
 pub use machine::{Action, DropReason, Event, Machine, Received, State, Statistics};
 pub use packet::{Addresses, Kind, Packet, Repr};

@@ -27,6 +27,10 @@
 //! - Without accept mode a master drops traffic to and from its
 //!   `virtual_ipaddress` and `virtual_ipaddress_excluded` (keepalived's
 //!   `vips` set holds both).
+//! - `use_vmac` gives an instance a macvlan ([`VmacPlan`]): its name is
+//!   unique among the instances' (vmac.rs `names`, keepalived's
+//!   `create_vmac_name`); `vmac_xmit_base` goes without `use_vmac` and in
+//!   strict mode, each with keepalived's error (vrrp.c).
 //! - A reload keeps an instance's state when its block, the global VRRP
 //!   settings and the definitions of the scripts and files it tracks are
 //!   unchanged, and so is its sync group (the same block, the same members,
@@ -44,6 +48,7 @@ use fulcrum_config::model as config;
 use super::io;
 use super::packet::Family;
 use super::settings::{InstanceSettings, SettingsError};
+use super::vmac::{self, VmacPlan};
 
 /// Why a configuration's VRRP part cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,6 +100,8 @@ pub struct InstancePlan {
     pub group: Option<(usize, usize)>,
     pub garp_interval: Duration,
     pub gna_interval: Duration,
+    /// `use_vmac`: the macvlan it runs on ([`vmac`]).
+    pub vmac: Option<VmacPlan>,
 }
 
 impl InstancePlan {
@@ -149,8 +156,9 @@ impl Plan {
         let mut warnings = Vec::new();
         let defaults = &configuration.global.vrrp;
         let memberships = memberships(&configuration, &mut warnings);
+        let vmac_names = vmac_names(&configuration)?;
         let mut instances = Vec::new();
-        for model in &configuration.vrrp_instances {
+        for (model, vmac_name) in configuration.vrrp_instances.iter().zip(vmac_names) {
             let settings = InstanceSettings::from_model(model, defaults)?;
             let name = settings.name.clone();
             let interface = model
@@ -199,6 +207,7 @@ impl Plan {
                     .map(|address| address.address.address)
                     .collect()
             };
+            let vmac = vmac_plan(model, &settings, vmac_name, &mut warnings);
             instances.push(InstancePlan {
                 model: model.clone(),
                 settings,
@@ -210,6 +219,7 @@ impl Plan {
                 group: None,
                 garp_interval: defaults.garp_interval.unwrap_or_default(),
                 gna_interval: defaults.gna_interval.unwrap_or_default(),
+                vmac,
             });
         }
         let mut groups: Vec<GroupPlan> = Vec::new();
@@ -430,6 +440,61 @@ fn definitions<'a>(plan: &'a Plan, tracking: &config::Tracking) -> Definitions<'
 
 /// Each instance's sync group, by the group's index in the configuration;
 /// a name that is no instance is left out with keepalived's warning.
+/// The macvlan names of the instances with `use_vmac`, in order
+/// ([`vmac::names`]).
+fn vmac_names(configuration: &config::Config) -> Result<Vec<Option<String>>, PlanError> {
+    let instances = configuration
+        .vrrp_instances
+        .iter()
+        .map(|model| {
+            let settings = InstanceSettings::from_model(model, &configuration.global.vrrp)?;
+            Ok((
+                model.use_vmac.as_ref(),
+                model.virtual_router_id.unwrap_or(0),
+                settings.family,
+            ))
+        })
+        .collect::<Result<Vec<_>, PlanError>>()?;
+    Ok(vmac::names(&instances, VMAC_PREFIX))
+}
+
+/// keepalived's default macvlan name prefix (`vmac_prefix`).
+const VMAC_PREFIX: &str = "vrrp";
+
+/// An instance's macvlan: its name, its address, and where its adverts
+/// go. keepalived (vrrp.c `vrrp_complete_instance`) clears
+/// `vmac_xmit_base` without `use_vmac`, and in strict mode, each with an
+/// error.
+fn vmac_plan(
+    model: &config::VrrpInstance,
+    settings: &InstanceSettings,
+    name: Option<String>,
+    warnings: &mut Vec<String>,
+) -> Option<VmacPlan> {
+    let Some(vmac) = &model.use_vmac else {
+        if model.vmac_xmit_base {
+            warnings.push(format!(
+                "({}) vmac_xmit_base is only valid with a vmac",
+                model.name
+            ));
+        }
+        return None;
+    };
+    let mut transmit_on_base = model.vmac_xmit_base;
+    if transmit_on_base && settings.strict {
+        warnings.push(format!(
+            "({}) xmit_base is incompatible with strict mode - resetting",
+            model.name
+        ));
+        transmit_on_base = false;
+    }
+    Some(VmacPlan {
+        name: name.expect("named for each instance with use_vmac"),
+        address: vmac::address(vmac, model.virtual_router_id.unwrap_or(0), settings.family),
+        transmit_on_base,
+    })
+}
+
 fn memberships(
     configuration: &config::Config,
     warnings: &mut Vec<String>,

@@ -71,7 +71,12 @@ pub struct ScriptReport {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Description {
     pub name: String,
+    /// The interface it runs on: its macvlan with `use_vmac`.
     pub interface: String,
+    /// `use_vmac`: the base interface, whether adverts go on it
+    /// (`vmac_xmit_base`), and the configured MAC address as keepalived
+    /// prints it.
+    pub vmac: Option<VmacDescription>,
     pub virtual_router_id: u8,
     pub version: u8,
     pub base_priority: u8,
@@ -102,6 +107,16 @@ pub struct Description {
     pub tracked_scripts: Vec<String>,
     /// 0 none, 1 PASS (keepalived's `auth_type`), with the password.
     pub authentication: (u8, Option<String>),
+}
+
+/// An instance's macvlan, as keepalived's dumps print it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmacDescription {
+    pub base: String,
+    pub transmit_on_base: bool,
+    /// `MAC = ...`, with ` (using VRID)` for five octets; `None` when not
+    /// configured.
+    pub configured_address: Option<String>,
 }
 
 /// A virtual address as keepalived's `format_ipaddress` prints it, but for
@@ -137,9 +152,48 @@ impl Description {
         .into_iter()
         .filter_map(|(field, script)| script.map(|script| (field, command(script))))
         .collect();
-        let address = |written: &config::VirtualAddress| Address {
-            text: format_address(written, &instance.interface),
+        // With use_vmac an address of the instance's family on its
+        // interface is on the macvlan, which keepalived prints with its
+        // base: `dev vrrp.51@eth0`.
+        let address = |written: &config::VirtualAddress| {
+            let own = written
+                .device
+                .as_ref()
+                .is_none_or(|device| *device == instance.interface);
+            let interface = match &instance.vmac {
+                Some(vmac)
+                    if own
+                        && super::packet::Family::of(&written.address.address)
+                            == settings.family =>
+                {
+                    format!("{}@{}", vmac.name, instance.interface)
+                }
+                _ => instance.interface.clone(),
+            };
+            let mut written = written.clone();
+            if own {
+                written.device = None;
+            }
+            Address {
+                text: format_address(&written, &interface),
+            }
         };
+        let vmac = instance.vmac.as_ref().map(|vmac| VmacDescription {
+            base: instance.interface.clone(),
+            transmit_on_base: vmac.transmit_on_base,
+            configured_address: model
+                .use_vmac
+                .as_ref()
+                .and_then(|written| written.address)
+                .map(|address| {
+                    let [a, b, c, d, e, f] = vmac.address;
+                    let using_vrid = matches!(address, config::VmacAddress::WithVrid(_));
+                    format!(
+                        "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{f:02x}{}",
+                        if using_vrid { " (using VRID)" } else { "" }
+                    )
+                }),
+        });
         let tracked_scripts = instance
             .tracked
             .scripts
@@ -155,7 +209,11 @@ impl Description {
             .collect();
         Description {
             name: settings.name.clone(),
-            interface: instance.interface.clone(),
+            interface: instance
+                .vmac
+                .as_ref()
+                .map_or_else(|| instance.interface.clone(), |vmac| vmac.name.clone()),
+            vmac,
             virtual_router_id: settings.virtual_router_id,
             version: settings.version.number(),
             base_priority: settings.priority,
@@ -212,6 +270,7 @@ impl Description {
         Description {
             name: name.to_owned(),
             interface: "eth0".to_owned(),
+            vmac: None,
             virtual_router_id,
             version: 2,
             base_priority,
@@ -373,8 +432,15 @@ fn data(json: &mut Json, instance: &InstanceReport) {
     );
     json.unsigned("strict_mode", flag(description.strict));
     // keepalived's build has VMAC support: the name is there, empty
-    // without use_vmac (which pulse does not do yet).
-    json.string("vmac_ifname", "");
+    // without use_vmac.
+    json.string(
+        "vmac_ifname",
+        if description.vmac.is_some() {
+            &description.interface
+        } else {
+            ""
+        },
+    );
     json.string("ifp_ifname", &description.interface);
     json.unsigned("master_priority", u64::from(instance.master_priority));
     json.raw(

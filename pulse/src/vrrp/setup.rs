@@ -23,6 +23,7 @@ use super::packet::Family;
 use super::plan::{InstancePlan, PlanError};
 use super::routes;
 use super::sources::SourceAddresses;
+use super::vmac::{self, SavedBases, VirtualMac, VmacError};
 
 /// Why VRRP cannot start (or a reload cannot run).
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +46,17 @@ pub enum VrrpError {
     Ipvs(String),
     #[error("lvs_sync_daemon: cannot start its thread: {0}")]
     SyncDaemon(std::io::Error),
+    #[error("({0}) {1}")]
+    Vmac(String, VmacError),
 }
 
 /// One running instance: its machine and what it sends and holds with.
 pub struct Instance {
     pub machine: Machine,
+    /// The configured interface, whose addresses adverts go from.
     pub interface: Interface,
+    /// `use_vmac`: the macvlan it runs on.
+    pub vmac: Option<VirtualMac>,
     /// `None` without a source address: the instance stays in FAULT.
     pub sender: Option<SendSocket>,
     /// Whether it has an address to send from; cleared before the sender
@@ -98,6 +104,19 @@ pub struct Resources {
     pub receiving: HashSet<(u32, Family)>,
     /// The receive sockets opened here, for the task to read.
     pub opened: Vec<(u32, ReceiveSocket)>,
+    /// The settings of the interfaces with macvlans, before the first.
+    pub saved_bases: SavedBases,
+}
+
+impl Instance {
+    /// Where its adverts go and come: its macvlan, unless it sends on the
+    /// base (`vmac_xmit_base`).
+    pub fn advert_interface(&self) -> &Interface {
+        match &self.vmac {
+            Some(vmac) if !vmac.transmit_on_base => &vmac.interface,
+            _ => &self.interface,
+        }
+    }
 }
 
 /// Gives `plan` its interface, sockets, messages and machine, taking from
@@ -147,9 +166,32 @@ pub async fn open_instance(
             .get(&interface.index)
             .and_then(|sources| sources.source(family))
     });
+    let vmac = match &plan.vmac {
+        Some(vmac_plan) => {
+            let made = vmac::create(
+                handle,
+                vmac_plan,
+                &interface,
+                family,
+                plan.settings.local_address,
+                &mut resources.saved_bases,
+            )
+            .await
+            .map_err(|error| VrrpError::Vmac(name.clone(), error))?;
+            resources
+                .links
+                .insert(made.interface.index, made.interface.up);
+            Some(made)
+        }
+        None => None,
+    };
+    let advert_interface = match &vmac {
+        Some(vmac) if !vmac.transmit_on_base => vmac.interface.clone(),
+        _ => interface.clone(),
+    };
     let sender = match source {
         Some(source) => Some(
-            SendSocket::open(&interface, source, plan.model.unicast_ttl)
+            SendSocket::open(&advert_interface, source, plan.model.unicast_ttl)
                 .map_err(|error| VrrpError::Socket(name.clone(), error))?,
         ),
         None => {
@@ -167,15 +209,16 @@ pub async fn open_instance(
             None
         }
     };
-    if resources.receiving.insert((interface.index, family)) {
-        let socket = ReceiveSocket::open(&interface, family)
+    if resources.receiving.insert((advert_interface.index, family)) {
+        let socket = ReceiveSocket::open(&advert_interface, family)
             .map_err(|error| VrrpError::Socket(name.clone(), error))?;
-        resources.opened.push((interface.index, socket));
+        resources.opened.push((advert_interface.index, socket));
     }
     let (messages, announced) = virtual_addresses(
         handle,
         &plan.model,
         &interface,
+        vmac.as_ref(),
         &name,
         &mut resources.announcers,
     )
@@ -192,6 +235,7 @@ pub async fn open_instance(
     Ok(Instance {
         machine,
         interface,
+        vmac,
         has_source: sender.is_some(),
         sender,
         tracked_links,
@@ -214,11 +258,14 @@ pub async fn open_instance(
 
 /// `virtual_ipaddress` and `virtual_ipaddress_excluded` as rtnetlink
 /// messages, and the addresses announced, each on its own interface (the
-/// instance's, or its `dev`), as keepalived does.
+/// instance's, or its `dev`), as keepalived does; with `use_vmac` those of
+/// the instance's family on the instance's interface go on its macvlan
+/// (vrrp.c `vrrp_complete_instance`).
 pub async fn virtual_addresses(
     handle: &rtnetlink::Handle,
     model: &config::VrrpInstance,
     interface: &Interface,
+    vmac: Option<&VirtualMac>,
     name: &str,
     announcers: &mut HashMap<u32, Arc<Announcer>>,
 ) -> Result<(Vec<AddressMessage>, Vec<(Arc<Announcer>, IpAddr)>), VrrpError> {
@@ -229,16 +276,25 @@ pub async fn virtual_addresses(
         .iter()
         .chain(&model.excluded_addresses)
     {
+        let own = match &address.device {
+            None => true,
+            Some(device) => *device == interface.name,
+        };
+        let vmac = vmac.filter(|vmac| Family::of(&address.address.address) == vmac.family);
         let device = match &address.device {
-            None => interface.clone(),
-            Some(device) if *device == interface.name => interface.clone(),
-            Some(device) => addresses::interface(handle, device)
-                .await
-                .map_err(|error| VrrpError::Interface {
-                    instance: name.to_owned(),
-                    interface: device.clone(),
-                    error,
-                })?,
+            Some(device) if !own => {
+                addresses::interface(handle, device)
+                    .await
+                    .map_err(|error| VrrpError::Interface {
+                        instance: name.to_owned(),
+                        interface: device.clone(),
+                        error,
+                    })?
+            }
+            _ => match vmac {
+                Some(vmac) => vmac.interface.clone(),
+                None => interface.clone(),
+            },
         };
         messages.push(addresses::message(address, device.index));
         let announcer = match announcers.get(&device.index) {

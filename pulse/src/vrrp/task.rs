@@ -37,6 +37,7 @@ use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
 use super::sync::{Decision, SyncGroup};
 use super::track;
+use super::vmac::{self, SavedBases};
 use crate::sync_daemon::Follower;
 use receivers::Receivers;
 use trackers::Trackers;
@@ -66,6 +67,9 @@ pub struct Vrrp {
     /// The addresses adverts can go from, by interface index, for the
     /// instances' interfaces.
     sources: HashMap<u32, SourceAddresses>,
+    /// The settings of the interfaces with macvlans before the first
+    /// ([`crate::vrrp::vmac`]).
+    saved_bases: SavedBases,
     /// The tracked `vrrp_script`s: succeeding or not, `None` before their
     /// first result.
     scripts: HashMap<String, Option<bool>>,
@@ -136,6 +140,7 @@ impl Vrrp {
             instances,
             links: resources.links,
             sources: resources.sources,
+            saved_bases: resources.saved_bases,
             scripts: HashMap::new(),
             files: HashMap::new(),
             effects: Effects::new(events.handle().clone(), sync_daemon),
@@ -152,6 +157,9 @@ impl Vrrp {
         vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
             .follow(&vrrp.plan, &mut vrrp.scripts, &mut vrrp.files);
+        for position in 0..vrrp.instances.len() {
+            vrrp.firewall_vmac(position).await;
+        }
         Ok(vrrp)
     }
 
@@ -252,6 +260,9 @@ impl Vrrp {
         let now = Instant::now();
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
+        }
+        for position in 0..self.instances.len() {
+            self.remove_vmac(position).await;
         }
         self.effects.stop().await;
         self.report.send_replace(Arc::new(Report::default()));
@@ -398,7 +409,7 @@ impl Vrrp {
                     .sockets
                     .iter()
                     .find(|(index, socket, _)| {
-                        *index == instance.interface.index && socket.family() == family
+                        *index == instance.advert_interface().index && socket.family() == family
                     })
                     .map(|(_, socket, _)| socket.raw_fd());
                 InstanceMoment {
@@ -407,7 +418,7 @@ impl Vrrp {
                     read_timeout: machine.poll_at(),
                     source_address: instance.sender.as_ref().map(|sender| sender.source()),
                     sockets: receive.zip(instance.sender.as_ref().map(|sender| sender.raw_fd())),
-                    interface_index: instance.interface.index,
+                    interface_index: instance.advert_interface().index,
                 }
             })
             .collect();
@@ -473,6 +484,29 @@ impl Vrrp {
         }
     }
 
+    /// Puts the instance's macvlan, if it has one, into the firewall's
+    /// vmac sets.
+    pub(super) async fn firewall_vmac(&mut self, position: usize) {
+        if let Some(vmac) = &self.instances[position].vmac {
+            let disable_local_igmp = self.plan.configuration.global.vrrp.disable_local_igmp;
+            self.effects
+                .add_vmac(
+                    self.plan.instances[position].name(),
+                    vmac,
+                    disable_local_igmp,
+                )
+                .await;
+        }
+    }
+
+    /// Deletes the instance's macvlan, once it has stopped.
+    pub(super) async fn remove_vmac(&mut self, position: usize) {
+        if let Some(vmac) = self.instances[position].vmac.take() {
+            self.effects.remove_vmac(&vmac).await;
+            vmac::remove(&self.handle, &vmac, &mut self.saved_bases).await;
+        }
+    }
+
     async fn track_all(&mut self, now: Instant) {
         for position in 0..self.instances.len() {
             self.track(position, now).await;
@@ -495,8 +529,14 @@ impl Vrrp {
         let plan = &self.plan.instances[position];
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
-        let mut fault =
-            (plan.track_own_interface && !up(instance.interface.index)) || !instance.has_source;
+        // A macvlan is down when its base is, and on its own when someone
+        // takes it down: keepalived tracks both.
+        let own_up = up(instance.interface.index)
+            && instance
+                .vmac
+                .as_ref()
+                .is_none_or(|vmac| up(vmac.interface.index));
+        let mut fault = (plan.track_own_interface && !own_up) || !instance.has_source;
         let mut priority = i32::from(instance.machine.settings().priority);
         let mut waiting = false;
         let effects = plan
@@ -570,7 +610,7 @@ impl Vrrp {
         for position in 0..self.instances.len() {
             let instance = &self.instances[position];
             let settings = instance.machine.settings();
-            if instance.interface.index != index
+            if instance.advert_interface().index != index
                 || settings.family != family
                 || settings.virtual_router_id != virtual_router_id
             {

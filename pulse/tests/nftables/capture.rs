@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo test -p pulse --test nftables -- --ignored --nocapture capture
+//! NFTABLES_CAPTURE=vmac cargo test -p pulse --test nftables -- --ignored --nocapture capture
 //! ```
 //!
 //! Each [`Scenario`] runs keepalived in a network namespace of its own
@@ -178,6 +179,57 @@ vrrp_instance second {
             Step::Terminate,
         ],
     },
+    Scenario {
+        name: "vmac",
+        description: "an IPv4 instance with use_vmac (its macvlan's IGMP rule and the \
+                      vmac_map at start), then master without accept mode; keepalived stops",
+        before: &[],
+        configuration: "\
+global_defs {
+    router_id capture
+}
+vrrp_instance v4 {
+    state BACKUP
+    interface veth0
+    virtual_router_id 51
+    priority 200
+    advert_int 1
+    version 3
+    no_accept
+    use_vmac
+    virtual_ipaddress {
+        192.0.2.100/24
+    }
+}
+",
+        steps: &[Step::Dropped("ip", "192.0.2.100"), Step::Terminate],
+    },
+    Scenario {
+        name: "vmac_ipv6",
+        description: "an IPv6 instance with use_vmac (its macvlan's MLD and router \
+                      solicitation rules, the vmac_map and vmac_set at start), then master \
+                      without accept mode; keepalived stops",
+        before: &[],
+        configuration: "\
+global_defs {
+    router_id capture
+}
+vrrp_instance v6 {
+    state BACKUP
+    interface veth0
+    virtual_router_id 52
+    priority 200
+    advert_int 1
+    version 3
+    no_accept
+    use_vmac
+    virtual_ipaddress {
+        2001:db8::100/64
+    }
+}
+",
+        steps: &[Step::Dropped("ip6", "2001:db8::100"), Step::Terminate],
+    },
 ];
 
 const STEP_BOUND: Duration = Duration::from_secs(30);
@@ -196,7 +248,12 @@ fn capture() {
     }
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "capturing needs root");
+    // NFTABLES_CAPTURE=NAME captures that scenario only.
+    let only = std::env::var("NFTABLES_CAPTURE").ok();
     for scenario in SCENARIOS {
+        if only.as_ref().is_some_and(|only| only != scenario.name) {
+            continue;
+        }
         let text = capture_scenario(scenario)
             .unwrap_or_else(|error| panic!("{}: {error:#}", scenario.name));
         let path = Path::new(CAPTURE_DIRECTORY).join(format!("{}.txt", scenario.name));

@@ -10,11 +10,16 @@ use std::net::IpAddr;
 use fulcrum_nftables::batch::BaseChain;
 use fulcrum_nftables::chain::{ChainAttribute, ChainMessage};
 use fulcrum_nftables::data::DataAttribute;
-use fulcrum_nftables::expression::register::R1 as NFT_REG_1;
-use fulcrum_nftables::expression::{BitwiseAttribute, Expression};
+use fulcrum_nftables::expression::register::{R1 as NFT_REG_1, R2 as NFT_REG_2};
+use fulcrum_nftables::expression::{
+    BitwiseAttribute, CmpAttribute, DupAttribute, Expression, LookupAttribute, MetaAttribute,
+    comparison, meta,
+};
 use fulcrum_nftables::message::{NFPROTO_IPV4, NFPROTO_IPV6, NftablesMessage};
 use fulcrum_nftables::set::{SetAttribute, SetMessage};
-use fulcrum_nftables::set_element::{SetElement, SetElementListAttribute, SetElementMessage};
+use fulcrum_nftables::set_element::{
+    SetElement, SetElementAttribute, SetElementListAttribute, SetElementMessage,
+};
 use fulcrum_nftables::table::{TableAttribute, TableMessage};
 use fulcrum_nftables::verdict::{ACCEPT as NF_ACCEPT, DROP as NF_DROP, GOTO as NFT_GOTO};
 use fulcrum_nftables::{Batch, hook};
@@ -28,6 +33,10 @@ pub const INPUT_CHAIN: &str = "in";
 pub const OUTPUT_CHAIN: &str = "out";
 pub const INPUT_LINK_LOCAL_CHAIN: &str = "in_link_local";
 pub const OUTPUT_LINK_LOCAL_CHAIN: &str = "out_link_local";
+/// `use_vmac`'s: each macvlan's index to its base's, and (IPv6) the
+/// macvlans.
+pub const VMAC_MAP: &str = "vmac_map";
+pub const VMAC_SET: &str = "vmac_set";
 
 const NF_INET_LOCAL_IN: u32 = hook::LOCAL_IN;
 const NF_INET_LOCAL_OUT: u32 = hook::LOCAL_OUT;
@@ -38,6 +47,20 @@ const NFT_SET_CONSTANT: u32 = 0x2;
 const TYPE_IPADDR: u32 = 7;
 const TYPE_IP6ADDR: u32 = 8;
 const TYPE_ICMPV6_TYPE: u32 = 29;
+const TYPE_IFINDEX: u32 = 20;
+const NFT_SET_MAP: u32 = 0x8;
+/// libnftnl's NFTNL_UDATA_SET_DATABYTEORDER: the byte order of a map's
+/// data.
+const NFTNL_UDATA_SET_DATABYTEORDER: u8 = 1;
+const IGMP: u8 = 2;
+const MLD2_LISTENER_REPORT: u8 = 143;
+const ROUTER_SOLICITATION: u8 = 133;
+/// `meta oifkind`'s value: the kind's name, NUL padded to IFNAMSIZ.
+const MACVLAN_KIND: &[u8; 16] = b"macvlan\0\0\0\0\0\0\0\0\0";
+/// keepalived's lookups of the vmac sets carry set id 1 whatever the
+/// set's (vrrp_nftables.c `setup_rule_move_igmp`, `add_lookup(..., 1,
+/// ...)`); the kernel finds the set by its name.
+const VMAC_LOOKUP_SET_ID: u32 = 1;
 /// Priority filter - 1 (keepalived's default `nftables_priority`):
 /// before an operator's filter chains.
 const PRIORITY: i32 = -1;
@@ -61,6 +84,8 @@ struct SetShape {
     key_type: u32,
     key_length: u32,
     byte_order: u32,
+    /// A map's data: its type and length (host order).
+    data: Option<(u32, u32)>,
 }
 
 const VIPS_IPV4: SetShape = SetShape {
@@ -69,6 +94,7 @@ const VIPS_IPV4: SetShape = SetShape {
     key_type: TYPE_IPADDR,
     key_length: 4,
     byte_order: BYTEORDER_BIG_ENDIAN,
+    data: None,
 };
 
 const VIPS_IPV6: SetShape = SetShape {
@@ -77,6 +103,7 @@ const VIPS_IPV6: SetShape = SetShape {
     key_type: TYPE_IP6ADDR,
     key_length: 16,
     byte_order: BYTEORDER_BIG_ENDIAN,
+    data: None,
 };
 
 /// The ICMPv6 types let through, a constant set.
@@ -86,6 +113,27 @@ const NEIGHBOR_DISCOVERY: SetShape = SetShape {
     key_type: TYPE_ICMPV6_TYPE,
     key_length: 1,
     byte_order: BYTEORDER_HOST_ENDIAN,
+    data: None,
+};
+
+/// `map vmac_map { type iface_index : iface_index }`.
+const VMAC_MAP_SHAPE: SetShape = SetShape {
+    name: VMAC_MAP,
+    flags: Some(NFT_SET_MAP),
+    key_type: TYPE_IFINDEX,
+    key_length: 4,
+    byte_order: BYTEORDER_HOST_ENDIAN,
+    data: Some((TYPE_IFINDEX, 4)),
+};
+
+/// `set vmac_set { type iface_index }`.
+const VMAC_SET_SHAPE: SetShape = SetShape {
+    name: VMAC_SET,
+    flags: None,
+    key_type: TYPE_IFINDEX,
+    key_length: 4,
+    byte_order: BYTEORDER_HOST_ENDIAN,
+    data: None,
 };
 
 /// `ip` or `ip6`.
@@ -151,6 +199,24 @@ trait KeepalivedBatch {
     fn set(&mut self, family: TableFamily, shape: &SetShape, id: u32);
     fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>);
     fn elements(&mut self, family: TableFamily, addresses: &[IpAddr], drop: bool);
+    fn vmac_setup(&mut self, family: TableFamily, set_ids: &mut u32) -> VmacSets;
+    fn vmac_elements(&mut self, family: TableFamily, vmac: Vmac, sets: VmacSets, add: bool);
+}
+
+/// The ids of the vmac sets a batch creates (`None`: made earlier), which
+/// their first elements name.
+#[derive(Debug, Clone, Copy, Default)]
+struct VmacSets {
+    map: Option<u32>,
+    set: Option<u32>,
+}
+
+/// A macvlan in the vmac sets: its index and its base's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vmac {
+    pub index: u32,
+    pub base: u32,
+    pub family: TableFamily,
 }
 
 impl KeepalivedBatch for Batch {
@@ -257,6 +323,133 @@ impl KeepalivedBatch for Batch {
         }
     }
 
+    /// keepalived's `nft_setup_igmp`: the vmac map (and for IPv6 the vmac
+    /// set), and the rules that keep a macvlan's group membership reports
+    /// off it: IGMP (MLDv2) reports sent on a macvlan go out on its base
+    /// instead (`dup to ip daddr device oif map @vmac_map drop`), so that
+    /// the switch does not learn the virtual MAC address on a backup; an
+    /// IPv6 macvlan sends no router solicitation.
+    fn vmac_setup(&mut self, family: TableFamily, set_ids: &mut u32) -> VmacSets {
+        let mut next_set_id = || {
+            *set_ids += 1;
+            *set_ids
+        };
+        let map = next_set_id();
+        self.set(family, &VMAC_MAP_SHAPE, map);
+        let set = (family == TableFamily::Ipv6).then(|| {
+            let set = next_set_id();
+            self.set(family, &VMAC_SET_SHAPE, set);
+            set
+        });
+        let macvlan = [
+            Expression::Meta(vec![
+                MetaAttribute::Key(meta::OUTPUT_INTERFACE_KIND),
+                MetaAttribute::DestinationRegister(NFT_REG_2),
+            ]),
+            Expression::Cmp(vec![
+                CmpAttribute::SourceRegister(NFT_REG_2),
+                CmpAttribute::Operation(comparison::EQUAL),
+                CmpAttribute::Data(vec![DataAttribute::Value(MACVLAN_KIND.to_vec())]),
+            ]),
+            Expression::Meta(vec![
+                MetaAttribute::Key(meta::OUTPUT_INTERFACE),
+                MetaAttribute::DestinationRegister(NFT_REG_2),
+            ]),
+        ];
+        let (_, destination, length) = family.address_fields();
+        let report = match family {
+            TableFamily::Ipv4 => vec![
+                Expression::payload(NFT_PAYLOAD_NETWORK_HEADER, 9, 1),
+                Expression::equal(vec![IGMP]),
+            ],
+            TableFamily::Ipv6 => vec![
+                Expression::meta(meta::LAYER4_PROTOCOL),
+                Expression::equal(vec![ICMPV6]),
+                Expression::payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1),
+                Expression::equal(vec![MLD2_LISTENER_REPORT]),
+            ],
+        };
+        let mut move_report = report;
+        move_report.push(Expression::payload(
+            NFT_PAYLOAD_NETWORK_HEADER,
+            destination,
+            length,
+        ));
+        move_report.extend(macvlan.clone());
+        move_report.extend([
+            Expression::Lookup(vec![
+                LookupAttribute::SourceRegister(NFT_REG_2),
+                LookupAttribute::DestinationRegister(NFT_REG_2),
+                LookupAttribute::Set(VMAC_MAP.to_owned()),
+                LookupAttribute::SetId(VMAC_LOOKUP_SET_ID),
+            ]),
+            Expression::Dup(vec![
+                DupAttribute::SourceRegisterAddress(NFT_REG_1),
+                DupAttribute::SourceRegisterDevice(NFT_REG_2),
+            ]),
+            Expression::verdict(NF_DROP, None),
+        ]);
+        self.rule(family, OUTPUT_CHAIN, move_report);
+        if family == TableFamily::Ipv6 {
+            let mut solicitation = vec![
+                Expression::meta(meta::LAYER4_PROTOCOL),
+                Expression::equal(vec![ICMPV6]),
+                Expression::payload(NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1),
+                Expression::equal(vec![ROUTER_SOLICITATION]),
+            ];
+            solicitation.extend(macvlan);
+            solicitation.extend([
+                Expression::Lookup(vec![
+                    LookupAttribute::SourceRegister(NFT_REG_2),
+                    LookupAttribute::Set(VMAC_SET.to_owned()),
+                    LookupAttribute::SetId(VMAC_LOOKUP_SET_ID),
+                ]),
+                Expression::verdict(NF_DROP, None),
+            ]);
+            self.rule(family, OUTPUT_CHAIN, solicitation);
+        }
+        VmacSets {
+            map: Some(map),
+            set,
+        }
+    }
+
+    /// `vmac`'s elements (keepalived's `nft_update_vmac_family`): the map's
+    /// `macvlan : base`, and for IPv6 the set's `macvlan`, each naming its
+    /// set's id when this batch creates the set; the indexes in host order.
+    fn vmac_elements(&mut self, family: TableFamily, vmac: Vmac, sets: VmacSets, add: bool) {
+        let index = vmac.index.to_ne_bytes().to_vec();
+        let mut lists = vec![(
+            VMAC_MAP,
+            sets.map,
+            SetElement {
+                attributes: vec![
+                    SetElementAttribute::Key(vec![DataAttribute::Value(index.clone())]),
+                    SetElementAttribute::Data(vec![DataAttribute::Value(
+                        vmac.base.to_ne_bytes().to_vec(),
+                    )]),
+                ],
+            },
+        )];
+        if family == TableFamily::Ipv6 {
+            lists.push((VMAC_SET, sets.set, SetElement::key(index)));
+        }
+        for (name, id, element) in lists {
+            let mut attributes = vec![SetElementListAttribute::Set(name.to_owned())];
+            attributes.extend(id.map(SetElementListAttribute::SetId));
+            attributes.extend([
+                SetElementListAttribute::Table(TABLE.to_owned()),
+                SetElementListAttribute::Elements(vec![element]),
+            ]);
+            let message = SetElementMessage::new(family.protocol(), attributes);
+            if add {
+                self.push(NftablesMessage::NewSetElement(message), NLM_F_CREATE);
+            } else {
+                self.push(NftablesMessage::DeleteSetElement(message), 0);
+            }
+        }
+    }
+
     fn base_chain(&mut self, family: TableFamily, name: &str, hook: u32) {
         let base = BaseChain {
             kind: "filter",
@@ -291,9 +484,16 @@ impl KeepalivedBatch for Batch {
         attributes.extend([
             SetAttribute::KeyType(shape.key_type),
             SetAttribute::KeyLength(shape.key_length),
-            SetAttribute::Id(id),
-            SetAttribute::UserData(user_data),
         ]);
+        if let Some((data_type, data_length)) = shape.data {
+            attributes.extend([
+                SetAttribute::DataType(data_type),
+                SetAttribute::DataLength(data_length),
+            ]);
+            user_data.extend([NFTNL_UDATA_SET_DATABYTEORDER, 4]);
+            user_data.extend_from_slice(&BYTEORDER_HOST_ENDIAN.to_ne_bytes());
+        }
+        attributes.extend([SetAttribute::Id(id), SetAttribute::UserData(user_data)]);
         self.push(
             NftablesMessage::NewSet(SetMessage::new(family.protocol(), attributes)),
             NLM_F_CREATE,
@@ -351,6 +551,10 @@ pub struct DropState {
     users: HashMap<IpAddr, usize>,
     /// In the order they were created.
     tables: Vec<TableFamily>,
+    /// The tables with the `vips` set and its chains and rules.
+    vips: Vec<TableFamily>,
+    /// The tables with the vmac sets and their rules.
+    vmac_tables: Vec<TableFamily>,
     /// keepalived numbers its sets over its whole run (a counter in
     /// setup_set): the last id given.
     set_ids: u32,
@@ -389,19 +593,21 @@ impl DropState {
         }
         for address in &new {
             let family = TableFamily::of(address);
-            if self.tables.contains(&family) {
-                continue;
-            }
-            if self.tables.is_empty() {
-                for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
-                    if leftovers.contains(&leftover) {
-                        batch.delete_table(leftover.protocol(), TABLE);
+            if !self.tables.contains(&family) {
+                if self.tables.is_empty() {
+                    for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
+                        if leftovers.contains(&leftover) {
+                            batch.delete_table(leftover.protocol(), TABLE);
+                        }
                     }
                 }
+                batch.table(family);
+                self.tables.push(family);
             }
-            batch.table(family);
-            batch.vips(family, &mut self.set_ids);
-            self.tables.push(family);
+            if !self.vips.contains(&family) {
+                batch.vips(family, &mut self.set_ids);
+                self.vips.push(family);
+            }
         }
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             batch.elements(family, &new, true);
@@ -428,9 +634,51 @@ impl DropState {
         }
     }
 
+    /// Whether adding a macvlan creates the first table (see
+    /// [`DropState::creates_first_table`]).
+    pub fn vmac_creates_first_table(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// `vmac` into the vmac sets (keepalived's `nft_add_vmac`, when a
+    /// macvlan is made): its family's table first if there is none (after
+    /// deleting the `leftovers`, when it is the first), and the sets and
+    /// rules if this is the family's first macvlan.
+    pub fn add_vmac(&mut self, vmac: Vmac, leftovers: &[TableFamily], batch: &mut Batch) {
+        let family = vmac.family;
+        if !self.tables.contains(&family) {
+            if self.tables.is_empty() {
+                for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
+                    if leftovers.contains(&leftover) {
+                        batch.delete_table(leftover.protocol(), TABLE);
+                    }
+                }
+            }
+            batch.table(family);
+            self.tables.push(family);
+        }
+        let sets = if self.vmac_tables.contains(&family) {
+            VmacSets::default()
+        } else {
+            self.vmac_tables.push(family);
+            batch.vmac_setup(family, &mut self.set_ids)
+        };
+        batch.vmac_elements(family, vmac, sets, true);
+    }
+
+    /// `vmac` out of the vmac sets (keepalived's `nft_remove_vmac`, when a
+    /// macvlan goes); the sets and rules stay until the tables go.
+    pub fn remove_vmac(&mut self, vmac: Vmac, batch: &mut Batch) {
+        if self.vmac_tables.contains(&vmac.family) {
+            batch.vmac_elements(vmac.family, vmac, VmacSets::default(), false);
+        }
+    }
+
     /// Deletes the tables (pulse stopping), `ip` first as keepalived.
     pub fn remove_tables(&mut self, batch: &mut Batch) {
         self.users.clear();
+        self.vips.clear();
+        self.vmac_tables.clear();
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             if self.tables.contains(&family) {
                 batch.delete_table(family.protocol(), TABLE);

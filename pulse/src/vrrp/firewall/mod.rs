@@ -26,7 +26,7 @@ use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
 
 pub use drop_state::{
     DropState, INPUT_CHAIN, INPUT_LINK_LOCAL_CHAIN, NEIGHBOR_DISCOVERY_SET, OUTPUT_CHAIN,
-    OUTPUT_LINK_LOCAL_CHAIN, SET, TABLE, TableFamily,
+    OUTPUT_LINK_LOCAL_CHAIN, SET, TABLE, TableFamily, VMAC_MAP, VMAC_SET, Vmac,
 };
 /// Why a change did not reach the kernel. A refused batch changed nothing
 /// (nftables applies a batch all or nothing), and pulse's idea of what is
@@ -68,6 +68,36 @@ impl Firewall {
         let mut state = self.state.clone();
         let mut batch = Batch::new();
         state.accept_addresses(addresses, &mut batch);
+        self.apply(batch).await?;
+        self.state = state;
+        Ok(())
+    }
+
+    /// Puts a macvlan into the vmac sets, as keepalived does when it makes
+    /// one.
+    pub async fn add_vmac(&mut self, vmac: Vmac) -> Result<(), FirewallError> {
+        let mut state = self.state.clone();
+        let leftovers = if state.vmac_creates_first_table() {
+            self.leftover_tables().await?
+        } else {
+            Vec::new()
+        };
+        for family in &leftovers {
+            tracing::info!("Deleting old {} {TABLE} table", family.name());
+        }
+        let mut batch = Batch::new();
+        state.add_vmac(vmac, &leftovers, &mut batch);
+        self.apply(batch).await?;
+        self.state = state;
+        Ok(())
+    }
+
+    /// Takes a macvlan out of the vmac sets, as keepalived does when it
+    /// deletes one.
+    pub async fn remove_vmac(&mut self, vmac: Vmac) -> Result<(), FirewallError> {
+        let mut state = self.state.clone();
+        let mut batch = Batch::new();
+        state.remove_vmac(vmac, &mut batch);
         self.apply(batch).await?;
         self.state = state;
         Ok(())

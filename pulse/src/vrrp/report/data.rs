@@ -745,7 +745,29 @@ fn topology(
         "   Master down timer = {} usecs",
         moment.master_down_timer.as_micros()
     ));
-    line(format!("   Interface = {}", description.interface));
+    match &description.vmac {
+        Some(vmac) => {
+            line(format!(
+                "   Use VMAC, i/f name {}, is_up = true, xmit_base = {}",
+                description.interface,
+                true_false(vmac.transmit_on_base)
+            ));
+            if let Some(address) = &vmac.configured_address {
+                line(format!("     MAC = {address}"));
+            }
+            line(format!(
+                "   Interface = {}, vmac on {}{}",
+                description.interface,
+                vmac.base,
+                if vmac.transmit_on_base {
+                    ", xmit base i/f"
+                } else {
+                    ""
+                }
+            ));
+        }
+        None => line(format!("   Interface = {}", description.interface)),
+    }
     if description.dont_track_primary {
         line("   VRRP interface tracking disabled".to_owned());
     }

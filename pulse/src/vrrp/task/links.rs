@@ -17,7 +17,7 @@ use crate::vrrp::machine::{Event, State};
 use crate::vrrp::packet::Family;
 use crate::vrrp::setup::{self, Instance};
 use crate::vrrp::sources::SourceChange;
-use crate::vrrp::{addresses, netlink_events, resync};
+use crate::vrrp::{addresses, netlink_events, resync, vmac};
 
 impl Vrrp {
     pub(super) async fn route_event(&mut self, message: RouteNetlinkMessage) {
@@ -68,7 +68,22 @@ impl Vrrp {
     async fn link_changed(&mut self, link: &LinkMessage, exists: bool) {
         use netlink_packet_route::link::LinkAttribute;
         let index = link.header.index;
-        let up = exists && addresses::is_up(link);
+        let mut up = exists && addresses::is_up(link);
+        // A macvlan pulse made reports its own making (down, then up)
+        // after pulse has read it up: those events are stale, and would
+        // put its instance in FAULT for a moment. What the kernel says
+        // now is taken instead (keepalived reads the reflected messages
+        // before its instances start, kernel_netlink_poll).
+        let ours = self.instances.iter().any(|instance| {
+            instance
+                .vmac
+                .as_ref()
+                .is_some_and(|vmac| vmac.interface.index == index)
+        });
+        if ours && self.links.get(&index).is_some_and(|known| *known != up) {
+            let handle = self.handle.clone();
+            up = link_up_now(&handle, index).await.unwrap_or(up);
+        }
         let mut recreated = false;
         if exists
             && let Some(name) = link
@@ -162,11 +177,44 @@ impl Vrrp {
             let instance_name = instance_plan.name();
             let family = instance_plan.settings.family;
             self.instances[position].interface = interface.clone();
-            if !self.receivers.receiving().contains(&(index, family)) {
-                match ReceiveSocket::open(&interface, family) {
-                    Ok(socket) => self.receivers.add(index, socket),
+            // Its macvlan went with the interface: made again on the new
+            // one.
+            if let Some(vmac_plan) = &instance_plan.vmac {
+                if let Some(old) = &self.instances[position].vmac {
+                    let old = old.interface.index;
+                    self.links.remove(&old);
+                    self.receivers.retain(|socket_index, _| socket_index != old);
+                    self.remove_vmac(position).await;
+                }
+                match vmac::create(
+                    &self.handle,
+                    vmac_plan,
+                    &interface,
+                    family,
+                    instance_plan.settings.local_address,
+                    &mut self.saved_bases,
+                )
+                .await
+                {
+                    Ok(made) => {
+                        self.links.insert(made.interface.index, made.interface.up);
+                        self.instances[position].vmac = Some(made);
+                        self.firewall_vmac(position).await;
+                    }
+                    Err(error) => tracing::error!("({instance_name}) {error}"),
+                }
+            }
+            let advert_interface = self.instances[position].advert_interface().clone();
+            if !self
+                .receivers
+                .receiving()
+                .contains(&(advert_interface.index, family))
+            {
+                match ReceiveSocket::open(&advert_interface, family) {
+                    Ok(socket) => self.receivers.add(advert_interface.index, socket),
                     Err(error) => tracing::error!(
-                        "({instance_name}) cannot open its receive socket on {name}: {error}"
+                        "({instance_name}) cannot open its receive socket on {}: {error}",
+                        advert_interface.name
                     ),
                 }
             }
@@ -183,6 +231,7 @@ impl Vrrp {
                 &self.handle,
                 &instance_plan.model,
                 &interface,
+                self.instances[position].vmac.as_ref(),
                 instance_name,
                 &mut announcers,
             )
@@ -212,7 +261,7 @@ impl Vrrp {
         let instance = &mut self.instances[position];
         let name = plan.name();
         let sender = source.and_then(|source| {
-            io::SendSocket::open(&instance.interface, source, plan.model.unicast_ttl)
+            io::SendSocket::open(instance.advert_interface(), source, plan.model.unicast_ttl)
                 .inspect_err(|error| {
                     tracing::error!("({name}) cannot open its send socket from {source}: {error}")
                 })
@@ -356,6 +405,11 @@ impl Vrrp {
                 if instance.interface.index == index {
                     return Some(instance.interface.name.clone());
                 }
+                if let Some(vmac) = &instance.vmac
+                    && vmac.interface.index == index
+                {
+                    return Some(vmac.interface.name.clone());
+                }
                 instance
                     .tracked_links
                     .iter()
@@ -372,5 +426,18 @@ impl Vrrp {
     fn interface_name(&self, index: u32) -> String {
         self.known_interface_name(index)
             .unwrap_or_else(|| format!("interface {index}"))
+    }
+}
+
+/// Whether link `index` is up now, as the kernel answers; `None` when it
+/// cannot be asked.
+async fn link_up_now(handle: &rtnetlink::Handle, index: u32) -> Option<bool> {
+    use futures_util::TryStreamExt;
+    let mut links = handle.link().get().match_index(index).execute();
+    match links.try_next().await {
+        Ok(Some(link)) => Some(addresses::is_up(&link)),
+        // The kernel says ENODEV for an index it does not know.
+        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => Some(false),
+        Err(_) => None,
     }
 }

@@ -13,6 +13,7 @@ use crate::vrrp::packet::Family;
 use crate::vrrp::plan::{self, Plan};
 use crate::vrrp::setup::{self, Instance, Resources};
 use crate::vrrp::sync::SyncGroup;
+use crate::vrrp::vmac;
 
 impl Vrrp {
     /// A new configuration, as keepalived reloads ([`plan::reload`] says
@@ -36,6 +37,7 @@ impl Vrrp {
         let mut resources = Resources {
             receiving: self.receivers.receiving(),
             links: self.links.clone(),
+            saved_bases: self.saved_bases.clone(),
             ..Resources::default()
         };
         for (old, _) in &decision.kept {
@@ -67,11 +69,26 @@ impl Vrrp {
                 }
                 Err(error) => {
                     tracing::error!("VRRP cannot reload: {error}; the running instances stay");
+                    // What was made for the new instances goes.
+                    for opened in started.values_mut() {
+                        if let Some(vmac) = opened.vmac.take() {
+                            vmac::remove(&self.handle, &vmac, &mut resources.saved_bases).await;
+                        }
+                    }
+                    self.saved_bases = resources.saved_bases;
                     return;
                 }
             }
         }
+        self.saved_bases = resources.saved_bases;
         let now = Instant::now();
+        // A macvlan a new instance took up (the same name, base and
+        // address) stays for it.
+        let taken: HashSet<u32> = started
+            .values()
+            .filter_map(|opened| opened.vmac.as_ref())
+            .map(|vmac| vmac.interface.index)
+            .collect();
         for position in 0..self.instances.len() {
             if !decision.keeps(position) {
                 tracing::info!(
@@ -79,6 +96,14 @@ impl Vrrp {
                     self.plan.instances[position].name()
                 );
                 self.stop_instance(position, now).await;
+                if self.instances[position]
+                    .vmac
+                    .as_ref()
+                    .is_some_and(|vmac| taken.contains(&vmac.interface.index))
+                {
+                    self.instances[position].vmac = None;
+                }
+                self.remove_vmac(position).await;
             }
         }
         let mut running: Vec<Option<Instance>> = std::mem::take(&mut self.instances)
@@ -120,7 +145,12 @@ impl Vrrp {
         let used: HashSet<(u32, Family)> = self
             .instances
             .iter()
-            .map(|instance| (instance.interface.index, instance.machine.settings().family))
+            .map(|instance| {
+                (
+                    instance.advert_interface().index,
+                    instance.machine.settings().family,
+                )
+            })
             .collect();
         self.receivers
             .retain(|index, family| used.contains(&(index, family)));
@@ -129,17 +159,27 @@ impl Vrrp {
             .iter()
             .flat_map(|instance| {
                 std::iter::once(instance.interface.index)
+                    .chain(instance.vmac.as_ref().map(|vmac| vmac.interface.index))
                     .chain(instance.tracked_links.iter().copied())
             })
             .collect();
         self.links.retain(|index, _| followed.contains(index));
-        self.sources
-            .retain(|index, _| used.iter().any(|(used, _)| used == index));
+        let configured: HashSet<u32> = self
+            .instances
+            .iter()
+            .map(|instance| instance.interface.index)
+            .collect();
+        self.sources.retain(|index, _| configured.contains(index));
         self.trackers
             .follow(&next, &mut self.scripts, &mut self.files);
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.plan = next;
+        for position in 0..self.instances.len() {
+            if decision.kept_as(position).is_none() {
+                self.firewall_vmac(position).await;
+            }
+        }
         self.descriptions = descriptions(&self.plan);
         self.plan_data = Arc::new(PlanData::of(&self.plan));
         tracing::info!(
