@@ -2431,6 +2431,10 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             "keepalived's dumps, the exporters' metrics and a Prometheus scrape",
             observability::dumps_and_metrics,
         ),
+        (
+            "later keepalived's dumps: json_version 2 and the dump files, pulse alone",
+            observability::later_dump_settings,
+        ),
         ("use_vmac both ways", vmac::use_vmac),
     ]
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::common;
 use super::{Context, Keyword, Node, values};
 use crate::model::{GlobalDefs, LvsSyncDaemon, SmtpServer};
+use crate::syntax::Word;
 
 /// A keyword kept as written: at least `minimum` words.
 const fn raw(name: &'static str, minimum: u8) -> Keyword {
@@ -67,6 +68,13 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_startup_delay", 1, Some(1)).not_acted_on(),
     Keyword::leaf("vrrp_down_timer_adverts", 1, Some(1)),
     Keyword::leaf("vrrp_notify_priority_changes", 0, Some(1)).not_acted_on(),
+    // Keywords of keepalived after 2.2.7: `json_version` (2.2.8) and the
+    // dump files (2.3.3). No minimum: a missing value gets keepalived's own
+    // words.
+    Keyword::leaf("json_version", 0, Some(1)),
+    Keyword::leaf("state_dump_file", 0, None),
+    Keyword::leaf("stats_dump_file", 0, None),
+    Keyword::leaf("json_dump_file", 0, None),
     // Stored as written.
     raw("bfd_cpu_affinity", 1),
     raw("bfd_no_swap", 0),
@@ -144,6 +152,14 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("vrrp_rx_bufs_multiplier", 1),
     raw("vrrp_rx_bufs_policy", 1),
     raw("vrrp_vmac_garp_intvl", 1),
+];
+
+/// The names keepalived's man page (2.3.3 on) gives the dump files, which
+/// its parser does not know (an unknown keyword), with the names it reads.
+pub(crate) const MAN_PAGE_NAMES: &[(&str, &str)] = &[
+    ("state_file_location", "state_dump_file"),
+    ("stats_file_location", "stats_dump_file"),
+    ("json_file_location", "json_dump_file"),
 ];
 
 pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
@@ -456,6 +472,29 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 vrrp.notify_priority_changes =
                     values::optional_boolean(context, argument, "vrrp_notify_priority_changes")
             }
+            "json_version" => match argument {
+                None => context.error(child.keyword.span, "json_version requires version"),
+                Some(word) => {
+                    if let Some(version) = json_version(context, word) {
+                        global.json_version = Some(version);
+                    }
+                }
+            },
+            "state_dump_file" => {
+                if let Some(path) = dump_file(child, context) {
+                    global.dump_files.state = Some(path);
+                }
+            }
+            "stats_dump_file" => {
+                if let Some(path) = dump_file(child, context) {
+                    global.dump_files.statistics = Some(path);
+                }
+            }
+            "json_dump_file" => {
+                if let Some(path) = dump_file(child, context) {
+                    global.dump_files.json = Some(path);
+                }
+            }
             "umask" => {
                 // A number in C's notation (0 prefix octal, 0x hex) or
                 // `IWGRP|IWOTH`-style flags.
@@ -500,6 +539,43 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 }
                 global.other.push(common::raw(child));
             }
+        }
+    }
+}
+
+/// `json_version`'s word, read as keepalived reads it (`read_unsigned`
+/// from 1 to 2) and refused with its words: its reader's complaint, then
+/// "Invalid JSON version"; the version is then left as it was.
+fn json_version(context: &mut Context, word: &Word) -> Option<u8> {
+    let text = word.text.as_str();
+    // strtoul takes a '+' and reads a '-' as a huge number.
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    let complaint = if text.starts_with('-') {
+        format!("negative number '{text}'")
+    } else if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        format!("invalid number '{text}'")
+    } else {
+        match digits.parse::<u32>() {
+            Ok(version @ 1..=2) => return Some(version as u8),
+            Ok(_) => format!("number '{text}' outside range [1, 2]"),
+            Err(_) => format!("number '{text}' outside unsigned integer range"),
+        }
+    };
+    context.error(word.span, format!("Invalid JSON version: {complaint}"));
+    None
+}
+
+/// A `*_dump_file`'s path: exactly one word, not empty, else keepalived's
+/// error and the keyword ignored, as its handlers do.
+fn dump_file(node: &Node, context: &mut Context) -> Option<String> {
+    match node.arguments {
+        [word] if !word.text.is_empty() => Some(word.text.to_string()),
+        _ => {
+            context.error(
+                node.keyword.span,
+                format!("{} requires a non-empty path", node.name()),
+            );
+            None
         }
     }
 }

@@ -788,16 +788,30 @@ const FULCRUM_KEYWORDS: &[(&[&str], &[&str])] = &[
     (&["virtual_server"], &["virtual_network"]),
 ];
 
+/// The keywords of keepalived's later versions that pulse knows, by table:
+/// `json_version` (2.2.8) and the dump files (2.3.3).
+const LATER_KEEPALIVED_KEYWORDS: &[(&[&str], &[&str])] = &[(
+    &["global_defs"],
+    &[
+        "json_version",
+        "state_dump_file",
+        "stats_dump_file",
+        "json_dump_file",
+    ],
+)];
+
 #[test]
 fn the_keyword_tables_are_keepalived_2_2_7s() {
     let mut differences = Vec::new();
     for (path, expected) in KEEPALIVED_KEYWORDS {
         let table = super::keywords_at(path).unwrap_or_else(|| panic!("no table at {path:?}"));
-        let added = FULCRUM_KEYWORDS
+        let added: Vec<&str> = FULCRUM_KEYWORDS
             .iter()
-            .find(|(at, _)| at == path)
-            .map_or(&[][..], |(_, added)| added);
-        for name in added {
+            .chain(LATER_KEEPALIVED_KEYWORDS)
+            .filter(|(at, _)| at == path)
+            .flat_map(|(_, added)| added.iter().copied())
+            .collect();
+        for name in &added {
             assert!(
                 table.iter().any(|keyword| keyword.name == *name),
                 "{name} missing at {path:?}"
@@ -1182,4 +1196,135 @@ fn use_vmac_is_read_as_keepalived_reads_it() {
     // An address that is not one is an error, as before.
     let (_, diagnostics) = check(&instance(7, "use_vmac vrrp1 xx:yy"));
     assert_eq!(errors(&diagnostics).len(), 1);
+}
+
+/// `json_version` (keepalived 2.2.8) and the dump files (2.3.3), as
+/// keepalived's global_parser.c reads them: the version as a number
+/// (strtoul's '+' and leading zeros taken), the paths kept as written
+/// (resolved where the dumps are written); none of them is a note
+/// "accepted, not yet acted on".
+#[test]
+fn json_version_and_the_dump_files_are_read_as_keepalived_reads_them() {
+    let (config, diagnostics) = check(
+        "global_defs {\n  json_version 2\n  state_dump_file dumps/vrrp.data\n  stats_dump_file /run/pulse/\n  json_dump_file /run/pulse/state.json\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    assert!(diagnostics.items.is_empty(), "{:?}", diagnostics.items);
+    assert_eq!(config.global.json_version, Some(2));
+    assert_eq!(
+        config.global.dump_files,
+        crate::model::DumpFiles {
+            state: Some("dumps/vrrp.data".to_owned()),
+            statistics: Some("/run/pulse/".to_owned()),
+            json: Some("/run/pulse/state.json".to_owned()),
+        }
+    );
+    for (written, version) in [("1", 1), ("+2", 2), ("02", 2)] {
+        let (config, diagnostics) =
+            check(&format!("global_defs {{\n  json_version {written}\n}}\n"));
+        assert_eq!(errors(&diagnostics), vec![], "{written}");
+        assert_eq!(config.global.json_version, Some(version), "{written}");
+    }
+    // Unset: keepalived's version 1 and its temporary directory.
+    let (config, _) = check("global_defs {\n  router_id r1\n}\n");
+    assert_eq!(config.global.json_version, None);
+    assert_eq!(config.global.dump_files, crate::model::DumpFiles::default());
+}
+
+/// keepalived's words for a missing or wrong version (its
+/// `json_version_handler`, with its number reader's complaint before
+/// "Invalid JSON version"); the version given before stays, as keepalived
+/// leaves it.
+#[test]
+fn a_wrong_json_version_gets_keepalived_s_words() {
+    for (written, message) in [
+        ("", "json_version requires version"),
+        (
+            " 3",
+            "Invalid JSON version: number '3' outside range [1, 2]",
+        ),
+        (
+            " 0",
+            "Invalid JSON version: number '0' outside range [1, 2]",
+        ),
+        (" two", "Invalid JSON version: invalid number 'two'"),
+        (" 2x", "Invalid JSON version: invalid number '2x'"),
+        (" -1", "Invalid JSON version: negative number '-1'"),
+        (
+            " 99999999999",
+            "Invalid JSON version: number '99999999999' outside unsigned integer range",
+        ),
+    ] {
+        let (config, diagnostics) = check(&format!(
+            "global_defs {{\n  json_version 2\n  json_version{written}\n}}\n"
+        ));
+        assert_eq!(
+            errors(&diagnostics),
+            vec![(3, message.to_owned())],
+            "{written:?}"
+        );
+        assert_eq!(config.global.json_version, Some(2), "{written:?}");
+    }
+}
+
+/// A dump file takes exactly one path, not empty: otherwise keepalived's
+/// error, and the keyword left out.
+#[test]
+fn a_dump_file_needs_one_non_empty_path() {
+    for keyword in ["state_dump_file", "stats_dump_file", "json_dump_file"] {
+        for (written, line) in [
+            (keyword.to_owned(), 2),
+            (format!("{keyword} /run/a /run/b"), 2),
+        ] {
+            let (config, diagnostics) = check(&format!("global_defs {{\n  {written}\n}}\n"));
+            assert_eq!(
+                errors(&diagnostics),
+                vec![(line, format!("{keyword} requires a non-empty path"))],
+                "{written}"
+            );
+            assert_eq!(config.global.dump_files, crate::model::DumpFiles::default());
+        }
+        // An empty word needs quotes: the real lexer.
+        let text = format!("global_defs {{\n  {keyword} \"\"\n}}\n");
+        let mut sources = crate::syntax::Sources::default();
+        let mut diagnostics = Diagnostics::default();
+        let lines = crate::lexer::read_str(
+            "keepalived.conf",
+            &text,
+            &crate::lexer::Options::default(),
+            &mut sources,
+            &mut diagnostics,
+        );
+        let config = parse(&lines, &mut diagnostics);
+        assert_eq!(
+            errors(&diagnostics),
+            vec![(2, format!("{keyword} requires a non-empty path"))]
+        );
+        assert_eq!(config.global.dump_files, crate::model::DumpFiles::default());
+    }
+}
+
+/// keepalived's man page names the dump files `*_file_location`, which its
+/// parser does not know: an unknown keyword, as for keepalived, with the
+/// name it reads.
+#[test]
+fn the_man_page_s_names_of_the_dump_files_are_unknown_keywords() {
+    for (documented, read) in [
+        ("state_file_location", "state_dump_file"),
+        ("stats_file_location", "stats_dump_file"),
+        ("json_file_location", "json_dump_file"),
+    ] {
+        let (config, diagnostics) =
+            check(&format!("global_defs {{\n  {documented} /run/dump\n}}\n"));
+        assert_eq!(
+            errors(&diagnostics),
+            vec![(2, format!("unknown keyword '{documented}'"))]
+        );
+        let note = &diagnostics.items[0].notes[0].1;
+        assert_eq!(
+            note,
+            &format!("keepalived's man page calls it so, but keepalived reads '{read}'")
+        );
+        assert_eq!(config.global.dump_files, crate::model::DumpFiles::default());
+    }
 }

@@ -812,6 +812,15 @@ impl<'a, W: Window<'a>> Builder<'a, '_, '_, '_, W> {
         table: &'static [Keyword],
         here: Option<&str>,
     ) -> Option<String> {
+        if here == Some("global_defs")
+            && let Some((_, read)) = super::global_defs::MAN_PAGE_NAMES
+                .iter()
+                .find(|(documented, _)| *documented == word)
+        {
+            return Some(format!(
+                "keepalived's man page calls it so, but keepalived reads '{read}'"
+            ));
+        }
         if let Some(best) = super::suggestion(word, table.iter().map(|spec| spec.name)) {
             return Some(format!("did you mean '{best}'?"));
         }

@@ -51,6 +51,12 @@ pub struct GlobalDefs {
     pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
+    /// `json_version` (keepalived 2.2.8): keepalived.json's shape, 1 (the
+    /// instances' array, 2.2.7's only one) or 2 (the array under "vrrp",
+    /// the tracked processes beside it). Default 1.
+    pub json_version: Option<u8>,
+    /// Where the signals' dumps go.
+    pub dump_files: DumpFiles,
     /// Every other keyword, stored as written and reported as "accepted,
     /// not yet acted on".
     pub other: Vec<RawSetting>,
@@ -63,6 +69,20 @@ pub struct FifoScripts {
     pub any: Option<Script>,
     pub vrrp: Option<Script>,
     pub lvs: Option<Script>,
+}
+
+/// `state_dump_file`, `stats_dump_file`, `json_dump_file` (keepalived
+/// 2.3.3), as written: where keepalived.data (SIGUSR1), keepalived.stats
+/// (SIGUSR2, STATS_CLEAR) and keepalived.json (SIGRTMIN+2) go instead of
+/// the temporary directory. A path ending in '/' is a directory for the
+/// usual name; a relative one is a name in the temporary directory.
+/// keepalived's man page calls them `*_file_location`, a name its parser
+/// does not know.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DumpFiles {
+    pub state: Option<String>,
+    pub statistics: Option<String>,
+    pub json: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -71,6 +71,7 @@ fn vrrp_is_exported_under_the_keepalived_exporters_names_and_labels() {
                 succeeding: None,
             },
         ],
+        processes: Vec::new(),
     };
     let text = scrape(report, Reloads::new(SystemTime::UNIX_EPOCH));
     for line in [

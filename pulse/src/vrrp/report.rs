@@ -16,9 +16,12 @@
 //!   leaves it out, `%g` for its floats, `%f` for `last_transition`, and
 //!   its string escapes, including the quirk that writes a backslash as
 //!   `\n`. Exporters parse this file; a difference is theirs to trip on.
-//!   `keepalived.data` is [`data`]'s.
+//!   `json_version 2` wraps the same array as keepalived 2.2.8 does.
+//!   `keepalived.data` is [`data`]'s; where each dump goes is
+//!   [`location`]'s.
 
 pub mod data;
+pub mod location;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -37,6 +40,9 @@ pub struct Report {
     pub instances: Vec<InstanceReport>,
     /// The tracked `vrrp_script`s, in the configuration's order.
     pub scripts: Vec<ScriptReport>,
+    /// The `vrrp_track_process`es, in the configuration's order, for
+    /// json_version 2: none until pulse tracks processes.
+    pub processes: Vec<ProcessReport>,
 }
 
 /// One instance: what the configuration says and what moves.
@@ -64,6 +70,83 @@ pub struct InstanceReport {
 pub struct ScriptReport {
     pub name: String,
     pub succeeding: Option<bool>,
+}
+
+/// A `vrrp_track_process`: what keepalived's `vrrp_json_vprocess_dump`
+/// writes of it in json_version 2's `track_process` array (vrrp_json.c,
+/// the same from 2.2.8 to 2.4.3), from its configuration and its count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessReport {
+    /// The block's name (`vrrp_track_process NAME`): keepalived's
+    /// `process` field.
+    pub name: String,
+    /// The words after the path in `process PATH [PARAMETER...]`, written
+    /// joined by spaces; the field is left out without any.
+    pub parameters: Vec<String>,
+    pub parameter_match: ParameterMatch,
+    /// `quorum`: keepalived's `min_processes`.
+    pub quorum: u32,
+    /// `quorum_max`: keepalived's `max_processes`, left out without a
+    /// maximum.
+    pub quorum_max: Option<u32>,
+    /// How many matching processes run.
+    pub current_processes: u32,
+    pub have_quorum: bool,
+    /// `weight N [reverse]`: written negated when reversed.
+    pub weight: i32,
+    pub weight_reverse: bool,
+    pub terminate_delay: Duration,
+    pub fork_delay: Duration,
+    /// A fork or a termination being waited out (`fork_delay`,
+    /// `terminate_delay`).
+    pub fork_delay_timer_running: bool,
+    pub terminate_delay_timer_running: bool,
+    /// Matched against the whole command line (`full_command`, or
+    /// parameters given).
+    pub full_command: bool,
+}
+
+/// `param_match`: how a process's parameters are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParameterMatch {
+    /// No parameters given.
+    None,
+    Exact,
+    Partial,
+    Initial,
+}
+
+impl ParameterMatch {
+    /// keepalived's word for it.
+    fn name(self) -> &'static str {
+        match self {
+            ParameterMatch::None => "none",
+            ParameterMatch::Exact => "exact",
+            ParameterMatch::Partial => "partial",
+            ParameterMatch::Initial => "initial",
+        }
+    }
+}
+
+/// `json_version` (keepalived 2.2.8): keepalived.json's shape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum JsonVersion {
+    /// The instances' array: keepalived's default, and 2.2.7's only shape.
+    #[default]
+    One,
+    /// `{"vrrp":[the same array]}`, with `"track_process":[...]` after the
+    /// array when processes are tracked.
+    Two,
+}
+
+impl JsonVersion {
+    /// The configuration's: 1 unless `json_version 2`.
+    pub fn of(global: &config::GlobalDefs) -> JsonVersion {
+        match global.json_version {
+            Some(2) => JsonVersion::Two,
+            _ => JsonVersion::One,
+        }
+    }
 }
 
 /// What an instance's configuration says, resolved as keepalived resolves
@@ -393,31 +476,43 @@ fn scope_name(scope: config::Scope) -> String {
     }
 }
 
-/// keepalived's `keepalived.json` (json_version 1, the only one 2.2.7
-/// has): an array of `{"data":{...},"stats":{...}}`, one per instance, on
-/// one line ending in a newline.
-pub fn keepalived_json(report: &Report) -> String {
+/// keepalived's `keepalived.json`, on one line ending in a newline: in
+/// `version` 1 (2.2.7's only one) an array of `{"data":{...},"stats":{...}}`,
+/// one per instance; in version 2 that array under "vrrp", followed by the
+/// tracked processes under "track_process" if there are any, as
+/// keepalived 2.2.8's `vrrp_json_dump`.
+pub fn keepalived_json(report: &Report, version: JsonVersion) -> String {
     let mut json = Json::default();
-    json.text.push('[');
-    for (index, instance) in report.instances.iter().enumerate() {
-        if index > 0 {
-            json.text.push(',');
-        }
-        json.text.push('{');
-        json.fields_started = false;
-        json.name("data");
-        json.text.push('{');
-        json.fields_started = false;
-        data(&mut json, instance);
-        json.text.push('}');
-        json.name("stats");
-        json.text.push('{');
-        json.fields_started = false;
-        stats(&mut json, &instance.statistics);
-        json.text.push('}');
-        json.text.push('}');
+    if version == JsonVersion::Two {
+        json.start_object();
+        json.name("vrrp");
     }
-    json.text.push_str("]\n");
+    json.start_array();
+    for instance in &report.instances {
+        json.start_object();
+        json.name("data");
+        json.start_object();
+        data(&mut json, instance);
+        json.end_object();
+        json.name("stats");
+        json.start_object();
+        stats(&mut json, &instance.statistics);
+        json.end_object();
+        json.end_object();
+    }
+    json.end_array();
+    if version == JsonVersion::Two {
+        if !report.processes.is_empty() {
+            json.name("track_process");
+            json.start_array();
+            for process in &report.processes {
+                tracked_process(&mut json, process);
+            }
+            json.end_array();
+        }
+        json.end_object();
+    }
+    json.text.push('\n');
     json.text
 }
 
@@ -518,6 +613,40 @@ fn stats(json: &mut Json, statistics: &Statistics) {
     }
 }
 
+/// keepalived's `vrrp_json_vprocess_dump`.
+fn tracked_process(json: &mut Json, process: &ProcessReport) {
+    json.start_object();
+    json.string("process", &process.name);
+    if !process.parameters.is_empty() {
+        json.string("parameters", &process.parameters.join(" "));
+    }
+    json.string("param_match", process.parameter_match.name());
+    json.unsigned("min_processes", u64::from(process.quorum));
+    if let Some(maximum) = process.quorum_max {
+        json.unsigned("max_processes", u64::from(maximum));
+    }
+    json.unsigned("current_processes", u64::from(process.current_processes));
+    json.boolean("have_quorum", process.have_quorum);
+    let weight = if process.weight_reverse {
+        -i64::from(process.weight)
+    } else {
+        i64::from(process.weight)
+    };
+    json.raw("weight", &weight.to_string());
+    json.raw(
+        "terminate_delay",
+        &general(process.terminate_delay.as_secs_f64()),
+    );
+    json.raw("fork_delay", &general(process.fork_delay.as_secs_f64()));
+    json.boolean("fork_delay_timer_running", process.fork_delay_timer_running);
+    json.boolean(
+        "terminate_delay_timer_running",
+        process.terminate_delay_timer_running,
+    );
+    json.boolean("full_command", process.full_command);
+    json.end_object();
+}
+
 /// Seconds since the epoch, as keepalived's `timeval_to_double` computes
 /// them: whole microseconds (a timeval), the seconds plus the
 /// microseconds over a million, in a double, so that `%f` prints the same
@@ -529,47 +658,114 @@ fn seconds(time: SystemTime) -> f64 {
     since.as_secs() as f64 + f64::from(since.subsec_micros()) / 1_000_000.0
 }
 
-/// C's `%g`: six significant digits, trailing zeros dropped, exponent
-/// form outside 1e-4..1e6 (keepalived's intervals and delays never are).
+/// C's `%g`: six significant digits, trailing zeros (and a trailing
+/// point) dropped; the exponent form (`1e-06`, `1.5e+07`: a sign and at
+/// least two digits) when the exponent, after rounding to six digits, is
+/// below -4 or above 5.
 fn general(value: f64) -> String {
+    const SIGNIFICANT: i32 = 6;
     if value == 0.0 {
         return "0".to_owned();
     }
-    let exponent = value.abs().log10().floor() as i32;
-    if !(-4..6).contains(&exponent) {
-        return format!("{value:e}");
+    if !value.is_finite() {
+        return if value.is_nan() {
+            "nan".to_owned()
+        } else if value > 0.0 {
+            "inf".to_owned()
+        } else {
+            "-inf".to_owned()
+        };
     }
-    let decimals = (5 - exponent).max(0) as usize;
-    let text = format!("{value:.decimals$}");
+    // The exponent `%e` would print, rounding included (999999.5 is
+    // 1e+06).
+    let scientific = format!("{:.*e}", (SIGNIFICANT - 1) as usize, value);
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("Rust's {:e} has an exponent");
+    let exponent: i32 = exponent.parse().expect("Rust's exponent is a number");
+    if (-4..SIGNIFICANT).contains(&exponent) {
+        let decimals = (SIGNIFICANT - 1 - exponent) as usize;
+        without_trailing_zeros(&format!("{value:.decimals$}")).to_owned()
+    } else {
+        format!(
+            "{}e{}{:02}",
+            without_trailing_zeros(mantissa),
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        )
+    }
+}
+
+/// `%g`'s trim: the zeros ending a fraction, then its point.
+fn without_trailing_zeros(text: &str) -> &str {
     if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        text.trim_end_matches('0').trim_end_matches('.')
     } else {
         text
     }
 }
 
-/// keepalived's streaming JSON writer, compact.
+/// keepalived's streaming JSON writer (json_writer.c, iproute2's), not
+/// pretty-printed: one separator for the whole document, as it has.
 #[derive(Default)]
 struct Json {
     text: String,
-    /// Whether the current object has a field already (a comma before the
-    /// next).
-    fields_started: bool,
+    /// Whether a comma goes before the next value or name (its `sep`).
+    separator: bool,
 }
 
 impl Json {
-    fn name(&mut self, name: &str) {
-        if self.fields_started {
+    /// `jsonw_eor`: the comma owed, if any; one is owed after anything.
+    fn end_of_record(&mut self) {
+        if self.separator {
             self.text.push(',');
         }
-        self.fields_started = true;
+        self.separator = true;
+    }
+
+    fn begin(&mut self, opening: char) {
+        self.end_of_record();
+        self.text.push(opening);
+        self.separator = false;
+    }
+
+    fn end(&mut self, closing: char) {
+        self.text.push(closing);
+        self.separator = true;
+    }
+
+    fn start_object(&mut self) {
+        self.begin('{');
+    }
+
+    fn end_object(&mut self) {
+        self.end('}');
+    }
+
+    fn start_array(&mut self) {
+        self.begin('[');
+    }
+
+    fn end_array(&mut self) {
+        self.end(']');
+    }
+
+    fn name(&mut self, name: &str) {
+        self.end_of_record();
+        self.separator = false;
         self.quoted(name);
         self.text.push(':');
     }
 
+    /// A value as printed (a number, `true`): `jsonw_printf`.
+    fn value(&mut self, text: &str) {
+        self.end_of_record();
+        self.text.push_str(text);
+    }
+
     fn raw(&mut self, name: &str, value: &str) {
         self.name(name);
-        self.text.push_str(value);
+        self.value(value);
     }
 
     fn unsigned(&mut self, name: &str, value: u64) {
@@ -582,6 +778,11 @@ impl Json {
 
     fn string(&mut self, name: &str, value: &str) {
         self.name(name);
+        self.string_value(value);
+    }
+
+    fn string_value(&mut self, value: &str) {
+        self.end_of_record();
         self.quoted(value);
     }
 
@@ -591,19 +792,16 @@ impl Json {
             return;
         }
         self.name(name);
-        self.text.push('[');
-        for (index, value) in values.iter().enumerate() {
-            if index > 0 {
-                self.text.push(',');
-            }
-            self.quoted(value);
+        self.start_array();
+        for value in values {
+            self.string_value(value);
         }
-        self.text.push(']');
+        self.end_array();
     }
 
     /// keepalived's `jsonw_puts`: C escapes and `\/`; a backslash comes
     /// out as `\n` (its copy of iproute2's writer has that typo, fixed in
-    /// iproute2 in 2019 but not in keepalived 2.2.7); other bytes as they
+    /// iproute2 in 2019, in keepalived only in 2.4.0); other bytes as they
     /// are.
     fn quoted(&mut self, value: &str) {
         self.text.push('"');

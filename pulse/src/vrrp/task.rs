@@ -18,7 +18,7 @@ mod reload;
 mod trackers;
 
 use std::collections::{HashMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -32,7 +32,7 @@ use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
 use super::plan::Plan;
 use super::report::data::{self as data_dump, InstanceMoment, PlanData};
-use super::report::{self, Description, InstanceReport, Report, ScriptReport};
+use super::report::{self, Description, InstanceReport, Report, ScriptReport, location};
 use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
 use super::sync::{Decision, SyncGroup};
@@ -306,6 +306,8 @@ impl Vrrp {
                     succeeding: self.scripts.get(&script.name).copied().flatten(),
                 })
                 .collect(),
+            // pulse does not track processes yet.
+            processes: Vec::new(),
         };
         self.report.send_if_modified(|published| {
             if **published == report {
@@ -357,8 +359,9 @@ impl Vrrp {
     }
 
     /// Writes every instance's counters to `keepalived.stats` in the
-    /// temporary directory (`TMPDIR`, else /tmp), as keepalived 2.2 does on
-    /// SIGUSR2, with its log line.
+    /// temporary directory (an absolute `TMPDIR`, else /tmp) or where
+    /// `stats_dump_file` says, as keepalived 2.2 does on SIGUSR2, with its
+    /// log line.
     fn write_statistics(&self) {
         let report: String = self
             .report
@@ -371,7 +374,7 @@ impl Vrrp {
                     .keepalived_report(&instance.description.name)
             })
             .collect();
-        write_dump(&std::env::temp_dir().join("keepalived.stats"), &report);
+        write_dump(&self.dump_path(Dump::Statistics), &report);
     }
 
     /// keepalived's STATS_CLEAR: the statistics written as for SIGUSR2,
@@ -387,8 +390,9 @@ impl Vrrp {
         }
     }
 
-    /// Writes keepalived.data in the temporary directory, as keepalived
-    /// 2.2.7's VRRP process does on SIGUSR1, with its log line: the report
+    /// Writes keepalived.data in the temporary directory or where
+    /// `state_dump_file` says, as keepalived 2.2.7's VRRP process does on
+    /// SIGUSR1, with its log line: the report
     /// as published (after this turn's events), what moves beside it, and
     /// the kernel's links as they are now.
     async fn write_data(&mut self) {
@@ -450,20 +454,39 @@ impl Vrrp {
             links: &links,
             now,
         });
-        write_dump(&std::env::temp_dir().join("keepalived.data"), &text);
+        write_dump(&self.dump_path(Dump::State), &text);
     }
 
-    /// Writes keepalived.json in the temporary directory, as keepalived
-    /// 2.2.7 does on SIGRTMIN+2 (its SIGJSON), with its log line.
+    /// Writes keepalived.json in the temporary directory or where
+    /// `json_dump_file` says, in the configuration's `json_version`, as
+    /// keepalived 2.2.7 does on SIGRTMIN+2 (its SIGJSON), with its log
+    /// line.
     fn write_json(&self) {
         tracing::info!(
             "Printing VRRP as json for process({}) on signal",
             std::process::id()
         );
+        let version = report::JsonVersion::of(&self.plan.configuration.global);
         write_dump(
-            &std::env::temp_dir().join("keepalived.json"),
-            &report::keepalived_json(&self.report.borrow()),
+            &self.dump_path(Dump::Json),
+            &report::keepalived_json(&self.report.borrow(), version),
         );
+    }
+
+    /// Where a dump goes under the configuration in force (a reload may
+    /// move it, as keepalived's reload does).
+    fn dump_path(&self, dump: Dump) -> PathBuf {
+        let files = &self.plan.configuration.global.dump_files;
+        let (configured, usual_name) = match dump {
+            Dump::State => (&files.state, "keepalived.data"),
+            Dump::Statistics => (&files.statistics, "keepalived.stats"),
+            Dump::Json => (&files.json, "keepalived.json"),
+        };
+        location::dump_path(
+            configured.as_deref(),
+            usual_name,
+            &location::temporary_directory(),
+        )
     }
 
     /// A link already down or a tracking weight applies before the start,
@@ -839,6 +862,17 @@ impl Vrrp {
             }
         }
     }
+}
+
+/// keepalived's dumps, each with its file.
+#[derive(Debug, Clone, Copy)]
+enum Dump {
+    /// keepalived.data (SIGUSR1).
+    State,
+    /// keepalived.stats (SIGUSR2, STATS_CLEAR).
+    Statistics,
+    /// keepalived.json (SIGRTMIN+2).
+    Json,
 }
 
 /// What each of the plan's instances' configuration says, in its order.

@@ -658,3 +658,131 @@ fn scrape_with_prometheus(segment: &Segment, target: SocketAddr) -> Result<Optio
         .map(Some)
         .map_err(|error| error.context(format!("prometheus log:\n{}", prometheus.log())))
 }
+
+/// keepalived's later dump settings, pulse alone: keepalived 2.2.7, the one
+/// compared with, has none of them ("Unknown keyword"). `json_version 2`
+/// (keepalived 2.2.8) and the three dump files (2.3.3): keepalived.data
+/// under a relative name (its last component, in `$TMPDIR`),
+/// keepalived.stats in a directory (a path ending in '/'),
+/// keepalived.json under a file name; none in `$TMPDIR`'s usual names.
+/// Then a reload back to `json_version 1` without `json_dump_file`: the
+/// next JSON is the array alone, in `$TMPDIR`.
+pub(super) fn later_dump_settings(segment: &Segment, scenario: &str) -> Result<()> {
+    let directory = &segment.directory;
+    let statistics_directory = directory.join("statistics");
+    let exporter_directory = directory.join("exporter");
+    fs::create_dir_all(&statistics_directory)?;
+    fs::create_dir_all(&exporter_directory)?;
+    let json_file = exporter_directory.join("vrrp.json");
+    let statistics_file = statistics_directory.join("keepalived.stats");
+    let data_file = directory.join("vrrp.data");
+    let instance = Instance::v3(100, format!("{}/24", segment.ipv4(100))).configuration();
+    let settings = format!(
+        "global_defs {{\n    json_version 2\n    state_dump_file ignored/vrrp.data\n    \
+         stats_dump_file {}/\n    json_dump_file {}\n}}\n{instance}",
+        statistics_directory.display(),
+        json_file.display()
+    );
+    let mut pulse = Daemon::start_as(
+        Kind::Pulse,
+        &segment.a,
+        directory,
+        "later-dumps",
+        &settings,
+        true,
+        &[],
+    )?;
+    let result = (|| -> Result<()> {
+        wait_for("pulse becomes master", Duration::from_secs(10), || {
+            segment.a.holds(segment.ipv4(100))
+        })?;
+        let pid = pulse.child.id() as i32;
+        signal(pid, libc::SIGRTMIN() + 2);
+        signal(pid, libc::SIGUSR2);
+        signal(pid, libc::SIGUSR1);
+        let (mut json, mut statistics, mut data) = (String::new(), String::new(), String::new());
+        // pulse renames each whole dump over its file: there or not.
+        wait_for("pulse writes its dumps", Duration::from_secs(5), || {
+            json = fs::read_to_string(&json_file).unwrap_or_default();
+            statistics = fs::read_to_string(&statistics_file).unwrap_or_default();
+            data = fs::read_to_string(&data_file).unwrap_or_default();
+            Ok(!json.is_empty() && !statistics.is_empty() && !data.is_empty())
+        })?;
+        ensure!(
+            json.starts_with(r#"{"vrrp":[{"data":{"iname":"VI_1","#)
+                && json.ends_with("}}]}\n")
+                && !json.contains("track_process"),
+            "keepalived.json in json_version 2 without tracked processes:\n{json}"
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&json)?;
+        ensure!(
+            parsed["vrrp"][0]["data"]["state"] == 2
+                && parsed["vrrp"][0]["stats"]["become_master"] == 1,
+            "{json}"
+        );
+        ensure!(
+            statistics.starts_with("VRRP Instance: VI_1\n")
+                && statistics.contains("  Priority Zero:\n"),
+            "{statistics}"
+        );
+        ensure!(
+            data.contains("------< VRRP Topology >------")
+                && data.contains("------< Interfaces >------\n"),
+            "{data}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&json_file, &statistics_file, &data_file] {
+            let mode = fs::metadata(file)?.permissions().mode() & 0o777;
+            ensure!(mode == 0o600, "{} has mode {mode:o}", file.display());
+        }
+        for usual in ["keepalived.json", "keepalived.stats", "keepalived.data"] {
+            ensure!(
+                !directory.join(usual).exists(),
+                "{usual} written in $TMPDIR as well"
+            );
+        }
+        // Nothing but the dumps: no temporary file left beside them.
+        for (place, expected) in [
+            (&exporter_directory, vec!["vrrp.json"]),
+            (&statistics_directory, vec!["keepalived.stats"]),
+        ] {
+            let mut names: Vec<String> = fs::read_dir(place)?
+                .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+                .collect::<Result<_>>()?;
+            names.sort();
+            ensure!(names == expected, "{}: {names:?}", place.display());
+        }
+        // A reload takes the new settings: json_version 1, in $TMPDIR.
+        let configuration = directory.join("later-dumps.conf");
+        fs::write(&configuration, &instance)?;
+        signal(pid, libc::SIGHUP);
+        wait_for("pulse reloads", Duration::from_secs(10), || {
+            Ok(pulse
+                .log()
+                .contains("VRRP reloaded: 1 of 1 instance(s) kept with their state"))
+        })?;
+        let usual_json = directory.join("keepalived.json");
+        signal(pid, libc::SIGRTMIN() + 2);
+        let mut array = String::new();
+        wait_for(
+            "pulse writes keepalived.json",
+            Duration::from_secs(5),
+            || {
+                array = fs::read_to_string(&usual_json).unwrap_or_default();
+                Ok(!array.is_empty())
+            },
+        )?;
+        ensure!(
+            array.starts_with(r#"[{"data":{"iname":"VI_1","#) && array.ends_with("}}]\n"),
+            "keepalived.json in json_version 1 after the reload:\n{array}"
+        );
+        pulse.terminate()?;
+        Ok(())
+    })();
+    result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))?;
+    println!(
+        "{scenario}: json_version 2 and the three dump files where they were configured, \
+         json_version 1 in $TMPDIR after a reload"
+    );
+    Ok(())
+}

@@ -128,6 +128,7 @@ fn the_data_dump_is_keepalived_s() {
                 succeeding: Some(false),
             },
         ],
+        processes: Vec::new(),
     };
     let now = (Instant::now(), at(1796676732, 0));
     let later = |time: SystemTime| now.0 + time.duration_since(now.1).unwrap();
