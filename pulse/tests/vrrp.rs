@@ -20,6 +20,8 @@ use labkit::Namespace;
 
 #[path = "vrrp/observability.rs"]
 mod observability;
+#[path = "vrrp/track_process.rs"]
+mod track_process;
 #[path = "vrrp/vmac.rs"]
 mod vmac;
 
@@ -1075,7 +1077,8 @@ fn script_tracking(segment: &Segment, scenario: &str) -> Result<()> {
 /// scripts get the same arguments. With pulse master, two reloads before
 /// the stop: the same file keeps both members as they are, a changed
 /// group restarts both. With [`SyncBreak::GroupScript`], the higher end's
-/// group tracks a script (weight 0) and its failure is the break instead.
+/// group tracks a script (weight 0) and its failure is the break instead;
+/// with [`SyncBreak::GroupProcess`], a process (weight 0) and its death.
 fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBreak) -> Result<()> {
     segment.add_second_link()?;
     let first = segment.ipv4(100);
@@ -1090,8 +1093,18 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
     let timing = |priority| Instance::v3(priority, "");
     let flag = directory.join("healthy");
     fs::write(&flag, "")?;
+    // The process a group tracks (SyncBreak::GroupProcess), running.
+    let mut process = None;
     let (script_block, group_tracking) = match how {
         SyncBreak::Link => (String::new(), String::new()),
+        SyncBreak::GroupProcess => {
+            let (path, name) = track_process::distinctive_sleep(segment)?;
+            process = Some((track_process::start_process(&path)?, path));
+            (
+                format!("vrrp_track_process daemon {{\n    process {name}\n}}\n"),
+                "    track_process {\n        daemon\n    }\n".to_owned(),
+            )
+        }
         SyncBreak::GroupScript => (
             format!(
                 "vrrp_script healthy {{\n    script \"/usr/bin/test -e {}\"\n    interval 1\n}}\n",
@@ -1170,6 +1183,12 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
                 fs::remove_file(&flag)?;
                 "group's script"
             }
+            SyncBreak::GroupProcess => {
+                if let Some((running, _)) = &mut process {
+                    track_process::stop_process(running)?;
+                }
+                "group's process"
+            }
         };
         let took = both_on(
             "the lower priority takes both over when the higher's group breaks",
@@ -1190,10 +1209,10 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
                     "(VI_2) Entering FAULT STATE",
                     "VRRP_Group(G1) Syncing instances to FAULT state",
                     "(VI_1) Entering FAULT STATE",
-                    if how == SyncBreak::GroupScript {
-                        "VRRP_Script(healthy) failed"
-                    } else {
-                        "Netlink reports eth1 down"
+                    match how {
+                        SyncBreak::GroupScript => "VRRP_Script(healthy) failed",
+                        SyncBreak::GroupProcess => "Quorum lost for tracked process daemon",
+                        SyncBreak::Link => "Netlink reports eth1 down",
                     },
                 ][..],
             ),
@@ -1209,6 +1228,11 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
         match how {
             SyncBreak::Link => higher_namespace.ip("link set eth1 up\n")?,
             SyncBreak::GroupScript => fs::write(&flag, "")?,
+            SyncBreak::GroupProcess => {
+                if let Some((running, path)) = &mut process {
+                    *running = track_process::start_process(path)?;
+                }
+            }
         }
         let took = both_on(
             "the higher priority preempts both once its group is whole again",
@@ -1310,6 +1334,9 @@ fn sync_group(segment: &Segment, scenario: &str, higher_kind: Kind, how: SyncBre
         }
         Ok(())
     })();
+    if let Some((running, _)) = &mut process {
+        let _ = track_process::stop_process(running);
+    }
     result.map_err(|error| {
         error.context(format!(
             "{higher_kind} (higher) log:\n{}\n{lower_kind} (lower) log:\n{}",
@@ -1348,6 +1375,8 @@ enum SyncBreak {
     Link,
     /// A script the group tracks fails.
     GroupScript,
+    /// The process the group tracks (weight 0) dies.
+    GroupProcess,
 }
 
 /// `ip -n NAMESPACE ARGS...`'s output.
@@ -2418,6 +2447,9 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("sync group track_script, pulse master", |segment, name| {
             sync_group(segment, name, Kind::Pulse, SyncBreak::GroupScript)
         }),
+        ("sync group track_process, pulse master", |segment, name| {
+            sync_group(segment, name, Kind::Pulse, SyncBreak::GroupProcess)
+        }),
         ("address monitoring", address_monitoring),
         ("address events lost to a full buffer", lost_events),
         ("interface deleted and created again", interface_recreated),
@@ -2436,6 +2468,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             observability::later_dump_settings,
         ),
         ("use_vmac both ways", vmac::use_vmac),
+        ("track_process, pulse master", track_process::track_process),
     ]
 }
 

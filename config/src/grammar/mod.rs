@@ -326,7 +326,7 @@ fn read_top_level(node: &Node, config: &mut Config, context: &mut Context) {
 pub static ROOT: &[Keyword] = &[
     Keyword::block("global_defs", 0, Some(0), global_defs::KEYWORDS),
     Keyword::block("vrrp_script", 1, Some(1), vrrp::SCRIPT),
-    Keyword::block("vrrp_track_process", 1, Some(1), vrrp::TRACK_PROCESS).not_acted_on(),
+    Keyword::block("vrrp_track_process", 1, Some(1), vrrp::TRACK_PROCESS),
     Keyword::block("track_file", 1, Some(1), vrrp::TRACK_FILE),
     // keepalived's older name for track_file.
     Keyword::block("vrrp_track_file", 1, Some(1), vrrp::TRACK_FILE),

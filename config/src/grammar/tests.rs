@@ -1074,14 +1074,12 @@ SSL {
         (10, 3, "vrrp_no_swap"),
         (11, 3, "vrrp_startup_delay"),
         (12, 3, "vrrp_notify_priority_changes"),
-        (15, 1, "vrrp_track_process"),
         (18, 1, "garp_group"),
         // The static blocks are noted as a whole, not option by option.
         (22, 1, "static_ipaddress"),
         (25, 1, "static_routes"),
         (28, 1, "static_rules"),
         (35, 3, "notify_priority_changes"),
-        (36, 3, "track_process"),
         (44, 3, "unicast_fault_no_peer"),
         (45, 3, "track_src_ip"),
         (46, 3, "notify_deleted"),
@@ -1327,4 +1325,112 @@ fn the_man_page_s_names_of_the_dump_files_are_unknown_keywords() {
         );
         assert_eq!(config.global.dump_files, crate::model::DumpFiles::default());
     }
+}
+
+#[test]
+fn track_processes_are_read_as_keepalived_reads_them() {
+    use crate::model::ParamMatch;
+    let (config, diagnostics) = check(
+        "vrrp_track_process plain {
+  process nginx
+  weight -20 reverse
+  quorum 2
+  delay 1.5
+  fork_delay 0.25
+}
+vrrp_track_process parameters {
+  process /usr/sbin/haproxy -f /etc/haproxy.cfg
+}
+vrrp_track_process initial {
+  process /usr/bin/python3 -m
+  param_match initial
+}
+vrrp_track_process alone {
+  process /usr/sbin/sshd
+  param_match
+}
+vrrp_track_process absent {
+  quorum_max 0
+  process rogue
+}
+vrrp_track_process maximum_first {
+  process sleep
+  quorum_max 2
+  quorum 3
+}
+vrrp_track_process nothing {
+  quorum 1
+}
+vrrp_instance VI_1 {
+  interface eth0
+  virtual_router_id 1
+  priority 100
+  track_process {
+    plain
+    absent weight 10 reverse
+  }
+  virtual_ipaddress {
+    192.0.2.1
+  }
+}
+",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let processes = &config.track_processes;
+    let names: Vec<&str> = processes
+        .iter()
+        .map(|process| process.name.as_str())
+        .collect();
+    // A block without `process` is dropped, as keepalived does.
+    assert_eq!(
+        names,
+        [
+            "plain",
+            "parameters",
+            "initial",
+            "alone",
+            "absent",
+            "maximum_first"
+        ]
+    );
+    let plain = &processes[0];
+    assert_eq!(plain.process.as_deref(), Some(&["nginx".to_string()][..]));
+    assert_eq!((plain.weight, plain.weight_reverse), (-20, true));
+    assert_eq!((plain.quorum, plain.quorum_max), (2, None));
+    // `delay` sets both; the later fork_delay overrides its own.
+    assert_eq!(plain.terminate_delay, Some(Duration::from_millis(1500)));
+    assert_eq!(plain.fork_delay, Some(Duration::from_millis(250)));
+    assert!(!plain.full_command);
+    assert_eq!(plain.param_match, None);
+    // Parameters mean the command line, matched exactly.
+    let parameters = &processes[1];
+    assert!(parameters.full_command);
+    assert_eq!(parameters.param_match, Some(ParamMatch::Exact));
+    assert_eq!(parameters.process.as_ref().map(Vec::len), Some(3));
+    assert_eq!(processes[2].param_match, Some(ParamMatch::Initial));
+    assert!(processes[2].full_command);
+    // `param_match` alone: no parameters at all.
+    assert_eq!(processes[3].param_match, Some(ParamMatch::Exact));
+    assert!(processes[3].full_command);
+    // quorum_max 0: the process must not run.
+    assert_eq!((processes[4].quorum, processes[4].quorum_max), (0, Some(0)));
+    // A quorum above the quorum_max read before it is ignored.
+    assert_eq!((processes[5].quorum, processes[5].quorum_max), (1, Some(2)));
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .any(|item| item.severity == Severity::Warning
+                && item.message.contains("process name not specified"))
+    );
+    let tracked = &config.vrrp_instances[0].tracking.processes;
+    assert_eq!(tracked.len(), 2);
+    assert_eq!((tracked[1].weight, tracked[1].reverse), (Some(10), true));
+    // Nothing of it is noted as not acted on any more.
+    assert!(
+        !diagnostics
+            .items
+            .iter()
+            .any(|item| item.message.ends_with("accepted, not yet acted on"))
+    );
 }

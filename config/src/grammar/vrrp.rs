@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::common;
 use super::{Context, Keyword, Node, Reference, ReferenceKind, values};
 use crate::model::{
-    Authentication, Config, GarpExtraInterfaces, GarpGroup, GarpSettings, Notify, Prefix, Route,
-    Rule, Scope, SyncGroup, TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer,
+    Authentication, Config, GarpExtraInterfaces, GarpGroup, GarpSettings, Notify, ParamMatch,
+    Prefix, Route, Rule, Scope, SyncGroup, TrackFile, TrackProcess, Tracked, Tracking, UnicastPeer,
     VirtualAddress, Vmac, VmacAddress, VrrpInstance, VrrpScript, VrrpState,
 };
 use crate::syntax::Word;
@@ -35,7 +35,7 @@ pub static TRACK_PROCESS: &[Keyword] = &[
     Keyword::leaf("terminate_delay", 1, Some(1)),
     Keyword::leaf("fork_delay", 1, Some(1)),
     Keyword::leaf("full_command", 0, Some(0)),
-    Keyword::leaf("param_match", 1, Some(1)),
+    Keyword::leaf("param_match", 0, Some(1)),
 ];
 
 pub static TRACK_FILE: &[Keyword] = &[
@@ -57,7 +57,7 @@ macro_rules! notify_keywords {
             Keyword::lines("track_interface", 0, Some(0)),
             Keyword::lines("track_script", 0, Some(0)),
             Keyword::lines("track_file", 0, Some(0)),
-            Keyword::lines("track_process", 0, Some(0)).not_acted_on(),
+            Keyword::lines("track_process", 0, Some(0)),
             Keyword::lines("track_bfd", 0, Some(0)).not_acted_on(),
             $($extra,)*
         ]
@@ -270,7 +270,10 @@ pub fn read_script(node: &Node, config: &mut Config, context: &mut Context) {
     config.vrrp_scripts.push(vrrp_script);
 }
 
-/// `vrrp_track_process NAME { ... }`.
+/// `vrrp_track_process NAME { ... }`, as keepalived 2.2.7's vrrp_parser.c
+/// reads it: each line in order (a `quorum` above the `quorum_max` read
+/// before it is ignored, and the other way round; `delay` sets both
+/// delays), and a block without `process` dropped.
 pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Context) {
     let mut process = TrackProcess {
         name: common::first(node),
@@ -279,7 +282,6 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
         quorum_max: None,
         weight: 0,
         weight_reverse: false,
-        delay: None,
         terminate_delay: None,
         fork_delay: None,
         full_command: false,
@@ -289,24 +291,82 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
         let argument = child.argument(0);
         match child.name() {
             "process" => {
-                process.process = Some(
-                    child
-                        .arguments
-                        .iter()
-                        .map(|word| word.text.to_string())
-                        .collect(),
-                )
+                if process.process.is_some() {
+                    context.warning(
+                        child.keyword.span,
+                        format!(
+                            "Process already set for track process {} - ignoring",
+                            process.name
+                        ),
+                    );
+                    continue;
+                }
+                let words: Vec<String> = child
+                    .arguments
+                    .iter()
+                    .map(|word| word.text.to_string())
+                    .collect();
+                // Parameters are matched on the command line, exactly
+                // unless param_match said otherwise.
+                if words.len() > 1 {
+                    process.param_match.get_or_insert(ParamMatch::Exact);
+                    process.full_command = true;
+                }
+                process.process = Some(words);
+            }
+            "param_match" => {
+                let matching = match argument {
+                    None => Some(ParamMatch::Exact),
+                    Some(word) => values::choice(
+                        context,
+                        word,
+                        &[
+                            ("initial", ParamMatch::Initial),
+                            ("partial", ParamMatch::Partial),
+                        ],
+                        "param_match",
+                    ),
+                };
+                if let Some(matching) = matching {
+                    process.param_match = Some(matching);
+                    process.full_command = true;
+                }
             }
             "quorum" => {
                 if let Some(value) =
                     argument.and_then(|word| values::integer(context, word, 1, 65535, "quorum"))
                 {
-                    process.quorum = value;
+                    if process.quorum_max.is_some_and(|maximum| value > maximum) {
+                        context.warning(
+                            child.keyword.span,
+                            "quorum is greater than quorum_max: keepalived ignores this quorum",
+                        );
+                    } else {
+                        process.quorum = value;
+                    }
                 }
             }
             "quorum_max" => {
-                process.quorum_max =
-                    argument.and_then(|word| values::integer(context, word, 1, 65535, "quorum_max"))
+                let Some(maximum) = argument
+                    .and_then(|word| values::integer(context, word, 0, 65535, "quorum_max"))
+                else {
+                    continue;
+                };
+                // 0 (the process must not run) is allowed unless a quorum
+                // above 1 was given.
+                if (maximum != 0 || process.quorum > 1) && maximum < process.quorum {
+                    context.warning(
+                        child.keyword.span,
+                        "quorum_max is less than quorum: keepalived ignores quorum_max",
+                    );
+                    continue;
+                }
+                process.quorum_max = Some(maximum);
+                if maximum == 0 {
+                    process.quorum = 0;
+                } else if process.quorum == 0 {
+                    process.quorum = 1;
+                }
             }
             "weight" => {
                 let (weight, reverse) =
@@ -315,46 +375,52 @@ pub fn read_track_process(node: &Node, config: &mut Config, context: &mut Contex
                 process.weight_reverse = reverse;
             }
             "delay" => {
-                process.delay = argument.and_then(|word| values::timer(context, word, "delay"))
-            }
-            "terminate_delay" => {
-                process.terminate_delay =
-                    argument.and_then(|word| values::timer(context, word, "terminate_delay"))
-            }
-            "fork_delay" => {
-                process.fork_delay =
-                    argument.and_then(|word| values::timer(context, word, "fork_delay"))
-            }
-            "full_command" => process.full_command = true,
-            "param_match" => {
-                if let Some(word) = argument {
-                    process.param_match = values::choice(
-                        context,
-                        word,
-                        &[("initial", "initial"), ("partial", "partial")],
-                        "param_match",
-                    )
-                    .map(str::to_string);
+                if let Some(delay) = argument.and_then(|word| process_delay(context, word, "delay"))
+                {
+                    process.terminate_delay = Some(delay);
+                    process.fork_delay = Some(delay);
                 }
             }
+            "terminate_delay" => {
+                if let Some(delay) =
+                    argument.and_then(|word| process_delay(context, word, "terminate_delay"))
+                {
+                    process.terminate_delay = Some(delay);
+                }
+            }
+            "fork_delay" => {
+                if let Some(delay) =
+                    argument.and_then(|word| process_delay(context, word, "fork_delay"))
+                {
+                    process.fork_delay = Some(delay);
+                }
+            }
+            "full_command" => process.full_command = true,
             _ => context.not_acted_on(child),
         }
     }
-    if let Some(maximum) = process.quorum_max {
-        if maximum < process.quorum {
-            let line = node
-                .children
-                .iter()
-                .find(|child| child.name() == "quorum_max")
-                .map_or(node.keyword.span, |child| child.keyword.span);
-            context.warning(
-                line,
-                "quorum_max is less than quorum: keepalived ignores quorum_max",
-            );
-            process.quorum_max = None;
-        }
+    if process.process.is_none() {
+        context.warning(
+            node.end_span(),
+            format!(
+                "track process '{}' process name not specified: keepalived ignores it",
+                process.name
+            ),
+        );
+        return;
     }
     config.track_processes.push(process);
+}
+
+/// A vrrp_track_process delay: 0.000001 to 3600 seconds.
+fn process_delay(context: &mut Context, word: &Word, what: &str) -> Option<Duration> {
+    values::seconds(
+        context,
+        word,
+        Duration::from_micros(1),
+        Duration::from_secs(3600),
+        what,
+    )
 }
 
 /// `track_file NAME { ... }` (also `vrrp_track_file`).

@@ -42,25 +42,48 @@ pub struct TrackFile {
     pub init_file: Option<Vec<String>>,
 }
 
-/// `vrrp_track_process NAME { ... }`.
+/// `vrrp_track_process NAME { ... }`, as keepalived 2.2.7's parser leaves
+/// it (vrrp_parser.c): `delay` already set into both delays, parameters
+/// after the process implying `full_command` and an exact match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrackProcess {
     pub name: String,
+    /// `process PATH [PARAMETER...]`: the name (or with `full_command` the
+    /// command's first word), then the parameters to match.
     pub process: Option<Vec<String>>,
-    /// Default 1.
+    /// Default 1; 0 with `quorum_max 0` (the process must not run).
     pub quorum: u32,
+    /// `None`: no maximum.
     pub quorum_max: Option<u32>,
     /// Default 0.
     pub weight: i32,
     pub weight_reverse: bool,
-    #[serde(serialize_with = "super::seconds::serialize_option")]
-    pub delay: Option<Duration>,
+    /// `terminate_delay`, or `delay`.
     #[serde(serialize_with = "super::seconds::serialize_option")]
     pub terminate_delay: Option<Duration>,
+    /// `fork_delay`, or `delay`.
     #[serde(serialize_with = "super::seconds::serialize_option")]
     pub fork_delay: Option<Duration>,
+    /// Match the command line (/proc/PID/cmdline) rather than the process
+    /// name (/proc/PID/comm).
     pub full_command: bool,
-    pub param_match: Option<String>,
+    /// How the parameters are matched; `None`: they are not.
+    pub param_match: Option<ParamMatch>,
+}
+
+/// `param_match`: how a command line's parameters are compared with those
+/// of `process` (keepalived's check_params).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamMatch {
+    /// The same parameters, no more (`param_match` alone, or parameters
+    /// given without it).
+    Exact,
+    /// The first parameters are those given; more may follow.
+    Partial,
+    /// As `Partial`, the last given one being only the start of the
+    /// process's.
+    Initial,
 }
 
 /// A name in a `track_*` block, with its optional weight.

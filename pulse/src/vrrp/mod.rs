@@ -26,6 +26,8 @@ pub mod machine;
 pub mod netlink_events;
 pub mod packet;
 pub mod plan;
+pub mod process_events;
+pub mod process_monitor;
 pub mod report;
 pub mod resync;
 pub mod routes;

@@ -22,6 +22,13 @@
 //!   member, without weights when a member owns its addresses
 //!   (priority 255), and an object both track counts once, the group's way
 //!   ([`merge_group_tracking`]).
+//! - `track_process` (vrrp_track.c `alloc_track_process`, vrrp.c
+//!   `add_vrrp_to_track_process`): the entry's weight, else the block's; a
+//!   name tracked twice by one instance or group counts once. Weights stay
+//!   in sync group members (keepalived 2.2.7 clears those of interfaces,
+//!   scripts and files, not those of processes); a process both the
+//!   member and its group track keeps the member's entry, with the
+//!   group's weight unless the member's is 0.
 //! - Adverts go to `mcast_dst_ip`, else `vrrp_mcast_group4/6`, else the
 //!   RFC's group; with unicast peers, to each peer ([`destinations`]).
 //! - Without accept mode a master drops traffic to and from its
@@ -75,6 +82,7 @@ pub struct TrackedObjects {
     pub links: Vec<Tracked>,
     pub scripts: Vec<Tracked>,
     pub files: Vec<Tracked>,
+    pub processes: Vec<Tracked>,
 }
 
 /// One `vrrp_instance`, resolved.
@@ -145,6 +153,9 @@ pub struct Plan {
     /// The `track_file`s some instance tracks, in the configuration's
     /// order.
     pub files: Vec<TrackedFile>,
+    /// The `vrrp_track_process`es some instance tracks, in the
+    /// configuration's order.
+    pub processes: Vec<config::TrackProcess>,
     /// keepalived's warnings about the tracking and the groups, for the
     /// log, in the order keepalived gives them.
     pub warnings: Vec<String>,
@@ -291,12 +302,28 @@ impl Plan {
                 })
             })
             .collect();
+        let tracks_process = |name: &str| {
+            instances.iter().any(|instance| {
+                instance
+                    .tracked
+                    .processes
+                    .iter()
+                    .any(|process| process.name == name)
+            })
+        };
+        let processes = configuration
+            .track_processes
+            .iter()
+            .filter(|process| tracks_process(&process.name))
+            .cloned()
+            .collect();
         Ok(Plan {
             configuration,
             instances,
             groups,
             scripts,
             files,
+            processes,
             warnings,
         })
     }
@@ -408,10 +435,11 @@ pub fn reload(old: &Plan, new: &Plan) -> Reload {
     }
 }
 
-/// The definitions of the scripts and files `tracking` names.
+/// The definitions of the scripts, files and processes `tracking` names.
 type Definitions<'a> = (
     Vec<Option<&'a config::VrrpScript>>,
     Vec<Option<&'a config::TrackFile>>,
+    Vec<Option<&'a config::TrackProcess>>,
 );
 
 fn definitions<'a>(plan: &'a Plan, tracking: &config::Tracking) -> Definitions<'a> {
@@ -435,7 +463,17 @@ fn definitions<'a>(plan: &'a Plan, tracking: &config::Tracking) -> Definitions<'
                 .find(|file| file.name == tracked.name)
         })
         .collect();
-    (scripts, files)
+    let processes = tracking
+        .processes
+        .iter()
+        .map(|tracked| {
+            plan.configuration
+                .track_processes
+                .iter()
+                .find(|process| process.name == tracked.name)
+        })
+        .collect();
+    (scripts, files, processes)
 }
 
 /// Each instance's sync group, by the group's index in the configuration;
@@ -564,10 +602,37 @@ fn tracked_objects(
                 )
             })
     });
+    let mut processes: Vec<Tracked> = Vec::new();
+    for tracked in &tracking.processes {
+        let Some(process) = configuration
+            .track_processes
+            .iter()
+            .find(|process| process.name == tracked.name)
+        else {
+            warnings.push(format!(
+                "({name}) track process {} not found, ignoring...",
+                tracked.name
+            ));
+            continue;
+        };
+        if processes.iter().any(|other| other.name == tracked.name) {
+            warnings.push(format!(
+                "({name}) duplicate track_process {} - ignoring",
+                tracked.name
+            ));
+            continue;
+        }
+        processes.push(Tracked {
+            name: tracked.name.clone(),
+            weight: tracked.weight.unwrap_or(process.weight),
+            reverse: tracked.reverse || process.weight_reverse,
+        });
+    }
     TrackedObjects {
         links,
         scripts,
         files,
+        processes,
     }
 }
 
@@ -610,6 +675,7 @@ pub fn merge_group_tracking(
             (&mut group.links, "interface", "clearing weight"),
             (&mut group.scripts, "script", "clearing weight"),
             (&mut group.files, "file", "setting weight 0"),
+            (&mut group.processes, "process", "setting weight 0"),
         ] {
             for object in objects.iter_mut().filter(|object| object.weight != 0) {
                 warnings.push(format!(
@@ -656,6 +722,28 @@ pub fn merge_group_tracking(
     own.links.append(&mut group.links);
     own.scripts.append(&mut group.scripts);
     own.files.append(&mut group.files);
+    // keepalived's add_vrrp_to_track_process: the member's entry stays,
+    // weighted with the group's weight unless its own is 0, its reverse
+    // its own.
+    for process in group.processes {
+        match own
+            .processes
+            .iter_mut()
+            .find(|other| other.name == process.name)
+        {
+            Some(other) => {
+                warnings.push(format!(
+                    "({name}) track_process {} is configured on VRRP instance and sync group. \
+                     Remove vrrp instance config",
+                    process.name
+                ));
+                if other.weight != 0 {
+                    other.weight = process.weight;
+                }
+            }
+            None => own.processes.push(process),
+        }
+    }
 }
 
 /// keepalived 2.2's rule for the members of a sync group without

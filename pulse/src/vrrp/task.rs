@@ -1,8 +1,8 @@
 //! The VRRP task: one [`Machine`] per `vrrp_instance` of the
 //! [plan](super::plan), driven by one `select!` loop over the adverts
 //! received, the machines' deadlines, the kernel's link and address events
-//! ([`super::netlink_events`]), the tracked scripts and files, reloads and
-//! shutdown; what the machines decide is carried out by
+//! ([`super::netlink_events`]), the tracked scripts, files and processes,
+//! reloads and shutdown; what the machines decide is carried out by
 //! [`super::effects`].
 //!
 //! Adverts are demultiplexed by interface, family and VRID, as keepalived
@@ -75,6 +75,8 @@ pub struct Vrrp {
     scripts: HashMap<String, Option<bool>>,
     /// The tracked files' values.
     files: HashMap<String, i64>,
+    /// The tracked processes' quorums.
+    processes: HashMap<String, bool>,
     events: NetlinkEvents,
     /// For requests (dumps, interfaces read again), from `events`.
     handle: rtnetlink::Handle,
@@ -143,6 +145,7 @@ impl Vrrp {
             saved_bases: resources.saved_bases,
             scripts: HashMap::new(),
             files: HashMap::new(),
+            processes: HashMap::new(),
             effects: Effects::new(events.handle().clone(), sync_daemon),
             handle: events.handle().clone(),
             events,
@@ -157,6 +160,8 @@ impl Vrrp {
         vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
             .follow(&vrrp.plan, &mut vrrp.scripts, &mut vrrp.files);
+        vrrp.trackers
+            .follow_processes(&vrrp.plan, &mut vrrp.processes);
         for position in 0..vrrp.instances.len() {
             vrrp.firewall_vmac(position).await;
         }
@@ -240,6 +245,13 @@ impl Vrrp {
                 },
                 Some(change) = self.trackers.script_changes.recv() => {
                     if self.scripts.insert(change.name, Some(change.ok)) != Some(Some(change.ok)) {
+                        self.track_all(Instant::now()).await;
+                    }
+                }
+                Some(change) = self.trackers.process_changes.recv() => {
+                    if self.processes.insert(change.name, change.have_quorum)
+                        != Some(change.have_quorum)
+                    {
                         self.track_all(Instant::now()).await;
                     }
                 }
@@ -536,11 +548,12 @@ impl Vrrp {
         }
     }
 
-    /// Applies the links' and scripts' state to an instance: FAULT when
-    /// its interface (unless `dont_track_primary`) is down, or a tracked
-    /// interface or script of weight 0 is down or failing; the weights of
-    /// the others added to its priority. Starts the instance once no
-    /// script of weight 0 awaits its first result.
+    /// Applies the links', scripts', files' and processes' state to an
+    /// instance: FAULT when its interface (unless `dont_track_primary`) is
+    /// down, or a tracked interface, script or process of weight 0 is down,
+    /// failing or without its quorum (with `reverse`: up, succeeding, with
+    /// it); the weights of the others added to its priority. Starts the
+    /// instance once no script of weight 0 awaits its first result.
     async fn track(&mut self, position: usize, now: Instant) {
         self.track_and_start(position, now, true).await;
     }
@@ -561,6 +574,7 @@ impl Vrrp {
                 .is_none_or(|vmac| up(vmac.interface.index));
         let mut fault = (plan.track_own_interface && !own_up) || !instance.has_source;
         let mut priority = i32::from(instance.machine.settings().priority);
+        let owner = priority == 255;
         let mut waiting = false;
         let effects = plan
             .tracked
@@ -581,6 +595,16 @@ impl Vrrp {
             .chain(plan.tracked.files.iter().map(|tracked| {
                 let value = self.files.get(&tracked.name).copied().unwrap_or(0);
                 track::file_effect(value, tracked.weight, tracked.reverse)
+            }))
+            .chain(plan.tracked.processes.iter().map(|tracked| {
+                let quorum = self.processes.get(&tracked.name).copied().unwrap_or(false);
+                // keepalived never moves an address owner's priority
+                // (vrrp_set_effective_priority); weight 0 still faults it.
+                if owner && tracked.weight != 0 {
+                    track::Effect::Adjust(0)
+                } else {
+                    track::effect(quorum, tracked.weight, tracked.reverse)
+                }
             }))
             .collect::<Vec<_>>();
         for effect in effects {

@@ -2,6 +2,8 @@
 //! read, and the weights that tracked scripts, files and interfaces add to
 //! an instance's priority.
 
+pub mod processes;
+
 use std::time::Duration;
 
 use fulcrum_config::model as config;

@@ -49,6 +49,7 @@ fn a_sync_group_member_s_weights_go_as_keepalived_s() {
             tracked("weighted", 5),
             tracked("zero", 0),
         ],
+        processes: Vec::new(),
     };
     let mut warnings = Vec::new();
     ignore_weights("VI_1", &mut objects, &mut warnings);
@@ -77,11 +78,13 @@ fn a_sync_group_s_tracking_applies_to_its_members_once() {
         links: vec![tracked("eth1", 10)],
         scripts: vec![tracked("check", -20)],
         files: vec![tracked("value", 2)],
+        processes: Vec::new(),
     };
     let mut own = TrackedObjects {
         links: vec![tracked("eth1", 0), tracked("eth2", 0)],
         scripts: vec![tracked("check", 0)],
         files: Vec::new(),
+        processes: Vec::new(),
     };
     let mut warnings = Vec::new();
     merge_group_tracking("VI_1", "G1", false, &mut own, group(), &mut warnings);
@@ -252,4 +255,127 @@ fn an_instance_without_interface_cannot_run() {
         Plan::from_config(Arc::new(loaded.config)).unwrap_err(),
         PlanError::NoInterface("VI_1".into())
     );
+}
+
+#[test]
+fn tracked_processes_resolve_and_merge_as_keepalived_s() {
+    let plan = plan(
+        "
+vrrp_track_process web {
+    process nginx
+    weight -30
+}
+vrrp_track_process cache {
+    process varnishd
+    weight 10 reverse
+}
+vrrp_track_process unused {
+    process sshd
+}
+vrrp_sync_group G1 {
+    group {
+        VI_1
+        VI_2
+    }
+    track_process {
+        web weight -40
+        cache
+    }
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    track_process {
+        web weight -20 reverse
+        web
+        missing
+    }
+    virtual_ipaddress {
+        192.0.2.100
+    }
+}
+vrrp_instance VI_2 {
+    interface eth0
+    virtual_router_id 52
+    priority 100
+    track_process {
+        web weight 0
+    }
+    virtual_ipaddress {
+        192.0.2.101
+    }
+}
+",
+    );
+    let reversed = |name: &str, weight| Tracked {
+        reverse: true,
+        ..tracked(name, weight)
+    };
+    // A sync group member keeps its process weights (keepalived clears
+    // those of scripts, not of processes); the group's weight replaces a
+    // weighted entry of the member's, which keeps its reverse.
+    assert_eq!(
+        plan.instances[0].tracked.processes,
+        [reversed("web", -40), reversed("cache", 10)]
+    );
+    // An unweighted entry of the member's stays unweighted.
+    assert_eq!(
+        plan.instances[1].tracked.processes,
+        [tracked("web", 0), reversed("cache", 10)]
+    );
+    let names: Vec<&str> = plan
+        .processes
+        .iter()
+        .map(|process| process.name.as_str())
+        .collect();
+    assert_eq!(names, ["web", "cache"]);
+    for warning in [
+        "(VI_1) duplicate track_process web - ignoring",
+        "(VI_1) track process missing not found, ignoring...",
+        "(VI_1) track_process web is configured on VRRP instance and sync group. Remove vrrp \
+         instance config",
+    ] {
+        assert!(
+            plan.warnings.iter().any(|line| line == warning),
+            "{warning}: {:?}",
+            plan.warnings
+        );
+    }
+    // A changed definition restarts what tracks it.
+    let changed = Plan::from_config(Arc::new(crate::vrrp::tests::configuration(
+        &plan_text_with_quorum(),
+    )))
+    .unwrap();
+    let unchanged = Plan::from_config(Arc::new(crate::vrrp::tests::configuration(
+        &plan_text_with_quorum(),
+    )))
+    .unwrap();
+    assert_eq!(reload(&changed, &unchanged).kept.len(), 1);
+    let other = Plan::from_config(Arc::new(crate::vrrp::tests::configuration(
+        &plan_text_with_quorum().replace("quorum 2", "quorum 3"),
+    )))
+    .unwrap();
+    assert_eq!(reload(&changed, &other).kept.len(), 0);
+}
+
+fn plan_text_with_quorum() -> String {
+    "
+vrrp_track_process web {
+    process nginx
+    quorum 2
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    track_process {
+        web
+    }
+    virtual_ipaddress {
+        192.0.2.100
+    }
+}
+"
+    .to_owned()
 }

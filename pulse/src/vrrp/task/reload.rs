@@ -172,6 +172,7 @@ impl Vrrp {
         self.sources.retain(|index, _| configured.contains(index));
         self.trackers
             .follow(&next, &mut self.scripts, &mut self.files);
+        self.trackers.follow_processes(&next, &mut self.processes);
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.plan = next;

@@ -1,5 +1,6 @@
 //! The tracked `vrrp_script`s and `track_file`s of the VRRP task: one task
-//! each, reporting changes into a channel the loop reads.
+//! each, reporting changes into a channel the loop reads; and the tracked
+//! processes' monitor, one task for all of them.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,7 +10,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::vrrp::plan::{Plan, TrackedFile};
+use crate::vrrp::process_monitor::ProcessMonitor;
 use crate::vrrp::track;
+use crate::vrrp::track::processes::QuorumChange;
 
 /// How often tracked files are read.
 const FILE_PERIOD: Duration = Duration::from_millis(200);
@@ -23,13 +26,20 @@ pub struct Trackers {
     file_sender: mpsc::Sender<track::FileChange>,
     scripts: HashMap<String, (config::VrrpScript, JoinHandle<()>)>,
     files: HashMap<String, (TrackedFile, JoinHandle<()>)>,
+    /// The quorum changes of the running monitor: a channel of its own
+    /// for each monitor, so that none of a stopped one's is read.
+    pub process_changes: mpsc::Receiver<QuorumChange>,
+    processes: Option<ProcessMonitor>,
 }
 
 impl Trackers {
     pub fn new() -> Trackers {
         let (script_sender, script_changes) = mpsc::channel(64);
         let (file_sender, file_changes) = mpsc::channel(64);
+        let (_, process_changes) = mpsc::channel(1);
         Trackers {
+            process_changes,
+            processes: None,
             script_changes,
             script_sender,
             file_changes,
@@ -125,7 +135,36 @@ impl Trackers {
         *files = values;
     }
 
+    /// Monitors the processes `plan` tracks: a monitor tracking the same
+    /// definitions goes on with its counts and quorums in `quorums`;
+    /// otherwise a new one subscribes and reads /proc (keepalived reads
+    /// /proc again at each reload), and the quorums are its.
+    pub fn follow_processes(&mut self, plan: &Plan, quorums: &mut HashMap<String, bool>) {
+        if self
+            .processes
+            .as_ref()
+            .is_some_and(|monitor| monitor.definitions == plan.processes)
+        {
+            return;
+        }
+        if let Some(mut monitor) = self.processes.take() {
+            monitor.stop();
+        }
+        quorums.clear();
+        if plan.processes.is_empty() {
+            return;
+        }
+        let (sender, changes) = mpsc::channel(64);
+        let (monitor, started) = ProcessMonitor::start(&plan.processes, sender);
+        self.process_changes = changes;
+        self.processes = Some(monitor);
+        *quorums = started;
+    }
+
     pub fn stop(&mut self) {
+        if let Some(mut monitor) = self.processes.take() {
+            monitor.stop();
+        }
         for (_, task) in self.scripts.drain().map(|(_, running)| running) {
             task.abort();
         }
