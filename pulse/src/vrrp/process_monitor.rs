@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 use fulcrum_config::model as config;
 use netlink_sys::{Socket, SocketAddr};
 use tokio::io::unix::AsyncFd;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::process_events::{self, Event, Packet, Repr};
-use super::track::processes::{Identity, ProcessTable, QuorumChange};
+use super::track::processes::{Identity, ProcessState, ProcessTable, QuorumChange};
 
 /// How long after the last overrun /proc is read again (keepalived's
 /// `TIMER_HZ`): events keep coming meanwhile, and reading once they calm
@@ -160,6 +160,8 @@ fn subscribed() -> io::Result<Socket> {
 /// The running process tracking: the task and what it tracks.
 pub struct ProcessMonitor {
     pub definitions: Vec<config::TrackProcess>,
+    /// The counts as they stand, published after each event.
+    pub states: watch::Receiver<Vec<ProcessState>>,
     socket: Option<Arc<ConnectorSocket>>,
     task: Option<JoinHandle<()>>,
 }
@@ -173,17 +175,20 @@ impl ProcessMonitor {
         changes: mpsc::Sender<QuorumChange>,
     ) -> (ProcessMonitor, std::collections::HashMap<String, bool>) {
         let mut table = ProcessTable::new(definitions);
+        let (states, receiver) = watch::channel(table.states());
         let mut monitor = ProcessMonitor {
             definitions: definitions.to_vec(),
+            states: receiver,
             socket: None,
             task: None,
         };
         match ConnectorSocket::open() {
             Ok(socket) => {
                 table.scan(read_processes(&table));
+                states.send_replace(table.states());
                 let socket = Arc::new(socket);
                 monitor.socket = Some(socket.clone());
-                monitor.task = Some(tokio::spawn(run(socket, table.clone(), changes)));
+                monitor.task = Some(tokio::spawn(run(socket, table.clone(), changes, states)));
             }
             Err(error) => {
                 tracing::error!(
@@ -218,6 +223,7 @@ async fn run(
     socket: Arc<ConnectorSocket>,
     mut table: ProcessTable,
     changes: mpsc::Sender<QuorumChange>,
+    states: watch::Sender<Vec<ProcessState>>,
 ) {
     let mut buffer = Vec::with_capacity(4096);
     let mut acknowledgement_due = Some(Instant::now() + ACKNOWLEDGEMENT_DELAY);
@@ -299,6 +305,12 @@ async fn run(
                 found.extend(table.poll(now));
             }
         }
+        states.send_if_modified(|published| {
+            let now = table.states();
+            let changed = *published != now;
+            *published = now;
+            changed
+        });
         for change in found {
             tracing::info!(
                 "Quorum {} for tracked process {}",

@@ -32,7 +32,10 @@ use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
 use super::plan::Plan;
 use super::report::data::{self as data_dump, InstanceMoment, PlanData};
-use super::report::{self, Description, InstanceReport, Report, ScriptReport, location};
+use super::report::{
+    self, Description, InstanceReport, ParameterMatch, ProcessReport, Report, ScriptReport,
+    location,
+};
 use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
 use super::sync::{Decision, SyncGroup};
@@ -318,8 +321,7 @@ impl Vrrp {
                     succeeding: self.scripts.get(&script.name).copied().flatten(),
                 })
                 .collect(),
-            // pulse does not track processes yet.
-            processes: Vec::new(),
+            processes: self.process_reports(),
         };
         self.report.send_if_modified(|published| {
             if **published == report {
@@ -328,6 +330,45 @@ impl Vrrp {
             *published = Arc::new(report);
             true
         });
+    }
+
+    /// The tracked processes as keepalived.json's version 2 gives them:
+    /// their definitions, with the monitor's counts.
+    fn process_reports(&self) -> Vec<ProcessReport> {
+        let states = self.trackers.process_states();
+        self.plan
+            .processes
+            .iter()
+            .map(|process| {
+                let state = states.iter().find(|state| state.name == process.name);
+                ProcessReport {
+                    name: process.name.clone(),
+                    parameters: process
+                        .process
+                        .as_deref()
+                        .map(|words| words.iter().skip(1).cloned().collect())
+                        .unwrap_or_default(),
+                    parameter_match: match process.param_match {
+                        None => ParameterMatch::None,
+                        Some(config::ParamMatch::Exact) => ParameterMatch::Exact,
+                        Some(config::ParamMatch::Partial) => ParameterMatch::Partial,
+                        Some(config::ParamMatch::Initial) => ParameterMatch::Initial,
+                    },
+                    quorum: process.quorum,
+                    quorum_max: process.quorum_max,
+                    current_processes: state.map_or(0, |state| state.count),
+                    have_quorum: state.is_some_and(|state| state.have_quorum),
+                    weight: process.weight,
+                    weight_reverse: process.weight_reverse,
+                    terminate_delay: process.terminate_delay.unwrap_or_default(),
+                    fork_delay: process.fork_delay.unwrap_or_default(),
+                    fork_delay_timer_running: state.is_some_and(|state| state.fork_timer_running),
+                    terminate_delay_timer_running: state
+                        .is_some_and(|state| state.terminate_timer_running),
+                    full_command: process.full_command,
+                }
+            })
+            .collect()
     }
 
     /// A machine's deadline came. The adverts already queued come first:
@@ -478,6 +519,9 @@ impl Vrrp {
             "Printing VRRP as json for process({}) on signal",
             std::process::id()
         );
+        // What moved since the loop's turn began (a tracked process's
+        // count) is in the dump.
+        self.publish();
         let version = report::JsonVersion::of(&self.plan.configuration.global);
         write_dump(
             &self.dump_path(Dump::Json),

@@ -676,7 +676,19 @@ pub(super) fn later_dump_settings(segment: &Segment, scenario: &str) -> Result<(
     let json_file = exporter_directory.join("vrrp.json");
     let statistics_file = statistics_directory.join("keepalived.stats");
     let data_file = directory.join("vrrp.data");
-    let instance = Instance::v3(100, format!("{}/24", segment.ipv4(100))).configuration();
+    // Two copies of a process tracked (version 2 carries the count).
+    let (process, name) = super::track_process::distinctive_sleep(segment)?;
+    let mut running = [
+        super::track_process::start_process(&process)?,
+        super::track_process::start_process(&process)?,
+    ];
+    let instance = Instance {
+        extra: "    track_process {\n        daemon weight 10\n    }\n".to_owned(),
+        ..Instance::v3(100, format!("{}/24", segment.ipv4(100)))
+    }
+    .configuration();
+    let instance =
+        format!("vrrp_track_process daemon {{\n    process {name}\n    quorum 1\n}}\n{instance}");
     let settings = format!(
         "global_defs {{\n    json_version 2\n    state_dump_file ignored/vrrp.data\n    \
          stats_dump_file {}/\n    json_dump_file {}\n}}\n{instance}",
@@ -710,9 +722,14 @@ pub(super) fn later_dump_settings(segment: &Segment, scenario: &str) -> Result<(
         })?;
         ensure!(
             json.starts_with(r#"{"vrrp":[{"data":{"iname":"VI_1","#)
-                && json.ends_with("}}]}\n")
-                && !json.contains("track_process"),
-            "keepalived.json in json_version 2 without tracked processes:\n{json}"
+                && json.ends_with(
+                    "\"track_process\":[{\"process\":\"daemon\",\"param_match\":\"none\",\
+                     \"min_processes\":1,\"current_processes\":2,\"have_quorum\":true,\
+                     \"weight\":0,\"terminate_delay\":0,\"fork_delay\":0,\
+                     \"fork_delay_timer_running\":false,\"terminate_delay_timer_running\":false,\
+                     \"full_command\":false}]}\n"
+                ),
+            "keepalived.json in json_version 2 with a tracked process:\n{json}"
         );
         let parsed: serde_json::Value = serde_json::from_str(&json)?;
         ensure!(
@@ -779,6 +796,9 @@ pub(super) fn later_dump_settings(segment: &Segment, scenario: &str) -> Result<(
         pulse.terminate()?;
         Ok(())
     })();
+    for process in &mut running {
+        super::track_process::stop_process(process)?;
+    }
     result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))?;
     println!(
         "{scenario}: json_version 2 and the three dump files where they were configured, \

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use crate::vrrp::plan::{Plan, TrackedFile};
 use crate::vrrp::process_monitor::ProcessMonitor;
 use crate::vrrp::track;
-use crate::vrrp::track::processes::QuorumChange;
+use crate::vrrp::track::processes::{ProcessState, QuorumChange};
 
 /// How often tracked files are read.
 const FILE_PERIOD: Duration = Duration::from_millis(200);
@@ -159,6 +159,15 @@ impl Trackers {
         self.process_changes = changes;
         self.processes = Some(monitor);
         *quorums = started;
+    }
+
+    /// The tracked processes' counts as they stand (none without a
+    /// monitor).
+    pub fn process_states(&self) -> Vec<ProcessState> {
+        self.processes
+            .as_ref()
+            .map(|monitor| monitor.states.borrow().clone())
+            .unwrap_or_default()
     }
 
     pub fn stop(&mut self) {

@@ -141,6 +141,17 @@ fn check_parameters(wanted: Option<&[u8]>, matching: config::ParamMatch, actual:
     }
 }
 
+/// A tracked process's count as it stands, for the dumps (keepalived's
+/// `num_cur_proc`, `have_quorum` and its two timers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessState {
+    pub name: String,
+    pub count: u32,
+    pub have_quorum: bool,
+    pub fork_timer_running: bool,
+    pub terminate_timer_running: bool,
+}
+
 /// A tracked process gained or lost its quorum.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuorumChange {
@@ -224,6 +235,21 @@ impl ProcessTable {
             .map(|counter| counter.matcher.command_line_needed())
             .max()
             .unwrap_or(0)
+    }
+
+    /// Each tracked process's count, quorum and timers, in the
+    /// configuration's order.
+    pub fn states(&self) -> Vec<ProcessState> {
+        self.counters
+            .iter()
+            .map(|counter| ProcessState {
+                name: counter.matcher.name.clone(),
+                count: counter.count,
+                have_quorum: counter.have_quorum,
+                fork_timer_running: counter.fork_timer.is_some(),
+                terminate_timer_running: counter.terminate_timer.is_some(),
+            })
+            .collect()
     }
 
     /// Each tracked process's quorum, by name.
