@@ -22,24 +22,32 @@ use std::io::Write;
 use fulcrum_config::diagnostic::Severity;
 use fulcrum_scripts::review::Part;
 
-/// Exit statuses, keepalived's where they apply (see docs/pulse.md).
 /// What `pulse -v` prints, on standard error as `keepalived -v` does. The
 /// first line is in keepalived's form, `NAME vVERSION ...`, with the
 /// version of keepalived whose behaviour pulse answers with: the keepalived
 /// exporters parse `keepalived -v` that way (the second word, its `v`
 /// dropped) and choose by it how to ask for the dumps (`--signum` from
 /// 1.3.8, script states from 1.4.0), so that version is the one to give
-/// them. The rest says what the program is.
+/// them. Its `configure options` and `Config options` lines are
+/// keepalived's, with what pulse has: mehdy/keepalived-exporter from
+/// 1.6.1 looks for `--enable-json` in them before it uses SIGJSON, and
+/// refuses to start in its JSON mode without it. The rest says what the
+/// program is.
 pub fn version() -> String {
     format!(
         "Keepalived v2.2.7 (pulse {version}, Fulcrum)\n\
          \n\
          pulse {version} (Fulcrum): keepalived 2.2.7's configuration, command line,\n\
-         signals and dumps, over the kernel's IPVS and VRRP on rtnetlink.\n",
+         signals and dumps, over the kernel's IPVS and VRRP on rtnetlink.\n\
+         \n\
+         configure options: --enable-json\n\
+         \n\
+         Config options:  NFTABLES LVS VRRP VRRP_AUTH VRRP_VMAC JSON\n",
         version = env!("CARGO_PKG_VERSION")
     )
 }
 
+/// Exit statuses, keepalived's where they apply (see docs/pulse.md).
 pub mod exit {
     /// No error and no warning.
     pub const CLEAN: i32 = 0;

@@ -144,3 +144,32 @@ fn the_daemon_lives_through_keepalived_s_dump_signals() {
     assert!(status.success(), "{status}: {}", read());
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// `pulse -v` as mehdy/keepalived-exporter reads `keepalived -v`: the
+/// first line's second word, its `v` dropped, is the keepalived version
+/// whose signals it uses (2.2.7's), and from its 1.6.1 the whole output
+/// must hold `--enable-json` for its JSON mode to start (seen with the
+/// exporter's 1.7.1 against pulse: without it, it exits).
+#[test]
+fn the_exporters_read_pulse_s_version_as_keepalived_2_2_7_with_json() {
+    let output = run(PULSE, &["-v"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stdout.is_empty(), "keepalived -v writes to stderr");
+    let text = String::from_utf8_lossy(&output.stderr);
+    let first = text.lines().next().unwrap_or_default();
+    let version = first.split_whitespace().nth(1).unwrap_or_default();
+    assert_eq!(version.trim_start_matches('v'), "2.2.7", "{text}");
+    assert!(text.contains("--enable-json"), "{text}");
+    if labkit::installed("keepalived") {
+        // The same words where keepalived has them.
+        let keepalived = run("keepalived", &["-v"]);
+        let keepalived = String::from_utf8_lossy(&keepalived.stderr);
+        for line in ["configure options: ", "Config options:  "] {
+            assert!(
+                text.lines().any(|said| said.starts_with(line))
+                    && keepalived.lines().any(|said| said.starts_with(line)),
+                "{line:?} in\n{text}\nand\n{keepalived}"
+            );
+        }
+    }
+}
