@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
 
+#[path = "vrrp/keywords.rs"]
+mod keywords;
 #[path = "vrrp/observability.rs"]
 mod observability;
 
@@ -2429,6 +2431,11 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             "keepalived's dumps, the exporters' metrics and a Prometheus scrape",
             observability::dumps_and_metrics,
         ),
+        ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
+        ("vrrp_startup_delay", keywords::startup_delay),
+        ("garp_group and garp_extra_if", keywords::garp_group),
+        ("vrrp_min_garp", keywords::min_garp),
+        ("notify_deleted", keywords::notify_deleted),
     ]
 }
 

@@ -17,7 +17,7 @@ mod receivers;
 mod reload;
 mod trackers;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -26,11 +26,12 @@ use fulcrum_config::model as config;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::effects::{self, Effects};
+use super::garp::Pacer;
 use super::io::{self, Datagram, ReceiveSocket};
 use super::machine::{Action, Event, Received, State};
 use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
-use super::plan::Plan;
+use super::plan::{self, Plan};
 use super::report::data::{self as data_dump, InstanceMoment, PlanData};
 use super::report::{self, Description, InstanceReport, Report, ScriptReport};
 use super::setup::{self, Instance, Resources, VrrpError};
@@ -86,6 +87,13 @@ pub struct Vrrp {
     plan_data: Arc<PlanData>,
     /// Where the task publishes its [`Report`].
     report: watch::Sender<Arc<Report>>,
+    /// `vrrp_startup_delay`: when the delay after the task's start ends,
+    /// for every machine started while it lasts (reloads keep it, as
+    /// keepalived sets it at its start only).
+    startup_delay_until: Option<Instant>,
+    /// The interfaces' pace of gratuitous ARPs and neighbour
+    /// advertisements, and the messages waiting for it.
+    pacer: Pacer,
 }
 
 impl Vrrp {
@@ -147,7 +155,13 @@ impl Vrrp {
             descriptions: Vec::new(),
             plan_data: Arc::default(),
             report,
+            startup_delay_until: None,
+            pacer: Pacer::default(),
         };
+        vrrp.pacer = Pacer::new(&vrrp.plan.configuration);
+        for warning in vrrp.pacer.warnings() {
+            tracing::warn!("{warning}");
+        }
         vrrp.descriptions = descriptions(&vrrp.plan);
         vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
@@ -173,6 +187,14 @@ impl Vrrp {
         mut shutdown: oneshot::Receiver<()>,
         mut reloads: mpsc::Receiver<Arc<config::Config>>,
     ) {
+        if let Some(delay) = self.plan.configuration.global.vrrp.startup_delay {
+            // keepalived's line (vrrp_daemon.c), its number as printf's %g.
+            tracing::info!(
+                "Delaying startup for {} seconds",
+                data_dump::general(delay.as_secs_f64())
+            );
+            self.startup_delay_until = Some(Instant::now() + delay);
+        }
         self.start_instances().await;
         // SIGUSR1: keepalived's data dump.
         let mut data_signal =
@@ -204,6 +226,7 @@ impl Vrrp {
                 .instances
                 .iter()
                 .filter_map(|instance| instance.machine.poll_at())
+                .chain(self.pacer.poll_at())
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -343,6 +366,43 @@ impl Vrrp {
                 self.handle_event(position, now, Event::Timer).await;
             }
         }
+        // The announcements the interfaces' pace held back.
+        let instances = &self.instances;
+        let due = self.pacer.due(now, |position| {
+            instances.get(position).is_some_and(|instance| {
+                instance.addresses_set && instance.machine.state() == State::Master
+            })
+        });
+        for due in due {
+            let instance = &self.instances[due.instance];
+            if let Some((announcer, address)) = instance.announced.get(due.index) {
+                effects::announce(
+                    instance.machine.settings().name.as_str(),
+                    announcer,
+                    *address,
+                );
+            }
+        }
+    }
+
+    /// Sends, or queues for its interface's pace ([`super::garp`]), one
+    /// message for each of the instance's announced addresses at
+    /// `indices`, in their order.
+    fn announce(&mut self, position: usize, indices: &[usize]) {
+        let now = Instant::now();
+        let instance = &self.instances[position];
+        let name = instance.machine.settings().name.as_str();
+        for &index in indices {
+            let Some((announcer, address)) = instance.announced.get(index) else {
+                continue;
+            };
+            if self
+                .pacer
+                .send(now, position, index, *address, announcer.interface_name())
+            {
+                effects::announce(name, announcer, *address);
+            }
+        }
     }
 
     /// Writes every instance's counters to `keepalived.stats` in the
@@ -408,6 +468,7 @@ impl Vrrp {
                     source_address: instance.sender.as_ref().map(|sender| sender.source()),
                     sockets: receive.zip(instance.sender.as_ref().map(|sender| sender.raw_fd())),
                     interface_index: instance.interface.index,
+                    extra_interfaces_at: machine.extra_interfaces_at(),
                 }
             })
             .collect();
@@ -432,11 +493,13 @@ impl Vrrp {
             }
         };
         let report = self.report.borrow().clone();
+        let garp_delays = self.pacer.report();
         let text = data_dump::keepalived_data(&data_dump::Dump {
             report: &report,
             plan: &self.plan_data,
             moments: &moments,
             links: &links,
+            garp_delays: &garp_delays,
             now,
         });
         write_dump(&std::env::temp_dir().join("keepalived.data"), &text);
@@ -468,9 +531,7 @@ impl Vrrp {
 
     async fn stop_instance(&mut self, position: usize, now: Instant) {
         self.handle_event(position, now, Event::Stop).await;
-        if let Some(announcing) = self.instances[position].announcing.take() {
-            announcing.abort();
-        }
+        self.pacer.forget(position);
     }
 
     async fn track_all(&mut self, now: Instant) {
@@ -495,8 +556,9 @@ impl Vrrp {
         let plan = &self.plan.instances[position];
         let instance = &self.instances[position];
         let up = |index: u32| self.links.get(&index).copied().unwrap_or(false);
-        let mut fault =
-            (plan.track_own_interface && !up(instance.interface.index)) || !instance.has_source;
+        let mut fault = plan.configuration_fault
+            || (plan.track_own_interface && !up(instance.interface.index))
+            || !instance.has_source;
         let mut priority = i32::from(instance.machine.settings().priority);
         let mut waiting = false;
         let effects = plan
@@ -556,6 +618,9 @@ impl Vrrp {
         }
         if start && !waiting && !self.instances[position].started {
             self.instances[position].started = true;
+            self.instances[position]
+                .machine
+                .delay_start_until(self.startup_delay_until);
             self.handle_event(position, now, Event::Start).await;
         }
     }
@@ -730,25 +795,48 @@ impl Vrrp {
             }
             Action::RemoveAddresses => {
                 // No announcement of addresses this router no longer has.
-                if let Some(announcing) = instance.announcing.take() {
-                    announcing.abort();
-                }
+                self.pacer.forget(position);
                 instance.addresses_set = false;
                 self.effects
                     .remove_virtual_state(name, &instance.virtual_state)
                     .await;
             }
             Action::Announce { repeat } => {
-                if let Some(previous) = instance.announcing.take() {
-                    previous.abort();
+                tracing::info!(
+                    "({name}) sending/queueing {repeat} gratuitous ARP(s) or neighbour \
+                     advertisement(s) for {}",
+                    instance
+                        .announced
+                        .iter()
+                        .map(|(announcer, address)| format!(
+                            "{address} on {}",
+                            announcer.interface_name()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                // keepalived's vrrp_send_link_update: `repeat` passes over
+                // every address.
+                let every: Vec<usize> = (0..instance.announced.len()).collect();
+                for _ in 0..repeat {
+                    self.announce(position, &every);
                 }
-                instance.announcing = Some(effects::announce(
-                    instance.announced.clone(),
-                    repeat,
-                    instance_plan.garp_interval,
-                    instance_plan.gna_interval,
-                    name.to_owned(),
-                ));
+            }
+            Action::AnnounceExtraInterfaces => {
+                // keepalived's vrrp_send_vmac_update: the first address on
+                // each interface other than the instance's.
+                let mut interfaces = HashSet::new();
+                let first_elsewhere: Vec<usize> = instance
+                    .announced
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (announcer, _))| {
+                        announcer.interface_index() != instance.interface.index
+                            && interfaces.insert(announcer.interface_index())
+                    })
+                    .map(|(index, _)| index)
+                    .collect();
+                self.announce(position, &first_elsewhere);
             }
             Action::EnterState(state) => {
                 instance.last_transition = SystemTime::now();
@@ -760,13 +848,29 @@ impl Vrrp {
                     state,
                     instance.machine.settings().virtual_router_id,
                 );
-                effects::notify(
-                    &instance_plan.model.notify,
-                    "INSTANCE",
-                    name,
-                    state,
-                    instance.machine.effective_priority(),
-                );
+                match instance
+                    .removed_in_state
+                    .filter(|_| state == State::Initialize)
+                {
+                    // Removed by a reload: keepalived's notice of a deleted
+                    // instance instead of STOP.
+                    Some(removed_in) => effects::notify_removed(
+                        &instance_plan.model.notify,
+                        name,
+                        plan::removal_notice(
+                            instance_plan.model.notify.deleted.is_some(),
+                            removed_in,
+                        ),
+                        instance.machine.effective_priority(),
+                    ),
+                    None => effects::notify(
+                        &instance_plan.model.notify,
+                        "INSTANCE",
+                        name,
+                        state,
+                        instance.machine.effective_priority(),
+                    ),
+                }
                 if let Some((group, member)) = instance_plan.group {
                     let decision = self.groups[group].entered(member, state);
                     self.follow(group, decision, followups);

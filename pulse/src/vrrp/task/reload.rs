@@ -71,13 +71,18 @@ impl Vrrp {
                 }
             }
         }
+        let removed = plan::removed(&self.plan, &next);
         let now = Instant::now();
         for position in 0..self.instances.len() {
             if !decision.keeps(position) {
-                tracing::info!(
-                    "({}) changed or removed by the reload: stopping",
-                    self.plan.instances[position].name()
-                );
+                let name = self.plan.instances[position].name();
+                if removed.contains(&position) {
+                    tracing::info!("({name}) removed by the reload: stopping");
+                    let instance = &mut self.instances[position];
+                    instance.removed_in_state = Some(instance.machine.state());
+                } else {
+                    tracing::info!("({name}) changed by the reload: stopping");
+                }
                 self.stop_instance(position, now).await;
             }
         }
@@ -139,6 +144,10 @@ impl Vrrp {
             .follow(&next, &mut self.scripts, &mut self.files);
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
+        self.pacer.reload(&next.configuration, &decision.kept);
+        for warning in self.pacer.warnings() {
+            tracing::warn!("{warning}");
+        }
         self.plan = next;
         self.descriptions = descriptions(&self.plan);
         self.plan_data = Arc::new(PlanData::of(&self.plan));
