@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
 
+#[path = "vrrp/keywords.rs"]
+mod keywords;
 #[path = "vrrp/observability.rs"]
 mod observability;
 #[path = "vrrp/track_process.rs"]
@@ -2468,6 +2470,11 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             observability::later_dump_settings,
         ),
         ("use_vmac both ways", vmac::use_vmac),
+        ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
+        ("vrrp_startup_delay", keywords::startup_delay),
+        ("garp_group and garp_extra_if", keywords::garp_group),
+        ("vrrp_min_garp", keywords::min_garp),
+        ("notify_deleted", keywords::notify_deleted),
         ("track_process, pulse master", track_process::track_process),
     ]
 }

@@ -54,7 +54,9 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_garp_master_refresh_repeat", 1, Some(1)),
     Keyword::leaf("vrrp_garp_interval", 1, Some(1)),
     Keyword::leaf("vrrp_gna_interval", 1, Some(1)),
-    Keyword::leaf("vrrp_min_garp", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("vrrp_garp_extra_if", 1, Some(2)),
+    Keyword::leaf("vrrp_vmac_garp_intvl", 1, Some(2)),
+    Keyword::leaf("vrrp_min_garp", 0, Some(1)),
     Keyword::leaf("vrrp_version", 1, Some(1)),
     Keyword::leaf("vrrp_strict", 0, Some(0)),
     Keyword::leaf("disable_local_igmp", 0, Some(0)),
@@ -65,9 +67,9 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_no_swap", 0, Some(0)).not_acted_on(),
     Keyword::leaf("vrrp_lower_prio_no_advert", 0, Some(1)),
     Keyword::leaf("vrrp_higher_prio_send_advert", 0, Some(1)),
-    Keyword::leaf("vrrp_startup_delay", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("vrrp_startup_delay", 1, Some(1)),
     Keyword::leaf("vrrp_down_timer_adverts", 1, Some(1)),
-    Keyword::leaf("vrrp_notify_priority_changes", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("vrrp_notify_priority_changes", 0, Some(1)),
     // Keywords of keepalived after 2.2.7: `json_version` (2.2.8) and the
     // dump files (2.3.3). No minimum: a missing value gets keepalived's own
     // words.
@@ -139,7 +141,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("vmac_addr_prefix", 1),
     raw("vmac_prefix", 1),
     raw("vrrp_cpu_affinity", 1),
-    raw("vrrp_garp_extra_if", 1),
     raw("vrrp_netlink_cmd_rcv_bufs", 1),
     raw("vrrp_netlink_cmd_rcv_bufs_force", 0),
     raw("vrrp_netlink_monitor_rcv_bufs", 1),
@@ -151,7 +152,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("vrrp_rt_priority", 1),
     raw("vrrp_rx_bufs_multiplier", 1),
     raw("vrrp_rx_bufs_policy", 1),
-    raw("vrrp_vmac_garp_intvl", 1),
 ];
 
 /// The names keepalived's man page (2.3.3 on) gives the dump files, which
@@ -389,9 +389,26 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     )
                 })
             }
+            "vrrp_garp_extra_if" | "vrrp_vmac_garp_intvl" => {
+                if child.name() == "vrrp_vmac_garp_intvl" {
+                    context.warning(
+                        child.keyword.span,
+                        "Keyword \"vrrp_vmac_garp_intvl\" is deprecated - please use \
+                         \"vrrp_garp_extra_if\"",
+                    );
+                }
+                // keepalived's vrrp_vmac_garp_extra_if_handler: 1 s at
+                // least here.
+                if let Some(extra) = super::vrrp::read_garp_extra_if(child, 1, context) {
+                    vrrp.garp_extra_if = Some(extra);
+                }
+            }
             "vrrp_min_garp" => {
                 vrrp.min_garp =
-                    values::optional_boolean(context, argument, "vrrp_min_garp").unwrap_or(false)
+                    values::optional_boolean(context, argument, "vrrp_min_garp").unwrap_or(false);
+                if vrrp.min_garp {
+                    vrrp.apply_min_garp();
+                }
             }
             "vrrp_version" => {
                 vrrp.version =
@@ -453,15 +470,28 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     values::optional_boolean(context, argument, "vrrp_higher_prio_send_advert")
             }
             "vrrp_startup_delay" => {
+                // keepalived's vrrp_startup_delay_handler: 1 ms to
+                // UINT_MAX microseconds, and a remark from a minute on.
                 vrrp.startup_delay = argument.and_then(|word| {
                     values::seconds(
                         context,
                         word,
-                        Duration::ZERO,
-                        Duration::from_secs(3600),
+                        Duration::from_millis(1),
+                        Duration::from_micros(u32::MAX.into()),
                         "vrrp_startup_delay",
                     )
-                })
+                });
+                if let (Some(word), Some(delay)) = (argument, vrrp.startup_delay)
+                    && delay >= Duration::from_secs(60)
+                {
+                    context.warning(
+                        word.span,
+                        format!(
+                            "The vrrp_startup_delay is very large - {} seconds",
+                            word.text
+                        ),
+                    );
+                }
             }
             "vrrp_down_timer_adverts" => {
                 vrrp.down_timer_adverts = argument.and_then(|word| {

@@ -331,7 +331,7 @@ pub static ROOT: &[Keyword] = &[
     // keepalived's older name for track_file.
     Keyword::block("vrrp_track_file", 1, Some(1), vrrp::TRACK_FILE),
     Keyword::block("vrrp_sync_group", 1, Some(1), vrrp::SYNC_GROUP),
-    Keyword::block("garp_group", 0, Some(0), vrrp::GARP_GROUP).not_acted_on(),
+    Keyword::block("garp_group", 0, Some(0), vrrp::GARP_GROUP),
     Keyword::block("vrrp_instance", 1, Some(1), vrrp::INSTANCE),
     Keyword::lines("static_ipaddress", 0, Some(0)).not_acted_on(),
     Keyword::lines("static_routes", 0, Some(0)).not_acted_on(),

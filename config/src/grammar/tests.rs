@@ -1069,23 +1069,14 @@ SSL {
         (2, 3, "router_id"),
         (4, 3, "default_interface"),
         (5, 3, "dynamic_interfaces"),
-        (8, 3, "vrrp_min_garp"),
         (9, 3, "vrrp_priority"),
         (10, 3, "vrrp_no_swap"),
-        (11, 3, "vrrp_startup_delay"),
-        (12, 3, "vrrp_notify_priority_changes"),
-        (18, 1, "garp_group"),
         // The static blocks are noted as a whole, not option by option.
         (22, 1, "static_ipaddress"),
         (25, 1, "static_routes"),
         (28, 1, "static_rules"),
-        (35, 3, "notify_priority_changes"),
-        (44, 3, "unicast_fault_no_peer"),
         (45, 3, "track_src_ip"),
-        (46, 3, "notify_deleted"),
         (49, 3, "promote_secondaries"),
-        (50, 3, "garp_extra_if"),
-        (51, 3, "notify_priority_changes"),
         (53, 19, "no_track"),
         (53, 28, "use_vmac"),
         (56, 31, "onlink"),
@@ -1433,4 +1424,74 @@ vrrp_instance VI_1 {
             .iter()
             .any(|item| item.message.ends_with("accepted, not yet acted on"))
     );
+}
+
+#[test]
+fn garp_extra_if_and_the_startup_delay_are_read_as_keepalived_reads_them() {
+    let (configuration, diagnostics) = check(
+        "global_defs {
+  vrrp_vmac_garp_intvl 30 all
+  vrrp_startup_delay 0.5
+}
+garp_group {
+  garp_interval 0
+  interfaces {
+    eth0
+    eth1
+  }
+}
+vrrp_instance VI_1 {
+  interface eth0
+  virtual_router_id 1
+  garp_extra_if 5 all
+}
+vrrp_instance VI_2 {
+  interface eth0
+  virtual_router_id 2
+  garp_extra_if all
+}
+",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let warnings: Vec<&str> = diagnostics
+        .items
+        .iter()
+        .filter(|item| item.severity == Severity::Warning)
+        .map(|item| item.message.as_str())
+        .collect();
+    assert!(
+        warnings.contains(
+            &"Keyword \"vrrp_vmac_garp_intvl\" is deprecated - please use \"vrrp_garp_extra_if\""
+        ),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.contains(&"garp_extra_if specified without time - ignoring"),
+        "{warnings:?}"
+    );
+    let extra = |all, seconds| {
+        Some(crate::model::GarpExtraInterfaces {
+            all,
+            delay: Duration::from_secs(seconds),
+        })
+    };
+    assert_eq!(configuration.global.vrrp.garp_extra_if, extra(true, 30));
+    assert_eq!(
+        configuration.vrrp_instances[0].garp.extra_if,
+        extra(true, 5)
+    );
+    assert_eq!(configuration.vrrp_instances[1].garp.extra_if, None);
+    assert_eq!(
+        configuration.global.vrrp.startup_delay,
+        Some(Duration::from_millis(500))
+    );
+    // keepalived takes 0 in a garp_group (no pause).
+    assert_eq!(
+        configuration.garp_groups[0].garp_interval,
+        Some(Duration::ZERO)
+    );
+    assert_eq!(configuration.garp_groups[0].interfaces, ["eth0", "eth1"]);
+    // keepalived's least delay is a millisecond.
+    let (_, diagnostics) = check("global_defs {\n  vrrp_startup_delay 0\n}\n");
+    assert_eq!(errors(&diagnostics).len(), 1);
 }

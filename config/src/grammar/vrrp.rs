@@ -52,7 +52,7 @@ macro_rules! notify_keywords {
             Keyword::leaf("notify_fault", 1, None),
             Keyword::leaf("notify_stop", 1, None),
             Keyword::leaf("notify", 1, None),
-            Keyword::leaf("notify_priority_changes", 0, Some(1)).not_acted_on(),
+            Keyword::leaf("notify_priority_changes", 0, Some(1)),
             Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
             Keyword::lines("track_interface", 0, Some(0)),
             Keyword::lines("track_script", 0, Some(0)),
@@ -142,14 +142,14 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("unicast_src_ip", 1, Some(1)),
     Keyword::lines("unicast_peer", 0, Some(0)),
     Keyword::leaf("unicast_ttl", 1, Some(1)),
-    Keyword::leaf("unicast_fault_no_peer", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("unicast_fault_no_peer", 0, Some(0)),
     Keyword::leaf("check_unicast_src", 0, Some(0)),
     Keyword::leaf("old_unicast_checksum", 0, Some(1)).not_acted_on(),
     Keyword::leaf("mcast_src_ip", 1, Some(1)),
     Keyword::leaf("mcast_dst_ip", 1, Some(1)),
     Keyword::leaf("dont_track_primary", 0, Some(0)),
     Keyword::leaf("track_src_ip", 0, Some(0)).not_acted_on(),
-    Keyword::leaf("notify_deleted", 0, None).not_acted_on(),
+    Keyword::leaf("notify_deleted", 0, None),
     Keyword::leaf("notify_master_rx_lower_pri", 1, None),
     Keyword::leaf("nopreempt", 0, Some(0)),
     // "for backwards compatibility": preempting is the default.
@@ -171,8 +171,8 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("garp_lower_prio_repeat", 1, Some(1)),
     Keyword::leaf("garp_master_refresh", 1, Some(1)),
     Keyword::leaf("garp_master_refresh_repeat", 1, Some(1)),
-    Keyword::leaf("garp_extra_if", 1, Some(2)).not_acted_on(),
-    Keyword::leaf("vmac_garp_intvl", 1, Some(2)).not_acted_on(),
+    Keyword::leaf("garp_extra_if", 1, Some(2)),
+    Keyword::leaf("vmac_garp_intvl", 1, Some(2)),
     Keyword::leaf("lower_prio_no_advert", 0, Some(1)),
     Keyword::leaf("higher_prio_send_advert", 0, Some(1)),
     Keyword::leaf("down_timer_adverts", 1, Some(1)),
@@ -684,23 +684,25 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
         let argument = child.argument(0);
         match child.name() {
             "garp_interval" => {
+                // keepalived: 0 to INT_MAX microseconds.
                 group.garp_interval = argument.and_then(|word| {
                     values::seconds(
                         context,
                         word,
-                        Duration::from_micros(1),
-                        Duration::from_micros(u32::MAX.into()),
+                        Duration::ZERO,
+                        Duration::from_micros(i32::MAX as u64),
                         "garp_interval",
                     )
                 })
             }
             "gna_interval" => {
+                // keepalived: 0 to INT_MAX microseconds.
                 group.gna_interval = argument.and_then(|word| {
                     values::seconds(
                         context,
                         word,
-                        Duration::from_micros(1),
-                        Duration::from_micros(u32::MAX.into()),
+                        Duration::ZERO,
+                        Duration::from_micros(i32::MAX as u64),
                         "gna_interval",
                     )
                 })
@@ -730,6 +732,35 @@ pub fn read_garp_group(node: &Node, config: &mut Config, context: &mut Context) 
         return;
     }
     config.garp_groups.push(group);
+}
+
+/// `garp_extra_if [all] DELAY` (and the global `vrrp_garp_extra_if`), as
+/// keepalived reads them: `all` anywhere, the last number the delay
+/// (`minimum` to a day); `None`, with keepalived's complaint, without a
+/// delay or with a wrong one.
+pub fn read_garp_extra_if(
+    node: &Node,
+    minimum: u64,
+    context: &mut Context,
+) -> Option<GarpExtraInterfaces> {
+    let mut all = false;
+    let mut delay = None;
+    for word in node.arguments {
+        if word.text == "all" {
+            all = true;
+        } else {
+            let what = format!("{} delay", node.name());
+            delay = Some(values::whole_seconds(context, word, minimum, 86400, &what)?);
+        }
+    }
+    let Some(delay) = delay else {
+        context.warning(
+            node.keyword.span,
+            format!("{} specified without time - ignoring", node.name()),
+        );
+        return None;
+    };
+    Some(GarpExtraInterfaces { all, delay })
 }
 
 /// `vrrp_instance NAME { ... }`.
@@ -961,16 +992,13 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
                     )
                 })
             }
-            "garp_extra_if" => {
-                let (all, delay_word) = match (child.argument(0), child.argument(1)) {
-                    (Some(first), Some(second)) if first.text == "all" => (true, Some(second)),
-                    (Some(first), _) => (false, Some(first)),
-                    _ => (false, None),
-                };
-                if let Some(delay) = delay_word.and_then(|word| {
-                    values::whole_seconds(context, word, 0, 86400, "garp_extra_if delay")
-                }) {
-                    garp.extra_if = Some(GarpExtraInterfaces { all, delay });
+            "garp_extra_if" | "vmac_garp_intvl" => {
+                if child.name() == "vmac_garp_intvl" {
+                    check_instance_extra(child, context);
+                }
+                // keepalived's vrrp_garp_extra_if_handler: 0 turns it off.
+                if let Some(extra) = read_garp_extra_if(child, 0, context) {
+                    garp.extra_if = Some(extra);
                 }
             }
             "lower_prio_no_advert" => {
@@ -995,7 +1023,6 @@ pub fn read_instance(node: &Node, config: &mut Config, context: &mut Context) {
             | "vrf"
             | "linkbeat_use_polling"
             | "lvs_sync_daemon_interface"
-            | "vmac_garp_intvl"
             | "kernel_rx_buf_size" => {
                 check_instance_extra(child, context);
                 instance.other.push(common::raw(child));

@@ -129,6 +129,9 @@ pub struct VrrpDefaults {
     #[serde(serialize_with = "super::seconds::serialize_option")]
     pub gna_interval: Option<Duration>,
     pub min_garp: bool,
+    /// `vrrp_garp_extra_if [all] DELAY`: the default of the instances'
+    /// `garp_extra_if`.
+    pub garp_extra_if: Option<super::GarpExtraInterfaces>,
     /// Default 2.
     pub version: Option<u8>,
     pub strict: bool,
@@ -143,6 +146,30 @@ pub struct VrrpDefaults {
     pub startup_delay: Option<Duration>,
     pub down_timer_adverts: Option<u32>,
     pub notify_priority_changes: Option<bool>,
+}
+
+impl VrrpDefaults {
+    /// `vrrp_min_garp` where it is written (keepalived's
+    /// vrrp_min_garp_handler): one gratuitous ARP round of one message on
+    /// becoming master, no second round, no refresh messages. Each value
+    /// changes only while it is still keepalived's default, so that one
+    /// written before the keyword stays (unless it equals the default) and
+    /// one written after it wins. The refresh interval's default, 0, is
+    /// what the keyword sets.
+    pub fn apply_min_garp(&mut self) {
+        if matches!(self.garp_master_repeat, None | Some(5)) {
+            self.garp_master_repeat = Some(1);
+        }
+        if matches!(self.garp_master_refresh_repeat, None | Some(1)) {
+            self.garp_master_refresh_repeat = Some(0);
+        }
+        if self
+            .garp_master_delay
+            .is_none_or(|delay| delay == Duration::from_secs(5))
+        {
+            self.garp_master_delay = Some(Duration::ZERO);
+        }
+    }
 }
 
 /// `lvs_sync_daemon`: IPVS's connection synchronisation daemon, which

@@ -6,14 +6,12 @@
 //! the sync groups did, in [`super::task`]'s loop).
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fulcrum_config::model as config;
 use netlink_packet_route::address::AddressMessage;
 use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::rule::RuleMessage;
-use tokio::task::JoinHandle;
 
 use super::addresses;
 use super::firewall::{self, Firewall};
@@ -211,44 +209,16 @@ impl Effects {
     }
 }
 
-/// Starts announcing: `repeat` rounds of one message per address,
-/// `garp_interval` (IPv4) or `gna_interval` (IPv6) apart, as keepalived
-/// spaces them; the task is aborted when the instance leaves MASTER.
-pub fn announce(
-    addresses: Vec<(Arc<Announcer>, IpAddr)>,
-    repeat: u32,
-    garp_interval: Duration,
-    gna_interval: Duration,
-    name: String,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        tracing::info!(
-            "({name}) announcing {} {repeat} time(s) (gratuitous ARP, unsolicited neighbour \
-             advertisement)",
-            addresses
-                .iter()
-                .map(|(announcer, address)| format!("{address} on {}", announcer.interface_name()))
-                .collect::<Vec<_>>()
-                .join(", ")
+/// Sends one gratuitous ARP (IPv4) or unsolicited neighbour
+/// advertisement (IPv6) for `address` on `announcer`'s interface; the
+/// pace was decided already ([`super::garp`]).
+pub fn announce(name: &str, announcer: &Announcer, address: IpAddr) {
+    if let Err(error) = announcer.announce(address) {
+        tracing::warn!(
+            "({name}) cannot announce {address} on {}: {error}",
+            announcer.interface_name()
         );
-        for _ in 0..repeat {
-            for (announcer, address) in &addresses {
-                if let Err(error) = announcer.announce(*address) {
-                    tracing::warn!(
-                        "({name}) cannot announce {address} on {}: {error}",
-                        announcer.interface_name()
-                    );
-                }
-                let interval = match address {
-                    IpAddr::V4(_) => garp_interval,
-                    IpAddr::V6(_) => gna_interval,
-                };
-                if !interval.is_zero() {
-                    tokio::time::sleep(interval).await;
-                }
-            }
-        }
-    })
+    }
 }
 
 /// Runs an instance's or a sync group's notify scripts for `state`: the
@@ -278,5 +248,30 @@ fn firewall_vmac(vmac: &VirtualMac) -> firewall::Vmac {
             Family::Ipv4 => firewall::TableFamily::Ipv4,
             Family::Ipv6 => firewall::TableFamily::Ipv6,
         },
+    }
+}
+
+/// Runs the notify scripts of an instance a reload removed
+/// ([`super::plan::removal_notice`]): `notify_deleted`'s script, if it
+/// names one, and `notify` with `DELETED`; or `notify` alone with `FAULT`.
+pub fn notify_removed(
+    scripts: &config::Notify,
+    name: &str,
+    notice: super::plan::RemovalNotice,
+    priority: u8,
+) {
+    use super::plan::RemovalNotice;
+    let word = match notice {
+        RemovalNotice::Deleted => {
+            if let Some(Some(script)) = &scripts.deleted {
+                fulcrum_scripts::run::spawn(script, &[]);
+            }
+            "DELETED"
+        }
+        RemovalNotice::Fault => "FAULT",
+        RemovalNotice::Nothing => return,
+    };
+    if let Some(script) = &scripts.any {
+        fulcrum_scripts::run::spawn(script, &["INSTANCE", name, word, &priority.to_string()]);
     }
 }

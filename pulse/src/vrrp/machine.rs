@@ -31,6 +31,16 @@
 //! - Version 2 adverts with another interval are dropped; a version 3
 //!   backup adopts the master's interval.
 //! - Priority 0 on stop and on a link failure while master.
+//! - `vrrp_startup_delay` ([`Machine::delay_start_until`]): until the
+//!   delay has passed, a backup's down timer counts from the delay's end
+//!   rather than from now, whenever it is set (keepalived's
+//!   vrrp_scheduler.c `vrrp_init_instance_sands`), so that no instance
+//!   takes over before the delay plus its master down interval; an address
+//!   owner waits as a backup (without a transition of its own, as
+//!   keepalived's `vrrp_init_state`) until the delay has passed. An advert
+//!   a backup ignores or drops then pushes its timer on by as much as the
+//!   delay has left, as keepalived's does (it sets the down timer to what
+//!   was left of it, counted again from the delay's end).
 //! - A member of a `vrrp_sync_group` ([`Machine::join_sync_group`]) whose
 //!   down timer runs out does not take over by itself: it asks with
 //!   [`Action::RequestMaster`], keeps wanting to until it accepts a
@@ -107,9 +117,12 @@ pub enum Action {
     /// Remove them.
     RemoveAddresses,
     /// Send `repeat` gratuitous ARPs (IPv4) or unsolicited neighbour
-    /// advertisements (IPv6) for each virtual address, spaced by
-    /// `garp_interval` / `gna_interval`.
+    /// advertisements (IPv6) for each virtual address, as the interfaces'
+    /// pacing lets them go ([`super::garp`]).
     Announce { repeat: u32 },
+    /// `garp_extra_if`: one message for the first virtual address on each
+    /// interface other than the instance's.
+    AnnounceExtraInterfaces,
     /// The instance entered this state (notify scripts, sync daemon).
     EnterState(State),
     /// `notify_master_rx_lower_pri`.
@@ -345,6 +358,11 @@ pub struct Machine {
     /// The next `garp_master_refresh` round, sent with the first advert
     /// after it.
     refresh_at: Option<Instant>,
+    /// `vrrp_startup_delay`: when the delay after the daemon's start ends.
+    startup_delay_until: Option<Instant>,
+    /// The next `garp_extra_if` announcement, sent with the first advert
+    /// after it.
+    extra_interfaces_at: Option<Instant>,
     statistics: Statistics,
 }
 
@@ -371,12 +389,65 @@ impl Machine {
             delayed_announce: None,
             lower_priority_announce: None,
             refresh_at: None,
+            startup_delay_until: None,
+            extra_interfaces_at: None,
             statistics: Statistics::default(),
         }
     }
 
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// `vrrp_startup_delay`: no down timer runs out before `until` plus
+    /// the master down interval (the rules at the top). Given before
+    /// [`Event::Start`], to the instances a reload starts too while the
+    /// delay lasts (keepalived's delay is one time for the whole process).
+    pub fn delay_start_until(&mut self, until: Option<Instant>) {
+        self.startup_delay_until = until;
+    }
+
+    /// The end of the startup delay, if it has not passed at `now`.
+    fn startup_delay_left(&self, now: Instant) -> Option<Instant> {
+        self.startup_delay_until.filter(|until| now < *until)
+    }
+
+    /// A backup's down timer set to run `down` from now: keepalived's
+    /// vrrp_init_instance_sands, which counts from the startup delay's end
+    /// while the delay lasts.
+    fn backup_deadline(&self, now: Instant, down: Duration) -> Instant {
+        match self.startup_delay_left(now) {
+            Some(until) => until + down,
+            None => now + down,
+        }
+    }
+
+    /// A backup ignored or dropped an advert: keepalived sets its down
+    /// timer to what is left of it and sets it again, which changes
+    /// nothing once the startup delay has passed and pushes it on while
+    /// the delay lasts (vrrp.c `vrrp_state_backup`, `ignore_advert`).
+    fn backup_ignored_advert(&mut self, now: Instant) {
+        if self.state == State::Backup
+            && let Some(deadline) = self.deadline
+        {
+            self.deadline =
+                Some(self.backup_deadline(now, deadline.saturating_duration_since(now)));
+        }
+    }
+
+    /// An address owner waiting out the startup delay: a backup that
+    /// takes over as soon as the delay has passed, with no transition of
+    /// its own until then (keepalived's vrrp_init_state gives it a down
+    /// timer of 1 µs and the state BACKUP, without a log line or notify).
+    fn owner_waits(&mut self, now: Instant) -> bool {
+        if self.startup_delay_left(now).is_none() {
+            return false;
+        }
+        self.state = State::Backup;
+        self.wants_master = false;
+        self.preempt_until = None;
+        self.deadline = Some(self.backup_deadline(now, Duration::from_micros(1)));
+        true
     }
 
     /// Makes the instance a member of a sync group, before
@@ -412,6 +483,12 @@ impl Machine {
 
     pub fn statistics(&self) -> &Statistics {
         &self.statistics
+    }
+
+    /// When `garp_extra_if` announces next (with the first advert after
+    /// it), if it has been set.
+    pub fn extra_interfaces_at(&self) -> Option<Instant> {
+        self.extra_interfaces_at
     }
 
     /// The current master's address and priority as a backup last heard.
@@ -515,7 +592,10 @@ impl Machine {
             Event::Start => self.start(now, &mut actions),
             Event::Timer => self.timer(now, &mut actions),
             Event::Advert(received) => self.receive(now, &received, &mut actions),
-            Event::Malformed(error) => self.statistics.count_drop(error.into()),
+            Event::Malformed(error) => {
+                self.statistics.count_drop(error.into());
+                self.backup_ignored_advert(now);
+            }
             Event::PriorityChange(priority) => self.change_priority(priority),
             Event::InterfaceDown => self.interface_down(&mut actions),
             Event::InterfaceUp => self.interface_up(now, &mut actions),
@@ -547,7 +627,7 @@ impl Machine {
                     self.release_master(&mut actions);
                     self.master_advert_interval = self.settings.advert_interval;
                     self.enter_backup(now, &mut actions);
-                    self.deadline = Some(now + self.skew_time());
+                    self.deadline = Some(self.backup_deadline(now, self.skew_time()));
                 }
             }
         }
@@ -562,7 +642,9 @@ impl Machine {
         if !self.interface_up || self.sync_fault {
             self.enter_fault(actions);
         } else if self.base_priority == PRIORITY_OWNER {
-            self.become_master(now, actions);
+            if !self.owner_waits(now) {
+                self.become_master(now, actions);
+            }
         } else {
             self.enter_backup(now, actions);
         }
@@ -576,7 +658,8 @@ impl Machine {
                         // keepalived's vrrp_sync_can_goto_master: the
                         // down timer starts again while the group decides.
                         self.wants_master = true;
-                        self.deadline = Some(now + self.master_down_interval());
+                        self.deadline =
+                            Some(self.backup_deadline(now, self.master_down_interval()));
                         actions.push(Action::RequestMaster);
                     } else {
                         self.become_master(now, actions);
@@ -602,6 +685,16 @@ impl Machine {
                     {
                         self.announce(self.settings.garp.master_refresh_repeat, actions);
                         self.refresh_at = Some(now + refresh);
+                    }
+                    // garp_extra_if likewise, after the refresh (vrrp.c
+                    // vrrp_state_master_tx).
+                    if let (Some(at), Some(interval)) = (
+                        self.extra_interfaces_at,
+                        self.settings.garp.extra_interfaces,
+                    ) && now > at
+                    {
+                        actions.push(Action::AnnounceExtraInterfaces);
+                        self.extra_interfaces_at = Some(now + interval);
                     }
                     self.deadline = Some(now + self.settings.advert_interval);
                 }
@@ -665,7 +758,9 @@ impl Machine {
         }
         self.master_advert_interval = self.settings.advert_interval;
         if self.base_priority == PRIORITY_OWNER {
-            self.become_master(now, actions);
+            if !self.owner_waits(now) {
+                self.become_master(now, actions);
+            }
         } else {
             self.enter_backup(now, actions);
         }
@@ -693,7 +788,7 @@ impl Machine {
         self.state = State::Backup;
         self.wants_master = false;
         self.preempt_until = None;
-        self.deadline = Some(now + self.master_down_interval());
+        self.deadline = Some(self.backup_deadline(now, self.master_down_interval()));
         actions.push(Action::EnterState(State::Backup));
     }
 
@@ -721,6 +816,11 @@ impl Machine {
         if !self.settings.garp.master_delay.is_zero() {
             self.delayed_announce = Some(now + self.settings.garp.master_delay);
         }
+        self.extra_interfaces_at = self
+            .settings
+            .garp
+            .extra_interfaces
+            .map(|interval| now + interval);
         actions.push(Action::EnterState(State::Master));
     }
 
@@ -731,6 +831,9 @@ impl Machine {
         self.delayed_announce = None;
         self.lower_priority_announce = None;
         self.refresh_at = None;
+        // The next garp_extra_if time stays, as keepalived's
+        // vmac_garp_timer (its data dump shows it): taking over sets it
+        // again, and only a master looks at it.
         actions.push(Action::RemoveAddresses);
     }
 
@@ -755,6 +858,7 @@ impl Machine {
                     || self.master_address != Some(received.source);
                 if let Err(reason) = self.validate(received, check_addresses) {
                     self.statistics.count_drop(reason);
+                    self.backup_ignored_advert(now);
                     return;
                 }
                 self.count_received(&received.advert);
@@ -784,7 +888,7 @@ impl Machine {
     fn backup_receive(&mut self, now: Instant, received: &Received) {
         let priority = received.advert.priority;
         if priority == PRIORITY_STOP {
-            self.deadline = Some(now + self.skew_time());
+            self.deadline = Some(self.backup_deadline(now, self.skew_time()));
             return;
         }
         let preempt_delay_running = !self.settings.preempt_delay.is_zero()
@@ -797,7 +901,7 @@ impl Machine {
                 self.master_advert_interval =
                     Duration::from_millis(u64::from(max_advert_interval) * 10);
             }
-            self.deadline = Some(now + self.master_down_interval());
+            self.deadline = Some(self.backup_deadline(now, self.master_down_interval()));
             self.master_address = Some(received.source);
             self.master_priority = priority;
             // A master is heard again: no longer ready to take over.
@@ -814,6 +918,7 @@ impl Machine {
             // ignored, so the down timer runs out and this backup takes
             // over.
             self.master_address = Some(received.source);
+            self.backup_ignored_advert(now);
         }
     }
 

@@ -6,7 +6,8 @@
 //! instance's parameters ([`settings`]) and its state machine
 //! ([`machine`]); a `vrrp_sync_group`'s coordination ([`sync`]); the
 //! addresses adverts go from ([`sources`]); catching up after lost
-//! events ([`resync`]); tracking weights ([`track`]).
+//! events ([`resync`]); tracking weights ([`track`]); the interfaces' pace
+//! of gratuitous ARPs and neighbour advertisements ([`garp`]).
 //!
 //! With I/O: sockets (IP protocol 112), gratuitous ARP and neighbour
 //! advertisements ([`io`]); interfaces and virtual addresses
@@ -21,6 +22,7 @@
 pub mod addresses;
 pub mod effects;
 pub mod firewall;
+pub mod garp;
 pub mod io;
 pub mod machine;
 pub mod netlink_events;

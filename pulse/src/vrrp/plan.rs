@@ -31,6 +31,10 @@
 //!   group's weight unless the member's is 0.
 //! - Adverts go to `mcast_dst_ip`, else `vrrp_mcast_group4/6`, else the
 //!   RFC's group; with unicast peers, to each peer ([`destinations`]).
+//! - `unicast_fault_no_peer` without any `unicast_peer` holds the instance
+//!   in FAULT for as long as the configuration runs, where keepalived
+//!   would otherwise fall back to multicast (vrrp.c
+//!   `vrrp_complete_instance`: a configuration fault).
 //! - Without accept mode a master drops traffic to and from its
 //!   `virtual_ipaddress` and `virtual_ipaddress_excluded` (keepalived's
 //!   `vips` set holds both).
@@ -44,11 +48,16 @@
 //!   all of them kept); an instance in no group is kept only if it is in
 //!   none after the reload either. Every other instance stops and the new
 //!   ones start ([`reload`]).
+//! - Of the instances a reload stops, those keepalived would find no
+//!   counterpart for in the new file (the same VRID, family and interface,
+//!   unicast or not, and the same source if unicast or multicast group if
+//!   not: vrrp.c `vrrp_exist`) are removed, not restarted ([`removed`]):
+//!   their last notify is keepalived's for a deleted instance, not STOP
+//!   ([`removal_notice`]).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use fulcrum_config::model as config;
 
@@ -106,8 +115,16 @@ pub struct InstancePlan {
     /// Its sync group (an index into [`Plan::groups`]) and its place among
     /// the group's members.
     pub group: Option<(usize, usize)>,
-    pub garp_interval: Duration,
-    pub gna_interval: Duration,
+    /// keepalived's configuration faults (`num_config_faults`): the
+    /// instance stays in FAULT whatever its links and tracking say. Set by
+    /// `unicast_fault_no_peer` without unicast peers.
+    pub configuration_fault: bool,
+    /// `notify_priority_changes`: the instance's, else its sync group's,
+    /// else the global `vrrp_notify_priority_changes` (vrrp.c
+    /// `vrrp_complete_instance`). keepalived 2.2.7 resolves it and shows it
+    /// in its data dump, and nothing else reads it: no notify, no FIFO
+    /// line.
+    pub notify_priority_changes: bool,
     /// `use_vmac`: the macvlan it runs on ([`vmac`]).
     pub vmac: Option<VmacPlan>,
 }
@@ -207,6 +224,12 @@ impl Plan {
                     &mut warnings,
                 );
             }
+            let configuration_fault = model.unicast_fault_no_peer && model.unicast_peers.is_empty();
+            if configuration_fault {
+                warnings.push(format!(
+                    "({name}) Cannot use unicast without any peers - going to fault state"
+                ));
+            }
             let destinations = destinations(model, &settings, defaults);
             let dropped = if settings.accept {
                 Vec::new()
@@ -228,8 +251,16 @@ impl Plan {
                 track_own_interface: !model.dont_track_primary,
                 tracked,
                 group: None,
-                garp_interval: defaults.garp_interval.unwrap_or_default(),
-                gna_interval: defaults.gna_interval.unwrap_or_default(),
+                configuration_fault,
+                notify_priority_changes: model
+                    .notify
+                    .priority_changes
+                    .or_else(|| {
+                        let group = membership.map(|index| &configuration.sync_groups[index])?;
+                        group.notify.priority_changes
+                    })
+                    .or(defaults.notify_priority_changes)
+                    .unwrap_or(false),
                 vmac,
             });
         }
@@ -432,6 +463,67 @@ pub fn reload(old: &Plan, new: &Plan) -> Reload {
             .enumerate()
             .filter_map(|(position, new_position)| Some((position, (*new_position)?)))
             .collect(),
+    }
+}
+
+/// The running instances of `old` that keepalived's reload would delete:
+/// those `new` has no counterpart for, as vrrp.c `vrrp_exist` matches
+/// them (its first instance with the same VRID, family and interface
+/// decides for multicast: another group means none). keepalived compares
+/// unicast sources as used; the configured ones are compared here, the
+/// interface's (none configured) being the same on the same interface.
+pub fn removed(old: &Plan, new: &Plan) -> Vec<usize> {
+    let unicast = |instance: &InstancePlan| !instance.settings.unicast_peers.is_empty();
+    let exists = |running: &InstancePlan| {
+        for candidate in &new.instances {
+            if candidate.settings.virtual_router_id != running.settings.virtual_router_id
+                || candidate.settings.family != running.settings.family
+                || candidate.interface != running.interface
+                || unicast(candidate) != unicast(running)
+            {
+                continue;
+            }
+            if unicast(candidate) {
+                if candidate.settings.local_address != running.settings.local_address {
+                    continue;
+                }
+                return true;
+            }
+            return candidate.destinations == running.destinations;
+        }
+        false
+    };
+    old.instances
+        .iter()
+        .enumerate()
+        .filter(|(_, running)| !exists(running))
+        .map(|(position, _)| position)
+        .collect()
+}
+
+/// What an instance a reload removed notifies, as keepalived's
+/// clear_diff_vrrp and send_instance_notifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemovalNotice {
+    /// `notify_deleted`: its script (if it names one) and `notify ...
+    /// DELETED`.
+    Deleted,
+    /// Without `notify_deleted`, keepalived's old way: `notify ... FAULT`
+    /// only (the state's own script is looked up before the state is
+    /// turned into FAULT, as the deleted one, which there is none of).
+    Fault,
+    /// Without `notify_deleted`, an instance already in FAULT: nothing.
+    Nothing,
+}
+
+/// The notice of an instance removed by a reload in `state`.
+pub fn removal_notice(notify_deleted: bool, state: super::machine::State) -> RemovalNotice {
+    if notify_deleted {
+        RemovalNotice::Deleted
+    } else if state == super::machine::State::Fault {
+        RemovalNotice::Nothing
+    } else {
+        RemovalNotice::Fault
     }
 }
 

@@ -58,8 +58,13 @@ pub struct GarpSettings {
     /// `garp_master_refresh`: a round this often while master (default:
     /// none).
     pub master_refresh: Option<Duration>,
-    /// `garp_master_refresh_repeat` (default 1).
+    /// `garp_master_refresh_repeat` (default 1; 0 after `vrrp_min_garp`).
     pub master_refresh_repeat: u32,
+    /// `garp_extra_if all DELAY` (or the global `vrrp_garp_extra_if`)
+    /// where some virtual address is on another interface: every DELAY,
+    /// at the first advert after it, one message on each such interface
+    /// (keepalived's vrrp_send_vmac_update).
+    pub extra_interfaces: Option<Duration>,
 }
 
 /// One instance's parameters.
@@ -180,6 +185,12 @@ impl InstanceSettings {
             .master_repeat
             .or(defaults.garp_master_repeat)
             .unwrap_or(DEFAULT_GARP_REPEAT);
+        // The lower priority defaults are the global ones, whose own
+        // defaults are the global master delay and repeat (vrrp.c
+        // vrrp_complete_init and vrrp_complete_instance), not the
+        // instance's.
+        let global_delay = defaults.garp_master_delay.unwrap_or(DEFAULT_GARP_DELAY);
+        let global_repeat = defaults.garp_master_repeat.unwrap_or(DEFAULT_GARP_REPEAT);
         let garp = GarpSettings {
             master_delay,
             master_repeat,
@@ -193,7 +204,7 @@ impl InstanceSettings {
                     .garp
                     .lower_prio_delay
                     .or(defaults.garp_lower_prio_delay)
-                    .unwrap_or(master_delay)
+                    .unwrap_or(global_delay)
             },
             lower_priority_repeat: if strict {
                 instance.garp.lower_prio_repeat.unwrap_or(0)
@@ -202,19 +213,21 @@ impl InstanceSettings {
                     .garp
                     .lower_prio_repeat
                     .or(defaults.garp_lower_prio_repeat)
-                    .unwrap_or(master_repeat)
+                    .unwrap_or(global_repeat)
             },
             master_refresh: instance
                 .garp
                 .master_refresh
                 .or(defaults.garp_master_refresh)
                 .filter(|refresh| !refresh.is_zero()),
+            // 0 only from vrrp_min_garp: a refresh then sends nothing, as
+            // keepalived's loop of no repeats.
             master_refresh_repeat: instance
                 .garp
                 .master_refresh_repeat
                 .or(defaults.garp_master_refresh_repeat)
-                .unwrap_or(1)
-                .max(1),
+                .unwrap_or(1),
+            extra_interfaces: extra_interfaces(instance, defaults),
         };
         Ok(InstanceSettings {
             virtual_router_id,
@@ -283,6 +296,27 @@ impl InstanceSettings {
             Version::V3 => (self.advert_interval.as_millis() / 10) as u16,
         }
     }
+}
+
+/// The interval of `garp_extra_if` as keepalived 2.2.7 uses it without
+/// VMACs (vrrp.c `vrrp_complete_instance`): the instance's, else the
+/// global `vrrp_garp_extra_if`; kept only with `all` (without it only VMAC
+/// interfaces, which pulse does not create, are announced) and when a
+/// virtual address (or excluded one) has a `dev` other than the
+/// instance's interface; 0 turns it off.
+fn extra_interfaces(instance: &VrrpInstance, defaults: &VrrpDefaults) -> Option<Duration> {
+    let extra = instance.garp.extra_if.or(defaults.garp_extra_if)?;
+    let elsewhere = instance
+        .virtual_addresses
+        .iter()
+        .chain(&instance.excluded_addresses)
+        .any(|address| {
+            address
+                .device
+                .as_ref()
+                .is_some_and(|device| Some(device) != instance.interface.as_ref())
+        });
+    (extra.all && elsewhere && !extra.delay.is_zero()).then_some(extra.delay)
 }
 
 /// keepalived rounds a version 2 interval to whole seconds (1..=255) and a

@@ -13,7 +13,6 @@ use fulcrum_config::model as config;
 use netlink_packet_route::address::AddressMessage;
 use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::rule::RuleMessage;
-use tokio::task::JoinHandle;
 
 use super::addresses::{self, AddressError};
 use super::effects::VirtualState;
@@ -80,13 +79,15 @@ pub struct Instance {
     /// Whether the next backup state is the first one (keepalived says
     /// "(init)").
     pub starting: bool,
-    pub announcing: Option<JoinHandle<()>>,
     /// When it last changed state (keepalived's `last_transition`, which
     /// its dumps carry): its start, then each transition.
     pub last_transition: std::time::SystemTime,
     /// Whether its virtual addresses are on their interfaces (keepalived's
     /// `vipset`).
     pub addresses_set: bool,
+    /// Set when a reload removes the instance ([`super::plan::removed`]):
+    /// its state then, which decides its last notify instead of STOP.
+    pub removed_in_state: Option<super::machine::State>,
 }
 
 /// What instances share, read or opened once: interfaces by name, their
@@ -250,9 +251,9 @@ pub async fn open_instance(
         tracked_priority: priority,
         started: false,
         starting: true,
-        announcing: None,
         last_transition: std::time::SystemTime::now(),
         addresses_set: false,
+        removed_in_state: None,
     })
 }
 

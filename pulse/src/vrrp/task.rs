@@ -17,7 +17,7 @@ mod receivers;
 mod reload;
 mod trackers;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -26,11 +26,12 @@ use fulcrum_config::model as config;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::effects::{self, Effects};
+use super::garp::Pacer;
 use super::io::{self, Datagram, ReceiveSocket};
 use super::machine::{Action, Event, Received, State};
 use super::netlink_events::{NetlinkEvent, NetlinkEvents};
 use super::packet::{self, Family, Packet, Repr};
-use super::plan::Plan;
+use super::plan::{self, Plan};
 use super::report::data::{self as data_dump, InstanceMoment, PlanData};
 use super::report::{
     self, Description, InstanceReport, ParameterMatch, ProcessReport, Report, ScriptReport,
@@ -95,6 +96,13 @@ pub struct Vrrp {
     plan_data: Arc<PlanData>,
     /// Where the task publishes its [`Report`].
     report: watch::Sender<Arc<Report>>,
+    /// `vrrp_startup_delay`: when the delay after the task's start ends,
+    /// for every machine started while it lasts (reloads keep it, as
+    /// keepalived sets it at its start only).
+    startup_delay_until: Option<Instant>,
+    /// The interfaces' pace of gratuitous ARPs and neighbour
+    /// advertisements, and the messages waiting for it.
+    pacer: Pacer,
 }
 
 impl Vrrp {
@@ -158,7 +166,13 @@ impl Vrrp {
             descriptions: Vec::new(),
             plan_data: Arc::default(),
             report,
+            startup_delay_until: None,
+            pacer: Pacer::default(),
         };
+        vrrp.pacer = Pacer::new(&vrrp.plan.configuration);
+        for warning in vrrp.pacer.warnings() {
+            tracing::warn!("{warning}");
+        }
         vrrp.descriptions = descriptions(&vrrp.plan);
         vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
@@ -189,6 +203,14 @@ impl Vrrp {
         mut shutdown: oneshot::Receiver<()>,
         mut reloads: mpsc::Receiver<Arc<config::Config>>,
     ) {
+        if let Some(delay) = self.plan.configuration.global.vrrp.startup_delay {
+            // keepalived's line (vrrp_daemon.c), its number as printf's %g.
+            tracing::info!(
+                "Delaying startup for {} seconds",
+                data_dump::general(delay.as_secs_f64())
+            );
+            self.startup_delay_until = Some(Instant::now() + delay);
+        }
         self.start_instances().await;
         // SIGUSR1: keepalived's data dump.
         let mut data_signal =
@@ -220,6 +242,7 @@ impl Vrrp {
                 .instances
                 .iter()
                 .filter_map(|instance| instance.machine.poll_at())
+                .chain(self.pacer.poll_at())
                 .min();
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -409,6 +432,43 @@ impl Vrrp {
                 self.handle_event(position, now, Event::Timer).await;
             }
         }
+        // The announcements the interfaces' pace held back.
+        let instances = &self.instances;
+        let due = self.pacer.due(now, |position| {
+            instances.get(position).is_some_and(|instance| {
+                instance.addresses_set && instance.machine.state() == State::Master
+            })
+        });
+        for due in due {
+            let instance = &self.instances[due.instance];
+            if let Some((announcer, address)) = instance.announced.get(due.index) {
+                effects::announce(
+                    instance.machine.settings().name.as_str(),
+                    announcer,
+                    *address,
+                );
+            }
+        }
+    }
+
+    /// Sends, or queues for its interface's pace ([`super::garp`]), one
+    /// message for each of the instance's announced addresses at
+    /// `indices`, in their order.
+    fn announce(&mut self, position: usize, indices: &[usize]) {
+        let now = Instant::now();
+        let instance = &self.instances[position];
+        let name = instance.machine.settings().name.as_str();
+        for &index in indices {
+            let Some((announcer, address)) = instance.announced.get(index) else {
+                continue;
+            };
+            if self
+                .pacer
+                .send(now, position, index, *address, announcer.interface_name())
+            {
+                effects::announce(name, announcer, *address);
+            }
+        }
     }
 
     /// Writes every instance's counters to `keepalived.stats` in the
@@ -474,6 +534,7 @@ impl Vrrp {
                     master_down_timer: machine.master_down_interval(),
                     read_timeout: machine.poll_at(),
                     source_address: instance.sender.as_ref().map(|sender| sender.source()),
+                    extra_interfaces_at: machine.extra_interfaces_at(),
                     sockets: receive.zip(instance.sender.as_ref().map(|sender| sender.raw_fd())),
                     interface_index: instance.advert_interface().index,
                 }
@@ -500,11 +561,13 @@ impl Vrrp {
             }
         };
         let report = self.report.borrow().clone();
+        let garp_delays = self.pacer.report();
         let text = data_dump::keepalived_data(&data_dump::Dump {
             report: &report,
             plan: &self.plan_data,
             moments: &moments,
             links: &links,
+            garp_delays: &garp_delays,
             now,
         });
         write_dump(&self.dump_path(Dump::State), &text);
@@ -558,9 +621,7 @@ impl Vrrp {
 
     async fn stop_instance(&mut self, position: usize, now: Instant) {
         self.handle_event(position, now, Event::Stop).await;
-        if let Some(announcing) = self.instances[position].announcing.take() {
-            announcing.abort();
-        }
+        self.pacer.forget(position);
     }
 
     /// Puts the instance's macvlan, if it has one, into the firewall's
@@ -616,7 +677,9 @@ impl Vrrp {
                 .vmac
                 .as_ref()
                 .is_none_or(|vmac| up(vmac.interface.index));
-        let mut fault = (plan.track_own_interface && !own_up) || !instance.has_source;
+        let mut fault = plan.configuration_fault
+            || (plan.track_own_interface && !own_up)
+            || !instance.has_source;
         let mut priority = i32::from(instance.machine.settings().priority);
         let owner = priority == 255;
         let mut waiting = false;
@@ -687,6 +750,9 @@ impl Vrrp {
         }
         if start && !waiting && !self.instances[position].started {
             self.instances[position].started = true;
+            self.instances[position]
+                .machine
+                .delay_start_until(self.startup_delay_until);
             self.handle_event(position, now, Event::Start).await;
         }
     }
@@ -861,25 +927,48 @@ impl Vrrp {
             }
             Action::RemoveAddresses => {
                 // No announcement of addresses this router no longer has.
-                if let Some(announcing) = instance.announcing.take() {
-                    announcing.abort();
-                }
+                self.pacer.forget(position);
                 instance.addresses_set = false;
                 self.effects
                     .remove_virtual_state(name, &instance.virtual_state)
                     .await;
             }
             Action::Announce { repeat } => {
-                if let Some(previous) = instance.announcing.take() {
-                    previous.abort();
+                tracing::info!(
+                    "({name}) sending/queueing {repeat} gratuitous ARP(s) or neighbour \
+                     advertisement(s) for {}",
+                    instance
+                        .announced
+                        .iter()
+                        .map(|(announcer, address)| format!(
+                            "{address} on {}",
+                            announcer.interface_name()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                // keepalived's vrrp_send_link_update: `repeat` passes over
+                // every address.
+                let every: Vec<usize> = (0..instance.announced.len()).collect();
+                for _ in 0..repeat {
+                    self.announce(position, &every);
                 }
-                instance.announcing = Some(effects::announce(
-                    instance.announced.clone(),
-                    repeat,
-                    instance_plan.garp_interval,
-                    instance_plan.gna_interval,
-                    name.to_owned(),
-                ));
+            }
+            Action::AnnounceExtraInterfaces => {
+                // keepalived's vrrp_send_vmac_update: the first address on
+                // each interface other than the instance's.
+                let mut interfaces = HashSet::new();
+                let first_elsewhere: Vec<usize> = instance
+                    .announced
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (announcer, _))| {
+                        announcer.interface_index() != instance.interface.index
+                            && interfaces.insert(announcer.interface_index())
+                    })
+                    .map(|(index, _)| index)
+                    .collect();
+                self.announce(position, &first_elsewhere);
             }
             Action::EnterState(state) => {
                 instance.last_transition = SystemTime::now();
@@ -891,13 +980,29 @@ impl Vrrp {
                     state,
                     instance.machine.settings().virtual_router_id,
                 );
-                effects::notify(
-                    &instance_plan.model.notify,
-                    "INSTANCE",
-                    name,
-                    state,
-                    instance.machine.effective_priority(),
-                );
+                match instance
+                    .removed_in_state
+                    .filter(|_| state == State::Initialize)
+                {
+                    // Removed by a reload: keepalived's notice of a deleted
+                    // instance instead of STOP.
+                    Some(removed_in) => effects::notify_removed(
+                        &instance_plan.model.notify,
+                        name,
+                        plan::removal_notice(
+                            instance_plan.model.notify.deleted.is_some(),
+                            removed_in,
+                        ),
+                        instance.machine.effective_priority(),
+                    ),
+                    None => effects::notify(
+                        &instance_plan.model.notify,
+                        "INSTANCE",
+                        name,
+                        state,
+                        instance.machine.effective_priority(),
+                    ),
+                }
                 if let Some((group, member)) = instance_plan.group {
                     let decision = self.groups[group].entered(member, state);
                     self.follow(group, decision, followups);

@@ -379,3 +379,106 @@ vrrp_instance VI_1 {
 "
     .to_owned()
 }
+
+#[test]
+fn unicast_fault_no_peer_without_peers_is_a_configuration_fault() {
+    let without_peers = "vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    unicast_src_ip 192.0.2.1
+    unicast_fault_no_peer
+    virtual_ipaddress {
+        192.0.2.100
+    }
+}
+";
+    let faulted = plan(without_peers);
+    assert!(faulted.instances[0].configuration_fault);
+    // keepalived's line, logged with the plan's warnings.
+    assert!(faulted.warnings.contains(
+        &"(VI_1) Cannot use unicast without any peers - going to fault state".to_owned()
+    ));
+    // With a peer it is unicast as usual.
+    let with_peer = plan(&without_peers.replace(
+        "unicast_fault_no_peer\n",
+        "unicast_fault_no_peer\n    unicast_peer {\n        192.0.2.2\n    }\n",
+    ));
+    assert!(!with_peer.instances[0].configuration_fault);
+    assert_eq!(
+        with_peer.instances[0].destinations,
+        ["192.0.2.2".parse::<IpAddr>().unwrap()]
+    );
+    // Without the keyword keepalived falls back to multicast.
+    let multicast = plan(&without_peers.replace("    unicast_fault_no_peer\n", ""));
+    assert!(!multicast.instances[0].configuration_fault);
+    assert_eq!(
+        multicast.instances[0].destinations,
+        ["224.0.0.18".parse::<IpAddr>().unwrap()]
+    );
+}
+
+#[test]
+fn a_reload_removes_what_keepalived_finds_no_counterpart_for() {
+    let old = plan(TWO_INSTANCES);
+    // The same file: nothing removed.
+    assert_eq!(removed(&old, &plan(TWO_INSTANCES)), Vec::<usize>::new());
+    // keepalived matches by VRID, family and interface, not by name or
+    // block: a renamed instance with another priority is not removed.
+    let renamed = TWO_INSTANCES.replace("VI_2", "VI_9").replace(
+        "virtual_router_id 52\n    priority 100",
+        "virtual_router_id 52\n    priority 90",
+    );
+    assert_eq!(removed(&old, &plan(&renamed)), Vec::<usize>::new());
+    // Another VRID: removed.
+    let moved = TWO_INSTANCES.replace("virtual_router_id 52", "virtual_router_id 53");
+    assert_eq!(removed(&old, &plan(&moved)), [1]);
+    // Unicast to multicast: removed.
+    let multicast = TWO_INSTANCES.replace("    unicast_peer {\n        192.0.2.2\n    }\n", "");
+    assert_eq!(removed(&old, &plan(&multicast)), [1]);
+    // Another multicast group: removed.
+    let group = TWO_INSTANCES.replacen(
+        "virtual_router_id 51\n",
+        "virtual_router_id 51\n    mcast_dst_ip 224.0.0.19\n",
+        1,
+    );
+    assert_eq!(removed(&old, &plan(&group)), [0]);
+}
+
+#[test]
+fn a_removed_instance_notifies_as_keepalived_s_deleted_one() {
+    use crate::vrrp::State;
+    // notify_deleted: DELETED whatever the state.
+    for state in [State::Master, State::Backup, State::Fault] {
+        assert_eq!(removal_notice(true, state), RemovalNotice::Deleted);
+    }
+    // Without it, FAULT, unless it is in FAULT already.
+    assert_eq!(removal_notice(false, State::Master), RemovalNotice::Fault);
+    assert_eq!(removal_notice(false, State::Backup), RemovalNotice::Fault);
+    assert_eq!(removal_notice(false, State::Fault), RemovalNotice::Nothing);
+}
+
+#[test]
+fn notify_priority_changes_comes_from_the_instance_its_group_or_the_globals() {
+    let text = |globals: &str, group: &str, instance: &str| {
+        format!(
+            "global_defs {{\n{globals}}}\nvrrp_sync_group G {{\n    group {{\n        VI_1\n    \
+             }}\n{group}}}\nvrrp_instance VI_1 {{\n    interface eth0\n    virtual_router_id 51\n\
+             {instance}    virtual_ipaddress {{\n        192.0.2.100\n    }}\n}}\n"
+        )
+    };
+    let resolved = |globals, group, instance| {
+        plan(&text(globals, group, instance)).instances[0].notify_priority_changes
+    };
+    assert!(!resolved("", "", ""));
+    assert!(resolved("    vrrp_notify_priority_changes\n", "", ""));
+    assert!(!resolved(
+        "    vrrp_notify_priority_changes\n",
+        "    notify_priority_changes false\n",
+        ""
+    ));
+    assert!(resolved(
+        "",
+        "    notify_priority_changes false\n",
+        "    notify_priority_changes\n"
+    ));
+}

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 use fulcrum_config::model as config;
 
 use super::{Report, state_name};
+use crate::vrrp::garp::PaceReport;
 use crate::vrrp::plan::{Plan, Tracked};
 
 /// keepalived's weight for an instance's own interface with
@@ -106,6 +107,11 @@ pub struct InstanceData {
     pub notify_scripts: Vec<(&'static str, String, u32, u32)>,
     pub notify_priority_changes: bool,
     pub debug: u8,
+    /// keepalived's `num_config_faults`: 1 with `unicast_fault_no_peer`
+    /// and no peer.
+    pub configuration_faults: u32,
+    /// `garp_extra_if`'s interval, where it is in force.
+    pub garp_extra_interfaces: Option<Duration>,
 }
 
 /// A tracked `vrrp_script`.
@@ -141,6 +147,8 @@ pub struct InstanceMoment {
     pub sockets: Option<(i32, i32)>,
     /// Its interface's index.
     pub interface_index: u32,
+    /// The next `garp_extra_if` announcement, once it has been master.
+    pub extra_interfaces_at: Option<Instant>,
 }
 
 /// A link as the kernel has it at the dump, with keepalived's view of its
@@ -170,6 +178,9 @@ pub struct Dump<'a> {
     pub moments: &'a [InstanceMoment],
     /// By index.
     pub links: &'a [Link],
+    /// The interfaces' paces of gratuitous ARPs (keepalived's
+    /// `garp_delay` list).
+    pub garp_delays: &'a [PaceReport],
     /// The same moment on both clocks.
     pub now: (Instant, SystemTime),
 }
@@ -277,11 +288,10 @@ impl PlanData {
                     tracked_scripts: instance.tracked.scripts.clone(),
                     address_interfaces,
                     notify_scripts,
-                    notify_priority_changes: definitions
-                        .vrrp
-                        .notify_priority_changes
-                        .unwrap_or(false),
+                    notify_priority_changes: instance.notify_priority_changes,
                     debug: model.debug.unwrap_or(0),
+                    configuration_faults: u32::from(instance.configuration_fault),
+                    garp_extra_interfaces: settings.garp.extra_interfaces,
                 }
             })
             .collect();
@@ -350,6 +360,12 @@ fn host_name() -> String {
 pub fn keepalived_data(dump: &Dump<'_>) -> String {
     let mut text = String::new();
     global_definitions(&mut text, &dump.plan.global);
+    if !dump.garp_delays.is_empty() {
+        text.push_str("------< Gratuitous ARP delays >------\n");
+        for pace in dump.garp_delays {
+            garp_delay(&mut text, pace, dump);
+        }
+    }
     let report = dump.report;
     if !report.instances.is_empty() {
         text.push_str("------< VRRP Topology >------\n");
@@ -378,7 +394,11 @@ pub fn keepalived_data(dump: &Dump<'_>) -> String {
         text.push_str("------< Interfaces >------\n");
         let tracking = interface_tracking(dump);
         for link in dump.links {
-            interface(&mut text, link, &tracking);
+            let pace = dump
+                .garp_delays
+                .iter()
+                .find(|pace| pace.interfaces.contains(&link.name));
+            interface(&mut text, link, &tracking, pace);
         }
     }
     text
@@ -563,7 +583,16 @@ fn global_definitions(text: &mut String, global: &Global) {
         " Num adverts before down = {}",
         vrrp.down_timer_adverts.unwrap_or(3)
     ));
-    line(" Gratuitous ARP for each secondary VMAC = 0s".to_owned());
+    // global_data.c: "i/f" with `all`, the interval (0 when unset).
+    line(format!(
+        " Gratuitous ARP for each secondary {} = {}s",
+        if vrrp.garp_extra_if.is_some_and(|extra| extra.all) {
+            "i/f"
+        } else {
+            "VMAC"
+        },
+        vrrp.garp_extra_if.map_or(0, |extra| extra.delay.as_secs())
+    ));
     line(format!(
         " Send advert after receive lower priority advert = {}",
         true_false(!vrrp.lower_prio_no_advert.unwrap_or(false))
@@ -718,7 +747,10 @@ fn topology(
         "   Wantstate = {}",
         state_name(instance.wanted_state)
     ));
-    line("   Number of config faults = 0".to_owned());
+    line(format!(
+        "   Number of config faults = {}",
+        data.configuration_faults
+    ));
     // keepalived counts the faults of its interface and tracked objects;
     // pulse's published state says whether there is one.
     line(format!(
@@ -732,12 +764,7 @@ fn topology(
     ));
     match moment.read_timeout {
         Some(at) => {
-            let time = if at >= now.0 {
-                now.1 + (at - now.0)
-            } else {
-                now.1 - (now.0 - at)
-            };
-            line(format!("   Read timeout = {}", clock(time)));
+            line(format!("   Read timeout = {}", clock(wall_clock(at, now))));
         }
         None => line("   Read timeout = DISABLED".to_owned()),
     }
@@ -828,6 +855,23 @@ fn topology(
         "   Down timer adverts = {}",
         data.down_timer_adverts
     ));
+    // vrrp_data.c: only where garp_extra_if is in force (with `all`, so
+    // "i/f"); the next time is the epoch until it has been master.
+    if let Some(interval) = data.garp_extra_interfaces {
+        line(format!(
+            "   Gratuitous ARP for each secondary i/f = {}",
+            interval.as_secs()
+        ));
+        let (seconds, micros, local, year) = local_time(
+            moment
+                .extra_interfaces_at
+                .map_or(SystemTime::UNIX_EPOCH, |at| wall_clock(at, now)),
+        );
+        line(format!(
+            "   Next gratuitous ARP for such secondary = {seconds}.{micros:06} \
+             ({local} {year}.{micros:06})"
+        ));
+    }
     line(format!(
         "   Send advert after receive lower priority advert = {}",
         true_false(!description.lower_priority_no_advert)
@@ -1150,7 +1194,12 @@ fn interface_tracking(dump: &Dump<'_>) -> InterfaceTracking {
 }
 
 /// `dump_if`, as Debian's build has it (VMAC, linkbeat).
-fn interface(text: &mut String, link: &Link, tracking: &InterfaceTracking) {
+fn interface(
+    text: &mut String,
+    link: &Link,
+    tracking: &InterfaceTracking,
+    pace: Option<&PaceReport>,
+) {
     let flag = |bit: libc::c_int| link.flags & bit as u32 != 0;
     let _ = writeln!(text, " Name = {}", link.name);
     let _ = writeln!(text, "   index = {}", link.index);
@@ -1232,6 +1281,25 @@ fn interface(text: &mut String, link: &Link, tracking: &InterfaceTracking) {
         }
     }
     text.push_str("   NIC netlink status update\n");
+    if let Some(pace) = pace {
+        if let Some(interval) = pace.intervals.arp {
+            let _ = writeln!(
+                text,
+                "   Gratuitous ARP interval {}ms",
+                interval.as_millis()
+            );
+        }
+        if let Some(interval) = pace.intervals.neighbour {
+            let _ = writeln!(text, "   Gratuitous NA interval {}ms", interval.as_millis());
+        }
+        if pace.aggregation_group != 0 {
+            let _ = writeln!(
+                text,
+                "   Gratuitous ARP aggregation group {}",
+                pace.aggregation_group
+            );
+        }
+    }
     text.push_str("   Reset ARP config counter 0\n");
     text.push_str("   Original arp_ignore 0\n");
     text.push_str("   Original arp_filter 0\n");
@@ -1258,10 +1326,68 @@ fn mac(bytes: &[u8]) -> String {
         .join(":")
 }
 
-/// keepalived's `%ld.%6.6ld (ctime_us_r)`: the seconds and microseconds
-/// since the epoch, then the local time as `asctime` writes it with the
-/// microseconds after the seconds.
-fn clock(time: SystemTime) -> String {
+/// vrrp_if.c `dump_garp_delay`: one pace, its interfaces in the links'
+/// order.
+fn garp_delay(text: &mut String, pace: &PaceReport, dump: &Dump<'_>) {
+    let _ = writeln!(
+        text,
+        "------< GARP delay group {} >------",
+        pace.aggregation_group
+    );
+    let next = |at: Option<Instant>| {
+        let (seconds, micros, local, _) =
+            local_time(at.map_or(SystemTime::UNIX_EPOCH, |at| wall_clock(at, dump.now)));
+        format!("{seconds}.{micros:06} ({local}.{micros:06})")
+    };
+    if let Some(interval) = pace.intervals.arp {
+        let _ = writeln!(text, " GARP interval = {}", general(interval.as_secs_f64()));
+        let _ = writeln!(text, " GARP next time {}", next(pace.next_arp));
+    }
+    if let Some(interval) = pace.intervals.neighbour {
+        let _ = writeln!(text, " GNA interval = {}", general(interval.as_secs_f64()));
+        let _ = writeln!(text, " GNA next time {}", next(pace.next_neighbour));
+    } else if pace.intervals.arp.is_none() {
+        text.push_str(" No configuration\n");
+    }
+    text.push_str(" Interfaces\n");
+    for link in dump.links {
+        if pace.interfaces.contains(&link.name) {
+            let _ = writeln!(text, "  {}", link.name);
+        }
+    }
+}
+
+/// `instant` on the wall clock, from the same moment on both (`now`).
+fn wall_clock(instant: Instant, now: (Instant, SystemTime)) -> SystemTime {
+    let (now_instant, now_wall) = now;
+    if instant >= now_instant {
+        now_wall + (instant - now_instant)
+    } else {
+        now_wall - (now_instant - instant)
+    }
+}
+
+/// A number as C's printf `%g` writes it: six significant digits, no
+/// trailing zeros (for the values an interval or a delay takes, without
+/// an exponent).
+pub fn general(value: f64) -> String {
+    let digits_before_point = if value >= 1.0 {
+        value.log10().floor() as i32 + 1
+    } else {
+        1
+    };
+    let decimals = (6 - digits_before_point).max(0) as usize;
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// `time` as seconds and microseconds since the epoch, the local time as
+/// `ctime` writes it up to the seconds (`%.19s`), and the year.
+fn local_time(time: SystemTime) -> (libc::time_t, u32, String, i32) {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -1278,16 +1404,24 @@ fn clock(time: SystemTime) -> String {
         libc::localtime_r(&seconds, &mut tm);
         tm
     };
-    format!(
-        "{seconds}.{micros:06} ({} {}{:3} {:02}:{:02}:{:02}.{micros:06} {})",
+    let local = format!(
+        "{} {}{:3} {:02}:{:02}:{:02}",
         DAYS[tm.tm_wday.rem_euclid(7) as usize],
         MONTHS[tm.tm_mon.rem_euclid(12) as usize],
         tm.tm_mday,
         tm.tm_hour,
         tm.tm_min,
         tm.tm_sec,
-        tm.tm_year + 1900
-    )
+    );
+    (seconds, micros, local, tm.tm_year + 1900)
+}
+
+/// keepalived's `%ld.%6.6ld (ctime_us_r)`: the seconds and microseconds
+/// since the epoch, then the local time as `asctime` writes it with the
+/// microseconds after the seconds.
+fn clock(time: SystemTime) -> String {
+    let (seconds, micros, local, year) = local_time(time);
+    format!("{seconds}.{micros:06} ({local}.{micros:06} {year})")
 }
 
 #[cfg(test)]

@@ -89,12 +89,17 @@ impl Vrrp {
             .filter_map(|opened| opened.vmac.as_ref())
             .map(|vmac| vmac.interface.index)
             .collect();
+        let removed = plan::removed(&self.plan, &next);
         for position in 0..self.instances.len() {
             if !decision.keeps(position) {
-                tracing::info!(
-                    "({}) changed or removed by the reload: stopping",
-                    self.plan.instances[position].name()
-                );
+                let name = self.plan.instances[position].name();
+                if removed.contains(&position) {
+                    tracing::info!("({name}) removed by the reload: stopping");
+                    let instance = &mut self.instances[position];
+                    instance.removed_in_state = Some(instance.machine.state());
+                } else {
+                    tracing::info!("({name}) changed by the reload: stopping");
+                }
                 self.stop_instance(position, now).await;
                 if self.instances[position]
                     .vmac
@@ -175,6 +180,10 @@ impl Vrrp {
         self.trackers.follow_processes(&next, &mut self.processes);
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
+        self.pacer.reload(&next.configuration, &decision.kept);
+        for warning in self.pacer.warnings() {
+            tracing::warn!("{warning}");
+        }
         self.plan = next;
         for position in 0..self.instances.len() {
             if decision.kept_as(position).is_none() {

@@ -48,6 +48,7 @@ fn settings(priority: u8) -> InstanceSettings {
             lower_priority_repeat: 5,
             master_refresh: None,
             master_refresh_repeat: 1,
+            extra_interfaces: None,
         },
         strict: false,
         accept: true,
@@ -909,5 +910,151 @@ fn the_statistics_report_is_keepalived_s() {
     assert_eq!(
         report.replace("    Length: 1\n", "    Length: 0\n"),
         KEEPALIVED_STATS
+    );
+}
+
+/// A machine with `vrrp_startup_delay` ending at `until`, started at
+/// `start`.
+fn started_with_delay(
+    settings: InstanceSettings,
+    start: Instant,
+    until: Instant,
+) -> (Machine, Vec<Action>) {
+    let mut machine = Machine::new(settings);
+    machine.delay_start_until(Some(until));
+    let actions = machine.handle(start, Event::Start);
+    (machine, actions)
+}
+
+#[test]
+fn the_startup_delay_holds_a_backup_s_down_timer_until_it_has_passed() {
+    let start = Instant::now();
+    let until = start + Duration::from_secs(5);
+    let down = Duration::from_micros(3_609_375);
+    let (mut machine, actions) = started_with_delay(settings(100), start, until);
+    // A backup as usual (keepalived logs "Entering BACKUP STATE (init)"),
+    // its down timer counted from the delay's end.
+    assert_eq!(actions, [Action::EnterState(State::Backup)]);
+    assert_eq!(machine.poll_at(), Some(until + down));
+    assert!(
+        machine
+            .handle(until + down - seconds(0.001), Event::Timer)
+            .is_empty()
+    );
+    // A master heard during the delay: again from the delay's end.
+    let base = settings(100);
+    let higher = advert_like(&base, HIGHER_PEER, 150);
+    assert!(
+        machine
+            .handle(start + seconds(1.0), Event::Advert(higher.clone()))
+            .is_empty()
+    );
+    assert_eq!(machine.poll_at(), Some(until + down));
+    // After it, from the advert as usual.
+    let later = until + seconds(1.0);
+    assert!(machine.handle(later, Event::Advert(higher)).is_empty());
+    assert_eq!(machine.poll_at(), Some(later + down));
+    assert_eq!(
+        machine.handle(later + down, Event::Timer),
+        become_master(100)
+    );
+}
+
+#[test]
+fn without_a_master_the_startup_delay_and_the_down_interval_pass_before_taking_over() {
+    let start = Instant::now();
+    let until = start + Duration::from_secs(3);
+    let (mut machine, _) = started_with_delay(settings(150), start, until);
+    let at = run_until_master(&mut machine);
+    assert_eq!(at, until + machine.master_down_interval());
+    // A delay already over changes nothing.
+    let (mut machine, _) = started_with_delay(settings(150), start, start - seconds(1.0));
+    assert_eq!(
+        run_until_master(&mut machine),
+        start + machine.master_down_interval()
+    );
+}
+
+#[test]
+fn an_address_owner_waits_out_the_startup_delay_without_a_transition() {
+    let start = Instant::now();
+    let until = start + Duration::from_secs(2);
+    let (mut machine, actions) = started_with_delay(settings(255), start, until);
+    // keepalived's vrrp_init_state: BACKUP with a 1 µs down timer, no log
+    // line, no notify.
+    assert!(actions.is_empty(), "{actions:?}");
+    assert_eq!(machine.state(), State::Backup);
+    let at = until + Duration::from_micros(1);
+    assert_eq!(machine.poll_at(), Some(at));
+    assert!(machine.handle(at - seconds(0.5), Event::Timer).is_empty());
+    assert_eq!(machine.handle(at, Event::Timer), become_master(255));
+}
+
+#[test]
+fn an_advert_ignored_during_the_startup_delay_pushes_the_down_timer_as_keepalived_s() {
+    let start = Instant::now();
+    let until = start + Duration::from_secs(5);
+    let base = settings(100);
+    let (mut machine, _) = started_with_delay(base.clone(), start, until);
+    let deadline = machine.poll_at().unwrap();
+    // A lower priority with preemption: ignored; keepalived sets the down
+    // timer to what was left of it (deadline - now) from the delay's end.
+    let now = start + seconds(1.0);
+    let lower = advert_like(&base, LOWER_PEER, 50);
+    assert!(machine.handle(now, Event::Advert(lower.clone())).is_empty());
+    let pushed = until + (deadline - now);
+    assert_eq!(machine.poll_at(), Some(pushed));
+    // A dropped advert (another password) likewise.
+    let mut wrong = advert_like(&base, HIGHER_PEER, 150);
+    if let Kind::Version2 {
+        authentication_data,
+        ..
+    } = &mut wrong.advert.kind
+    {
+        *authentication_data = *b"wrong!!!";
+    }
+    let now = start + seconds(2.0);
+    assert!(machine.handle(now, Event::Advert(wrong)).is_empty());
+    assert_eq!(machine.poll_at(), Some(until + (pushed - now)));
+    // Once the delay has passed, an ignored advert leaves it where it is.
+    let deadline = machine.poll_at().unwrap();
+    assert!(
+        machine
+            .handle(until + seconds(0.5), Event::Advert(lower))
+            .is_empty()
+    );
+    assert_eq!(machine.poll_at(), Some(deadline));
+}
+
+#[test]
+fn garp_extra_if_announces_with_the_first_advert_after_each_interval() {
+    let start = Instant::now();
+    let mut base = settings(150);
+    base.garp.extra_interfaces = Some(Duration::from_secs(2));
+    base.garp.master_delay = Duration::ZERO;
+    let (mut machine, _) = started(base, start);
+    let master = run_until_master(&mut machine);
+    // Adverts every second (and a little); keepalived compares with `>`:
+    // the first advert after 2 s announces.
+    let mut now = master;
+    let mut extra = Vec::new();
+    for _ in 0..7 {
+        now += Duration::from_secs(1) + Duration::from_millis(1);
+        let actions = machine.handle(now, Event::Timer);
+        assert_eq!(actions[0], Action::SendAdvert { priority: 150 });
+        if actions.contains(&Action::AnnounceExtraInterfaces) {
+            extra.push((now - master).as_millis());
+        }
+    }
+    // Adverts 1001 ms apart: 2002 ms > 2000 ms, then 2 s after that one.
+    assert_eq!(extra, [2002, 4004, 6006]);
+    // Not after leaving master.
+    let higher = advert_like(&settings(150), HIGHER_PEER, 200);
+    machine.handle(now, Event::Advert(higher));
+    assert_eq!(machine.state(), State::Backup);
+    assert!(
+        !machine
+            .handle(now + Duration::from_secs(3), Event::Timer)
+            .contains(&Action::AnnounceExtraInterfaces)
     );
 }

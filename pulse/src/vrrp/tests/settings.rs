@@ -163,3 +163,86 @@ fn strict_mode_changes_defaults_as_keepalived_does() {
     let off = instance("    vrrp_strict", "    strict_mode off");
     assert!(!off.strict && off.accept);
 }
+
+/// An instance with `lines` added, after a global_defs of `globals`.
+fn instance_with(globals: &str, lines: &str) -> crate::vrrp::InstanceSettings {
+    settings_of(&format!(
+        "global_defs {{\n{globals}}}\nvrrp_instance VI_1 {{\n    interface eth0\n    \
+         virtual_router_id 51\n{lines}    virtual_ipaddress {{\n        192.0.2.100\n    }}\n}}\n"
+    ))
+}
+
+#[test]
+fn vrrp_min_garp_sets_what_is_still_keepalived_s_default_where_it_is_written() {
+    // One message, no second round, no refresh messages.
+    let settings = instance_with("    vrrp_min_garp\n", "");
+    assert_eq!(settings.garp.master_repeat, 1);
+    assert_eq!(settings.garp.master_delay, Duration::ZERO);
+    assert_eq!(settings.garp.master_refresh_repeat, 0);
+    assert_eq!(settings.garp.master_refresh, None);
+    // The lower priority values follow the global ones (vrrp.c).
+    assert_eq!(settings.garp.lower_priority_repeat, 1);
+    assert_eq!(settings.garp.lower_priority_delay, Duration::ZERO);
+    // A value written before it stays, one after it wins; a value equal to
+    // the default before it is overwritten, as keepalived's handler cannot
+    // tell it from the default.
+    let settings = instance_with(
+        "    vrrp_garp_master_repeat 3\n    vrrp_garp_master_delay 5\n    vrrp_min_garp\n    \
+         vrrp_garp_master_refresh 10\n",
+        "",
+    );
+    assert_eq!(settings.garp.master_repeat, 3);
+    assert_eq!(settings.garp.master_delay, Duration::ZERO);
+    assert_eq!(settings.garp.master_refresh, Some(Duration::from_secs(10)));
+    // Refreshes then send nothing, as keepalived's.
+    assert_eq!(settings.garp.master_refresh_repeat, 0);
+    let settings = instance_with("    vrrp_min_garp\n    vrrp_garp_master_repeat 4\n", "");
+    assert_eq!(settings.garp.master_repeat, 4);
+    // `vrrp_min_garp false` changes nothing; the instance's own values win.
+    let settings = instance_with("    vrrp_min_garp false\n", "");
+    assert_eq!(settings.garp.master_repeat, 5);
+    let settings = instance_with("    vrrp_min_garp\n", "    garp_master_repeat 2\n");
+    assert_eq!(settings.garp.master_repeat, 2);
+}
+
+#[test]
+fn lower_priority_garp_defaults_are_the_global_values_not_the_instance_s() {
+    let settings = instance_with("", "    garp_master_repeat 2\n    garp_master_delay 1\n");
+    assert_eq!(settings.garp.master_repeat, 2);
+    assert_eq!(settings.garp.lower_priority_repeat, 5);
+    assert_eq!(settings.garp.lower_priority_delay, Duration::from_secs(5));
+}
+
+#[test]
+fn garp_extra_if_needs_all_and_an_address_on_another_interface() {
+    let elsewhere = "    virtual_ipaddress_excluded {\n        198.51.100.1 dev eth1\n    }\n";
+    let extra = |globals: &str, lines: &str| instance_with(globals, lines).garp.extra_interfaces;
+    assert_eq!(
+        extra("", &format!("    garp_extra_if all 3\n{elsewhere}")),
+        Some(Duration::from_secs(3))
+    );
+    // `all` may come after the delay.
+    assert_eq!(
+        extra("", &format!("    garp_extra_if 3 all\n{elsewhere}")),
+        Some(Duration::from_secs(3))
+    );
+    // Without `all` only VMAC interfaces count, which pulse has none of.
+    assert_eq!(
+        extra("", &format!("    garp_extra_if 3\n{elsewhere}")),
+        None
+    );
+    // No address elsewhere: nothing to announce.
+    assert_eq!(extra("", "    garp_extra_if all 3\n"), None);
+    // The global default, and the instance's 0 turning it off.
+    assert_eq!(
+        extra("    vrrp_garp_extra_if all 7\n", elsewhere),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(
+        extra(
+            "    vrrp_garp_extra_if all 7\n",
+            &format!("    garp_extra_if 0\n{elsewhere}")
+        ),
+        None
+    );
+}

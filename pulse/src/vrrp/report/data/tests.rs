@@ -139,6 +139,7 @@ fn the_data_dump_is_keepalived_s() {
         source_address: Some("192.168.77.1".parse().unwrap()),
         sockets: Some((13, 14)),
         interface_index: 3,
+        extra_interfaces_at: None,
     };
     let moments = [
         moment(at(1796676733, 39766), 3648437),
@@ -177,6 +178,7 @@ fn the_data_dump_is_keepalived_s() {
         plan: &plan_data,
         moments: &moments,
         links: &links,
+        garp_delays: &[],
         now,
     });
     let (written, expected) = (comparable(&written), comparable(SAMPLE));
@@ -196,6 +198,7 @@ fn the_sections_follow_keepalived_s_order_and_absences() {
         plan: &plan_data,
         moments: &[],
         links: &[link("lo", 1, &["127.0.0.1"], &[], "")],
+        garp_delays: &[],
         now: (Instant::now(), SystemTime::now()),
     });
     let titles: Vec<&str> = written
@@ -209,4 +212,13 @@ fn the_sections_follow_keepalived_s_order_and_absences() {
             "------< Interfaces >------"
         ]
     );
+}
+
+#[test]
+fn printf_s_general_format() {
+    assert_eq!(general(5.0), "5");
+    assert_eq!(general(2.5), "2.5");
+    assert_eq!(general(0.001), "0.001");
+    assert_eq!(general(4294.967295), "4294.97");
+    assert_eq!(general(120.0), "120");
 }
