@@ -22,6 +22,8 @@ use labkit::Namespace;
 mod keywords;
 #[path = "vrrp/observability.rs"]
 mod observability;
+#[path = "vrrp/priorities.rs"]
+mod priorities;
 #[path = "vrrp/track_process.rs"]
 mod track_process;
 #[path = "vrrp/vmac.rs"]
@@ -2470,6 +2472,10 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             observability::later_dump_settings,
         ),
         ("use_vmac both ways", vmac::use_vmac),
+        (
+            "vrrp_priority and vrrp_no_swap",
+            priorities::process_priorities,
+        ),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),
         ("garp_group and garp_extra_if", keywords::garp_group),

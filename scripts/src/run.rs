@@ -7,6 +7,7 @@
 //! `system()`.
 
 use std::process::Stdio;
+use std::sync::OnceLock;
 
 use fulcrum_config::model::{Account, Script};
 use tokio::process::Command;
@@ -22,6 +23,19 @@ pub enum RunError {
     NotReviewed(String),
     #[error("cannot run {command} as {uid}:{gid}: this process is not root")]
     NotRoot { command: String, uid: u32, gid: u32 },
+}
+
+/// The nice value scripts start with, when the daemon changed its own
+/// (`vrrp_priority`, `checker_priority`): keepalived's children put back
+/// the priority they started with before they run a script (notify.c,
+/// `reset_process_priorities`), so that a script does not inherit the
+/// daemon's.
+static SCRIPT_PRIORITY: OnceLock<i32> = OnceLock::new();
+
+/// Scripts start with nice value `priority` (the daemon's before it
+/// changed its own). Set once, before any script runs.
+pub fn set_script_priority(priority: i32) {
+    let _ = SCRIPT_PRIORITY.set(priority);
 }
 
 /// The process to start for `script`, with `arguments` after its own (a
@@ -49,6 +63,18 @@ pub fn command(script: &Script, arguments: &[&str]) -> Result<Command, RunError>
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0);
+    if let Some(&priority) = SCRIPT_PRIORITY.get() {
+        // SAFETY: setpriority is async-signal-safe and touches no memory
+        // of the parent's. A refusal (lowering the nice value needs
+        // privilege) leaves the script at the daemon's, as keepalived's
+        // child goes on too.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setpriority(libc::PRIO_PROCESS, 0, priority);
+                Ok(())
+            });
+        }
+    }
     let ours = crate::account::ours();
     if account != ours {
         if ours.uid != 0 {

@@ -63,8 +63,10 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
     Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
     Keyword::leaf("vrrp_iptables", 0, Some(2)),
-    Keyword::leaf("vrrp_priority", 1, Some(1)).not_acted_on(),
-    Keyword::leaf("vrrp_no_swap", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("vrrp_priority", 1, Some(1)),
+    Keyword::leaf("vrrp_no_swap", 0, Some(0)),
+    Keyword::leaf("checker_priority", 1, Some(1)),
+    Keyword::leaf("checker_no_swap", 0, Some(0)),
     Keyword::leaf("vrrp_lower_prio_no_advert", 0, Some(1)),
     Keyword::leaf("vrrp_higher_prio_send_advert", 0, Some(1)),
     Keyword::leaf("vrrp_startup_delay", 1, Some(1)),
@@ -87,8 +89,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("bfd_rt_priority", 1),
     raw("checker_cpu_affinity", 1),
     raw("checker_log_all_failures", 0),
-    raw("checker_no_swap", 0),
-    raw("checker_priority", 1),
     raw("checker_process_name", 1),
     raw("checker_rlimit_rtime", 1),
     raw("checker_rlimit_rttime", 1),
@@ -461,6 +461,11 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     .and_then(|word| values::integer(context, word, -20, 19, "vrrp_priority"))
             }
             "vrrp_no_swap" => vrrp.no_swap = true,
+            "checker_priority" => {
+                global.checker_priority = argument
+                    .and_then(|word| values::integer(context, word, -20, 19, "checker_priority"))
+            }
+            "checker_no_swap" => global.checker_no_swap = true,
             "vrrp_lower_prio_no_advert" => {
                 vrrp.lower_prio_no_advert =
                     values::optional_boolean(context, argument, "vrrp_lower_prio_no_advert")

@@ -1069,8 +1069,6 @@ SSL {
         (2, 3, "router_id"),
         (4, 3, "default_interface"),
         (5, 3, "dynamic_interfaces"),
-        (9, 3, "vrrp_priority"),
-        (10, 3, "vrrp_no_swap"),
         // The static blocks are noted as a whole, not option by option.
         (22, 1, "static_ipaddress"),
         (25, 1, "static_routes"),

@@ -51,6 +51,10 @@ pub struct GlobalDefs {
     pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
+    /// `checker_priority`: the checkers' nice value (-20..19).
+    pub checker_priority: Option<i32>,
+    /// `checker_no_swap`: the checkers' memory locked.
+    pub checker_no_swap: bool,
     /// `json_version` (keepalived 2.2.8): keepalived.json's shape, 1 (the
     /// instances' array, 2.2.7's only one) or 2 (the array under "vrrp",
     /// the tracked processes beside it). Default 1.

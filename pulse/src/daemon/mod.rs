@@ -33,6 +33,7 @@
 //! tasks of their own.
 
 pub mod logging;
+pub mod priorities;
 pub mod process;
 
 use std::io::Write as _;
@@ -187,6 +188,9 @@ pub fn run(arguments: &Arguments) -> i32 {
     let status_listener = status_socket
         .as_mut()
         .and_then(|socket| socket.take_listener());
+    // Before the runtime's threads, which take this thread's nice value.
+    let parts = Parts::of(&settings, &configuration);
+    priorities::Priorities::of(&configuration, parts.vrrp, parts.lvs).apply();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
