@@ -40,6 +40,7 @@ enum Flag {
     LogDetail,
     PidFile,
     DontReleaseIpvs,
+    DontReleaseVrrp,
     /// `-C`: the checker (LVS) part only.
     CheckOnly,
     /// `-P`: the VRRP part only.
@@ -137,7 +138,10 @@ const OPTIONS: &[Spec] = &[
     ),
     option(Some('u'), "umask", Required, Other),
     option(Some('X'), "release-vips", Nothing, Other),
-    option(Some('V'), "dont-release-vrrp", Nothing, Other),
+    option(Some('V'), "dont-release-vrrp", Nothing, DontReleaseVrrp).described(
+        "",
+        "Don't remove VRRP VIPs and VROUTEs on daemon stop",
+    ),
     option(Some('I'), "dont-release-ipvs", Nothing, DontReleaseIpvs).described(
         "",
         "Don't remove the IPVS services pulse programmed\nwhen it stops (the next pulse adopts them)",
@@ -256,6 +260,9 @@ pub struct Arguments {
     pub pid_file: Option<PathBuf>,
     /// `--dont-release-ipvs`: leave the IPVS table as it is at stop.
     pub dont_release_ipvs: bool,
+    /// `-V`: VRRP's virtual addresses, routes and rules, and its macvlans,
+    /// stay when pulse stops (no priority 0 advert either).
+    pub dont_release_vrrp: bool,
     pub check_only: bool,
     pub vrrp_only: bool,
     /// `--tcp-check`: TCP_CHECK by a half-open SYN probe rather than
@@ -308,6 +315,7 @@ impl Default for Arguments {
             log_detail: false,
             pid_file: None,
             dont_release_ipvs: false,
+            dont_release_vrrp: false,
             check_only: false,
             vrrp_only: false,
             tcp_check_half_open: false,
@@ -480,6 +488,7 @@ fn apply(
         LogDetail => parsed.log_detail = true,
         PidFile => parsed.pid_file = value.map(PathBuf::from),
         DontReleaseIpvs => parsed.dont_release_ipvs = true,
+        DontReleaseVrrp => parsed.dont_release_vrrp = true,
         CheckOnly => parsed.check_only = true,
         VrrpOnly => parsed.vrrp_only = true,
         TcpCheck => {

@@ -24,6 +24,8 @@ mod keywords;
 mod observability;
 #[path = "vrrp/priorities.rs"]
 mod priorities;
+#[path = "vrrp/release.rs"]
+mod release;
 #[path = "vrrp/track_process.rs"]
 mod track_process;
 #[path = "vrrp/vmac.rs"]
@@ -2476,6 +2478,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             "vrrp_priority and vrrp_no_swap",
             priorities::process_priorities,
         ),
+        ("-V, --dont-release-vrrp", release::dont_release),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),
         ("garp_group and garp_extra_if", keywords::garp_group),

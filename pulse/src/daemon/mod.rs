@@ -81,6 +81,8 @@ pub struct Settings {
     /// VRRP may run (not `-C` alone), where the configuration has
     /// instances.
     pub vrrp: bool,
+    /// `-V`: VRRP leaves its virtual state when it stops.
+    pub keep_vrrp_state: bool,
 }
 
 /// Runs the daemon; returns the process's exit status.
@@ -111,6 +113,7 @@ pub fn run(arguments: &Arguments) -> i32 {
         // together or neither run everything.
         checkers: arguments.check_only || !arguments.vrrp_only,
         vrrp: arguments.vrrp_only || !arguments.check_only,
+        keep_vrrp_state: arguments.dont_release_vrrp,
     };
     tracing::info!(
         "starting pulse {} with {}",
@@ -371,8 +374,12 @@ impl RunningVrrp {
     async fn start(
         configuration: &Arc<config::Config>,
         report: &watch::Sender<Arc<Report>>,
+        keep_state: bool,
     ) -> Result<RunningVrrp, VrrpError> {
-        let vrrp = Vrrp::prepare(configuration.clone(), report.clone()).await?;
+        let mut vrrp = Vrrp::prepare(configuration.clone(), report.clone()).await?;
+        if keep_state {
+            vrrp.keep_state_at_stop();
+        }
         tracing::info!("VRRP: {} instance(s)", vrrp.len());
         let (stop, stopped) = oneshot::channel();
         let (reloads, reloaded) = mpsc::channel(4);
@@ -752,7 +759,7 @@ async fn serve(
     let parts = Parts::of(&settings, &configuration);
     let mut vrrp = None;
     if parts.vrrp {
-        match RunningVrrp::start(&configuration, &published.vrrp).await {
+        match RunningVrrp::start(&configuration, &published.vrrp, settings.keep_vrrp_state).await {
             Ok(running) => vrrp = Some(running),
             Err(error) => {
                 tracing::error!("VRRP cannot start: {error}");
@@ -918,7 +925,7 @@ async fn apply_reload(
         None if parts.vrrp => {
             tracing::info!("the reload brings VRRP instances: starting VRRP");
             *vrrp = Some(
-                RunningVrrp::start(&configuration, &published.vrrp)
+                RunningVrrp::start(&configuration, &published.vrrp, settings.keep_vrrp_state)
                     .await
                     .map_err(|error| format!("VRRP cannot start: {error}"))?,
             );

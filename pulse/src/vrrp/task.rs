@@ -73,6 +73,11 @@ pub struct Vrrp {
     sources: HashMap<u32, SourceAddresses>,
     /// The settings of the interfaces with macvlans before the first
     /// ([`crate::vrrp::vmac`]).
+    /// `-V`: at the stop, the masters keep their addresses, routes and
+    /// rules and send no priority 0 advert, and the macvlans stay.
+    keep_state_at_stop: bool,
+    /// Set once the stop began.
+    stopping: bool,
     saved_bases: SavedBases,
     /// The tracked `vrrp_script`s: succeeding or not, `None` before their
     /// first result.
@@ -154,6 +159,8 @@ impl Vrrp {
             links: resources.links,
             sources: resources.sources,
             saved_bases: resources.saved_bases,
+            keep_state_at_stop: false,
+            stopping: false,
             scripts: HashMap::new(),
             files: HashMap::new(),
             processes: HashMap::new(),
@@ -183,6 +190,15 @@ impl Vrrp {
             vrrp.firewall_vmac(position).await;
         }
         Ok(vrrp)
+    }
+
+    /// `-V` (keepalived's `--dont-release-vrrp`): what the masters set
+    /// stays when VRRP stops; the notify scripts still say STOP and the
+    /// firewall's tables still go, as keepalived's (vrrp_daemon.c:
+    /// `restore_vrrp_interfaces` and `shutdown_vrrp_instances` skipped,
+    /// `notify_shutdown` and `firewall_fini` not).
+    pub fn keep_state_at_stop(&mut self) {
+        self.keep_state_at_stop = true;
     }
 
     /// How many instances run.
@@ -296,11 +312,14 @@ impl Vrrp {
         self.receivers.stop();
         self.trackers.stop();
         let now = Instant::now();
+        self.stopping = true;
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
         }
-        for position in 0..self.instances.len() {
-            self.remove_vmac(position).await;
+        if !self.keep_state_at_stop {
+            for position in 0..self.instances.len() {
+                self.remove_vmac(position).await;
+            }
         }
         self.effects.stop().await;
         self.report.send_replace(Arc::new(Report::default()));
@@ -912,7 +931,10 @@ impl Vrrp {
         let instance_plan = &plan.instances[position];
         let name = instance_plan.name();
         let instance = &mut self.instances[position];
+        // -V: the stop leaves what the master set, and says nothing.
+        let keeping = self.stopping && self.keep_state_at_stop;
         match action {
+            Action::SendAdvert { .. } | Action::RemoveAddresses if keeping => {}
             Action::SendAdvert { priority } => {
                 if let Some(sender) = &instance.sender {
                     let advert = instance.machine.advert(priority);
