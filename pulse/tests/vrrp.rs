@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use labkit::Namespace;
 
+#[path = "vrrp/dynamic.rs"]
+mod dynamic;
 #[path = "vrrp/keywords.rs"]
 mod keywords;
 #[path = "vrrp/observability.rs"]
@@ -2479,6 +2481,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             priorities::process_priorities,
         ),
         ("-V, --dont-release-vrrp", release::dont_release),
+        ("dynamic_interfaces", dynamic::dynamic_interfaces),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),
         ("garp_group and garp_extra_if", keywords::garp_group),

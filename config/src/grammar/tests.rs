@@ -1068,7 +1068,6 @@ SSL {
     let expected: Vec<(u32, u32, &str)> = vec![
         (2, 3, "router_id"),
         (4, 3, "default_interface"),
-        (5, 3, "dynamic_interfaces"),
         // The static blocks are noted as a whole, not option by option.
         (22, 1, "static_ipaddress"),
         (25, 1, "static_routes"),

@@ -72,6 +72,21 @@ pub struct Interface {
     pub ipv6_link_local: Option<Ipv6Addr>,
 }
 
+impl Interface {
+    /// An interface not there yet (`dynamic_interfaces`): index 0, which
+    /// no link has, down, no address.
+    pub fn absent(name: &str) -> Interface {
+        Interface {
+            name: name.to_owned(),
+            index: 0,
+            up: false,
+            hardware_address: [0; ETHERNET_ADDRESS_LEN],
+            ipv4: None,
+            ipv6_link_local: None,
+        }
+    }
+}
+
 /// An IP packet carrying protocol 112, as read from a receive socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Datagram {

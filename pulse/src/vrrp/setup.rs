@@ -107,6 +107,8 @@ pub struct Resources {
     pub opened: Vec<(u32, ReceiveSocket)>,
     /// The settings of the interfaces with macvlans, before the first.
     pub saved_bases: SavedBases,
+    /// `dynamic_interfaces`: an interface missing at start is waited for.
+    pub dynamic_interfaces: bool,
 }
 
 impl Instance {
@@ -130,35 +132,67 @@ pub async fn open_instance(
     let name = plan.name().to_owned();
     let interface = match resources.interfaces.get(&plan.interface) {
         Some(interface) => interface.clone(),
-        None => {
-            let (interface, sources) = addresses::interface_with_sources(handle, &plan.interface)
-                .await
-                .map_err(|error| VrrpError::Interface {
+        None => match addresses::interface_with_sources(handle, &plan.interface).await {
+            Ok((interface, sources)) => {
+                resources
+                    .interfaces
+                    .insert(plan.interface.clone(), interface.clone());
+                resources.sources.insert(interface.index, sources);
+                resources.links.insert(interface.index, interface.up);
+                interface
+            }
+            // `dynamic_interfaces`: the instance waits in FAULT for its
+            // interface, which the link events bring (task/links.rs
+            // `interface_recreated`: index 0 is none).
+            Err(AddressError::NoSuchInterface(_)) if resources.dynamic_interfaces => {
+                tracing::warn!(
+                    "Configuration specifies interface {} which doesn't currently exist - will \
+                     use if created",
+                    plan.interface
+                );
+                let interface = Interface::absent(&plan.interface);
+                resources
+                    .interfaces
+                    .insert(plan.interface.clone(), interface.clone());
+                resources.links.insert(interface.index, false);
+                interface
+            }
+            Err(error) => {
+                return Err(VrrpError::Interface {
                     instance: name.clone(),
                     interface: plan.interface.clone(),
                     error,
-                })?;
-            resources
-                .interfaces
-                .insert(plan.interface.clone(), interface.clone());
-            resources.sources.insert(interface.index, sources);
-            resources.links.insert(interface.index, interface.up);
-            interface
-        }
+                });
+            }
+        },
     };
     let mut tracked_links = Vec::new();
     for tracked in &plan.tracked.links {
-        let link = addresses::link(handle, &tracked.name)
-            .await
-            .map_err(|error| VrrpError::Interface {
-                instance: name.clone(),
-                interface: tracked.name.clone(),
-                error,
-            })?;
-        resources
-            .links
-            .insert(link.header.index, addresses::is_up(&link));
-        tracked_links.push(link.header.index);
+        match addresses::link(handle, &tracked.name).await {
+            Ok(link) => {
+                resources
+                    .links
+                    .insert(link.header.index, addresses::is_up(&link));
+                tracked_links.push(link.header.index);
+            }
+            // Down until it appears.
+            Err(AddressError::NoSuchInterface(_)) if resources.dynamic_interfaces => {
+                tracing::warn!(
+                    "Configuration specifies interface {} which doesn't currently exist - will \
+                     use if created",
+                    tracked.name
+                );
+                resources.links.insert(0, false);
+                tracked_links.push(0);
+            }
+            Err(error) => {
+                return Err(VrrpError::Interface {
+                    instance: name.clone(),
+                    interface: tracked.name.clone(),
+                    error,
+                });
+            }
+        }
     }
     let family = plan.settings.family;
     let source = plan.settings.local_address.or_else(|| {
@@ -168,6 +202,8 @@ pub async fn open_instance(
             .and_then(|sources| sources.source(family))
     });
     let vmac = match &plan.vmac {
+        // Made once its interface is there.
+        Some(_) if interface.index == 0 => None,
         Some(vmac_plan) => {
             let made = vmac::create(
                 handle,
@@ -210,20 +246,25 @@ pub async fn open_instance(
             None
         }
     };
-    if resources.receiving.insert((advert_interface.index, family)) {
+    if advert_interface.index != 0 && resources.receiving.insert((advert_interface.index, family)) {
         let socket = ReceiveSocket::open(&advert_interface, family)
             .map_err(|error| VrrpError::Socket(name.clone(), error))?;
         resources.opened.push((advert_interface.index, socket));
     }
-    let (messages, announced) = virtual_addresses(
-        handle,
-        &plan.model,
-        &interface,
-        vmac.as_ref(),
-        &name,
-        &mut resources.announcers,
-    )
-    .await?;
+    // Without its interface yet, the addresses are made when it comes.
+    let (messages, announced) = if interface.index == 0 {
+        (Vec::new(), Vec::new())
+    } else {
+        virtual_addresses(
+            handle,
+            &plan.model,
+            &interface,
+            vmac.as_ref(),
+            &name,
+            &mut resources.announcers,
+        )
+        .await?
+    };
     let (routes, rules) = routes_and_rules(&plan.model, &interface, &name);
     let mut settings = plan.settings.clone();
     // The machine compares its address with a master's of equal priority.

@@ -139,7 +139,10 @@ impl Vrrp {
             rtnetlink::MulticastGroup::Ipv6Ifaddr,
         ])
         .map_err(VrrpError::Netlink)?;
-        let mut resources = Resources::default();
+        let mut resources = Resources {
+            dynamic_interfaces: plan.configuration.global.dynamic_interfaces,
+            ..Resources::default()
+        };
         let mut instances = Vec::new();
         for instance in &plan.instances {
             instances.push(setup::open_instance(events.handle(), instance, &mut resources).await?);

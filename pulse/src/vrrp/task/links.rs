@@ -171,7 +171,12 @@ impl Vrrp {
         self.links.remove(&old_index);
         self.sources.remove(&old_index);
         self.links.insert(index, interface.up);
-        tracing::info!("Interface {name} added again (index {old_index} is now {index})");
+        if old_index == 0 {
+            // dynamic_interfaces: there at last.
+            tracing::info!("Interface {name} added (index {index})");
+        } else {
+            tracing::info!("Interface {name} added again (index {old_index} is now {index})");
+        }
         for position in positions {
             let instance_plan = &plan.instances[position];
             let instance_name = instance_plan.name();

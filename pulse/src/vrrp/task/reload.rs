@@ -38,6 +38,7 @@ impl Vrrp {
             receiving: self.receivers.receiving(),
             links: self.links.clone(),
             saved_bases: self.saved_bases.clone(),
+            dynamic_interfaces: next.configuration.global.dynamic_interfaces,
             ..Resources::default()
         };
         for (old, _) in &decision.kept {
