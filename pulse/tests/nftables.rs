@@ -34,7 +34,9 @@ use fulcrum_nftables::{Acknowledgements, Batch, NftablesMessage, netlink_message
 use labkit::captured::{Direction, Line};
 use netlink_packet_core::{NLA_F_NESTED, NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
 use pulse::vrrp::firewall::drop_state::get_table;
-use pulse::vrrp::firewall::{DropState, Firewall, FirewallError, TableFamily, Vmac};
+use pulse::vrrp::firewall::{
+    DropState, Firewall, FirewallError, TABLE, TableFamily, TableSettings, Vmac,
+};
 
 #[path = "nftables/capture.rs"]
 mod capture;
@@ -42,10 +44,11 @@ mod capture;
 const CAPTURE_DIRECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured/nftables");
 /// The scenarios of capture.rs: fewer files means the directory is not what
 /// these tests were written against.
-const CAPTURES: [&str; 5] = [
+const CAPTURES: [&str; 6] = [
     "drop_and_accept",
     "leftover_table",
     "shared_address",
+    "table_settings",
     "vmac",
     "vmac_ipv6",
 ];
@@ -312,6 +315,7 @@ fn outcome(capture: &Capture, exchange: &Exchange) -> Result<Vec<NftablesMessage
 fn table_checks(
     capture: &Capture,
     exchanges: &mut impl Iterator<Item = Exchange>,
+    table: &str,
 ) -> Vec<TableFamily> {
     let mut leftovers = Vec::new();
     for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
@@ -320,7 +324,7 @@ fn table_checks(
         let [line] = exchange.requests.as_slice() else {
             panic!("{location}: not a GETTABLE alone");
         };
-        let pulse = netlink_message(get_table(family), NLM_F_REQUEST | NLM_F_ACK, 0);
+        let pulse = netlink_message(get_table(family, table), NLM_F_REQUEST | NLM_F_ACK, 0);
         assert_eq!(
             without_sequence(&zero_padding(&line.bytes)),
             emit(&pulse),
@@ -329,14 +333,14 @@ fn table_checks(
         );
         match outcome(capture, &exchange) {
             Ok(answers) => {
-                let [NftablesMessage::NewTable(table)] = answers.as_slice() else {
+                let [NftablesMessage::NewTable(answered)] = answers.as_slice() else {
                     panic!("{location}: answered {answers:?}");
                 };
                 assert!(
-                    table
+                    answered
                         .attributes
-                        .contains(&TableAttribute::Name("keepalived".to_owned())),
-                    "{location}: {table:?}"
+                        .contains(&TableAttribute::Name(table.to_owned())),
+                    "{location}: {answered:?}"
                 );
                 leftovers.push(family);
             }
@@ -401,7 +405,7 @@ fn pulse_drops_and_accepts_as_keepalived() {
     let mut exchanges = capture.exchanges().into_iter();
     let mut state = DropState::default();
     assert!(state.creates_first_table(&[V4]));
-    let leftovers = table_checks(&capture, &mut exchanges);
+    let leftovers = table_checks(&capture, &mut exchanges, TABLE);
     assert_eq!(leftovers, []);
     let mut batch = Batch::new();
     state.drop_addresses(&[V4], &leftovers, &mut batch);
@@ -434,7 +438,7 @@ fn pulse_deletes_a_leftover_table_as_keepalived() {
     let capture = Capture::named("leftover_table");
     let mut exchanges = capture.exchanges().into_iter();
     let mut state = DropState::default();
-    let leftovers = table_checks(&capture, &mut exchanges);
+    let leftovers = table_checks(&capture, &mut exchanges, TABLE);
     assert_eq!(leftovers, [TableFamily::Ipv4]);
     let mut batch = Batch::new();
     state.drop_addresses(&[V4], &leftovers, &mut batch);
@@ -458,7 +462,7 @@ fn pulse_drops_a_shared_address_once() {
     let capture = Capture::named("shared_address");
     let mut exchanges = capture.exchanges().into_iter();
     let mut state = DropState::default();
-    let leftovers = table_checks(&capture, &mut exchanges);
+    let leftovers = table_checks(&capture, &mut exchanges, TABLE);
     let mut batch = Batch::new();
     state.drop_addresses(&[V4], &leftovers, &mut batch);
     same_batch(&capture, exchanges.next(), batch, "the first master");
@@ -589,7 +593,7 @@ fn pulse_sets_a_vmac_up_as_keepalived() {
             family,
         };
         assert!(state.vmac_creates_first_table());
-        let leftovers = table_checks(&capture, &mut exchanges);
+        let leftovers = table_checks(&capture, &mut exchanges, TABLE);
         let mut batch = Batch::new();
         state.add_vmac(vmac, &leftovers, &mut batch);
         same_batch(&capture, exchanges.next(), batch, "the macvlan");
@@ -608,4 +612,37 @@ fn pulse_sets_a_vmac_up_as_keepalived() {
         same_batch(&capture, exchanges.next(), batch, "the tables");
         assert!(exchanges.next().is_none(), "{name}: more batches");
     }
+}
+
+/// keepalived's table settings (`nftables fulcrum_test`,
+/// `nftables_priority -5`, `nftables_counters`): the table's name in every
+/// message, the chains' priority, a counter before each rule's verdict.
+#[test]
+fn pulse_uses_keepalived_s_table_settings() {
+    let capture = Capture::named("table_settings");
+    let mut exchanges = capture.exchanges().into_iter();
+    let mut state = DropState::new(TableSettings {
+        table: "fulcrum_test".to_owned(),
+        priority: -5,
+        counters: true,
+    });
+    assert!(state.creates_first_table(&[V4]));
+    let leftovers = table_checks(&capture, &mut exchanges, "fulcrum_test");
+    for (address, what) in [(V4, "dropping 192.0.2.100"), (V6, "dropping 2001:db8::100")] {
+        let mut batch = Batch::new();
+        state.drop_addresses(&[address], &leftovers, &mut batch);
+        same_batch(&capture, exchanges.next(), batch, what);
+    }
+    for (address, what) in [
+        (V4, "the IPv4 master stopping"),
+        (V6, "the IPv6 master stopping"),
+    ] {
+        let mut batch = Batch::new();
+        state.accept_addresses(&[address], &mut batch);
+        same_batch(&capture, exchanges.next(), batch, what);
+    }
+    let mut batch = Batch::new();
+    state.remove_tables(&mut batch);
+    same_batch(&capture, exchanges.next(), batch, "the tables");
+    assert!(exchanges.next().is_none());
 }

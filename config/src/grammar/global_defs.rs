@@ -16,6 +16,10 @@ const fn raw(name: &'static str, minimum: u8) -> Keyword {
     Keyword::leaf(name, minimum, None).not_acted_on()
 }
 
+/// The kernel's longest nftables table name, with its terminating zero
+/// (NFT_TABLE_MAXNAMELEN).
+const NFT_TABLE_MAXNAMELEN: usize = 256;
+
 pub static KEYWORDS: &[Keyword] = &[
     // Typed.
     Keyword::leaf("router_id", 1, Some(1)).not_acted_on(),
@@ -60,6 +64,9 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("vrrp_version", 1, Some(1)),
     Keyword::leaf("vrrp_strict", 0, Some(0)),
     Keyword::leaf("disable_local_igmp", 0, Some(0)),
+    Keyword::leaf("nftables", 0, Some(1)),
+    Keyword::leaf("nftables_priority", 1, Some(1)),
+    Keyword::leaf("nftables_counters", 0, Some(0)),
     Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
     Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
     Keyword::leaf("vrrp_iptables", 0, Some(2)),
@@ -115,13 +122,10 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("lvs_process_name", 1),
     raw("max_auto_priority", 0),
     raw("min_auto_priority_delay", 1),
-    raw("nftables", 0),
-    raw("nftables_counters", 0),
     raw("nftables_ifindex", 0),
     raw("nftables_ipvs", 0),
     raw("nftables_ipvs_priority", 1),
     raw("nftables_ipvs_start_fwmark", 1),
-    raw("nftables_priority", 1),
     raw("no_checker_emails", 0),
     raw("no_email_faults", 0),
     raw("notify_fifo", 1),
@@ -416,6 +420,36 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
             }
             "vrrp_strict" => vrrp.strict = true,
             "disable_local_igmp" => vrrp.disable_local_igmp = true,
+            // keepalived's vrrp_nftables_handler: a second one is ignored,
+            // and each puts the chains' priority back to -1.
+            "nftables" => {
+                if vrrp.nftables.is_some() {
+                    context.warning(child.keyword.span, "nftables already specified - ignoring");
+                } else {
+                    let name = argument.map_or("keepalived", |word| &word.text);
+                    if name.len() >= NFT_TABLE_MAXNAMELEN {
+                        context.warning(
+                            child.keyword.span,
+                            "nftables table name too long - ignoring",
+                        );
+                    } else {
+                        vrrp.nftables = Some(name.to_string());
+                        vrrp.nftables_priority = None;
+                    }
+                }
+            }
+            "nftables_priority" => {
+                if let Some(word) = argument {
+                    match word.text.parse::<i32>() {
+                        Ok(priority) => vrrp.nftables_priority = Some(priority),
+                        Err(_) => context.error(
+                            word.span,
+                            format!("invalid nftables chain priority '{}'", word.text),
+                        ),
+                    }
+                }
+            }
+            "nftables_counters" => vrrp.nftables_counters = true,
             "vrrp_skip_check_adv_addr" => {
                 // keepalived 2.2.7 does not check the word here: anything
                 // but false/off/no means true.

@@ -1492,3 +1492,36 @@ vrrp_instance VI_2 {
     let (_, diagnostics) = check("global_defs {\n  vrrp_startup_delay 0\n}\n");
     assert_eq!(errors(&diagnostics).len(), 1);
 }
+
+/// keepalived's nftables table settings (global_parser.c): `nftables`
+/// names the table (bare: `keepalived`), a second one is ignored, and each
+/// puts `nftables_priority` back to -1 (so a priority counts only after
+/// it); `nftables_counters`.
+#[test]
+fn the_nftables_settings_are_read_as_keepalived_reads_them() {
+    let (config, diagnostics) = check(
+        "global_defs {\n  nftables_priority -7\n  nftables fulcrum\n  nftables other\n  nftables_priority -5\n  nftables_counters\n}\n",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let vrrp = &config.global.vrrp;
+    assert_eq!(vrrp.nftables.as_deref(), Some("fulcrum"));
+    assert_eq!(vrrp.nftables_priority, Some(-5));
+    assert!(vrrp.nftables_counters);
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .any(|item| item.severity == Severity::Warning
+                && item.span.line == 4
+                && item.message == "nftables already specified - ignoring")
+    );
+    // The priority before `nftables` is put back.
+    let (config, _) = check("global_defs {\n  nftables_priority -7\n  nftables\n}\n");
+    assert_eq!(config.global.vrrp.nftables.as_deref(), Some("keepalived"));
+    assert_eq!(config.global.vrrp.nftables_priority, None);
+    let (_, diagnostics) = check("global_defs {\n  nftables_priority low\n}\n");
+    assert_eq!(
+        errors(&diagnostics),
+        vec![(2, "invalid nftables chain priority 'low'".to_owned())]
+    );
+}

@@ -114,6 +114,13 @@ pub struct VrrpDefaults {
     /// `disable_local_igmp`: an IPv4 macvlan's IGMP reports are left
     /// alone (no rule moves them to its base).
     pub disable_local_igmp: bool,
+    /// `nftables [NAME]`: the firewall's table name; `None`: keepalived's
+    /// `keepalived`.
+    pub nftables: Option<String>,
+    /// `nftables_priority`: the base chains' priority; `None`: -1.
+    pub nftables_priority: Option<i32>,
+    /// `nftables_counters`: a counter in every rule.
+    pub nftables_counters: bool,
     pub mcast_group4: Option<IpAddr>,
     pub mcast_group6: Option<IpAddr>,
     /// Default 5 s.

@@ -56,10 +56,11 @@ impl Effects {
     pub fn new(
         handle: rtnetlink::Handle,
         sync_daemon: Option<(config::LvsSyncDaemon, Follower)>,
+        firewall: firewall::TableSettings,
     ) -> Effects {
         Effects {
             handle,
-            firewall: Firewall::default(),
+            firewall: Firewall::new(firewall),
             sync_daemon,
         }
     }

@@ -26,6 +26,7 @@ use fulcrum_config::model as config;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::effects::{self, Effects};
+use super::firewall::TableSettings;
 use super::garp::Pacer;
 use super::io::{self, Datagram, ReceiveSocket};
 use super::machine::{Action, Event, Received, State};
@@ -139,6 +140,7 @@ impl Vrrp {
             rtnetlink::MulticastGroup::Ipv6Ifaddr,
         ])
         .map_err(VrrpError::Netlink)?;
+        let firewall_settings = table_settings(&plan.configuration.global.vrrp);
         let mut resources = Resources {
             dynamic_interfaces: plan.configuration.global.dynamic_interfaces,
             ..Resources::default()
@@ -167,7 +169,7 @@ impl Vrrp {
             scripts: HashMap::new(),
             files: HashMap::new(),
             processes: HashMap::new(),
-            effects: Effects::new(events.handle().clone(), sync_daemon),
+            effects: Effects::new(events.handle().clone(), sync_daemon, firewall_settings),
             handle: events.handle().clone(),
             events,
             events_open: true,
@@ -1133,6 +1135,21 @@ async fn sleep_until(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
         None => std::future::pending().await,
     }
+}
+
+/// keepalived's nftables table settings from `global_defs` (the table's
+/// name, its chains' priority, counters); taken at VRRP's start, as
+/// keepalived's VRRP process takes them (a reload keeps the tables).
+fn table_settings(defaults: &config::VrrpDefaults) -> TableSettings {
+    let mut settings = TableSettings::default();
+    if let Some(table) = &defaults.nftables {
+        settings.table.clone_from(table);
+    }
+    if let Some(priority) = defaults.nftables_priority {
+        settings.priority = priority;
+    }
+    settings.counters = defaults.nftables_counters;
+    settings
 }
 
 #[cfg(test)]

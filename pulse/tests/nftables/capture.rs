@@ -34,7 +34,7 @@ use super::CAPTURE_DIRECTORY;
 /// What the capture waits for before the next step.
 #[derive(Debug, Clone, Copy)]
 enum Step {
-    /// `nft list set FAMILY keepalived vips` shows the address.
+    /// The family's `vips` set shows the address.
     Dropped(&'static str, &'static str),
     /// It no longer does.
     Accepted(&'static str, &'static str),
@@ -205,6 +205,50 @@ vrrp_instance v4 {
         steps: &[Step::Dropped("ip", "192.0.2.100"), Step::Terminate],
     },
     Scenario {
+        name: "table_settings",
+        description: "an IPv4 and an IPv6 master without accept mode, with keepalived's table \
+                      settings: another table name, another chain priority, counters in the \
+                      rules; keepalived stops",
+        before: &[],
+        configuration: "\
+global_defs {
+    router_id capture
+    nftables fulcrum_test
+    nftables_priority -5
+    nftables_counters
+}
+vrrp_instance v4 {
+    state BACKUP
+    interface veth0
+    virtual_router_id 51
+    priority 200
+    advert_int 1
+    version 3
+    no_accept
+    virtual_ipaddress {
+        192.0.2.100/24
+    }
+}
+vrrp_instance v6 {
+    state BACKUP
+    interface veth0
+    virtual_router_id 52
+    priority 200
+    advert_int 2
+    version 3
+    no_accept
+    virtual_ipaddress {
+        2001:db8::100/64
+    }
+}
+",
+        steps: &[
+            Step::Dropped("ip", "192.0.2.100"),
+            Step::Dropped("ip6", "2001:db8::100"),
+            Step::Terminate,
+        ],
+    },
+    Scenario {
         name: "vmac_ipv6",
         description: "an IPv6 instance with use_vmac (its macvlan's MLD and router \
                       solicitation rules, the vmac_map and vmac_set at start), then master \
@@ -338,11 +382,11 @@ fn nft(namespace: &Namespace, command: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Whether `nft list set FAMILY keepalived vips` shows `address` (no set
-/// yet: no).
+/// Whether the family's `vips` set holds `address` (no set yet: no).
 fn dropped(namespace: &Namespace, family: &str, address: &str) -> bool {
-    nft(namespace, &format!("list set {family} keepalived vips"))
-        .is_ok_and(|listing| listing.contains(address))
+    // The family's ruleset, whatever the table's name (`nftables NAME`):
+    // the address is in it only as an element of the `vips` set.
+    nft(namespace, &format!("list ruleset {family}")).is_ok_and(|listing| listing.contains(address))
 }
 
 fn wait_for(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {

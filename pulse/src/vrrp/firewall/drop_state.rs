@@ -65,6 +65,28 @@ const VMAC_LOOKUP_SET_ID: u32 = 1;
 /// before an operator's filter chains.
 const PRIORITY: i32 = -1;
 
+/// keepalived's table settings (`global_defs`): `nftables [NAME]` (the
+/// table's name, default `keepalived`), `nftables_priority` (its base
+/// chains' priority, default -1; `nftables` puts it back to -1, so it
+/// counts only after), `nftables_counters` (a counter in every rule, just
+/// before its verdict).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSettings {
+    pub table: String,
+    pub priority: i32,
+    pub counters: bool,
+}
+
+impl Default for TableSettings {
+    fn default() -> TableSettings {
+        TableSettings {
+            table: TABLE.to_owned(),
+            priority: PRIORITY,
+            counters: false,
+        }
+    }
+}
+
 /// libnftnl's set user data (NFTNL_UDATA_SET_KEYBYTEORDER, a u32 in host
 /// order): the byte order nft shows the keys in. keepalived gives
 /// addresses big endian and the ICMPv6 types host order.
@@ -177,30 +199,20 @@ impl TableFamily {
     }
 }
 
-/// `GETTABLE family keepalived`: whether a previous run left the table
-/// (the kernel answers the table, or ENOENT).
-pub fn get_table(family: TableFamily) -> NftablesMessage {
-    NftablesMessage::GetTable(table_message(family))
-}
-
-fn table_message(family: TableFamily) -> TableMessage {
-    TableMessage::new(
+/// `GETTABLE family TABLE`: whether a previous run left the table (the
+/// kernel answers the table, or ENOENT).
+pub fn get_table(family: TableFamily, table: &str) -> NftablesMessage {
+    NftablesMessage::GetTable(TableMessage::new(
         family.protocol(),
-        vec![TableAttribute::Name(TABLE.to_owned())],
-    )
+        vec![TableAttribute::Name(table.to_owned())],
+    ))
 }
 
-/// The messages keepalived sends, as a [`Batch`] takes them.
-trait KeepalivedBatch {
-    fn table(&mut self, family: TableFamily);
-    fn vips(&mut self, family: TableFamily, set_ids: &mut u32);
-    fn base_chain(&mut self, family: TableFamily, name: &str, hook: u32);
-    fn chain(&mut self, family: TableFamily, name: &str);
-    fn set(&mut self, family: TableFamily, shape: &SetShape, id: u32);
-    fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>);
-    fn elements(&mut self, family: TableFamily, addresses: &[IpAddr], drop: bool);
-    fn vmac_setup(&mut self, family: TableFamily, set_ids: &mut u32) -> VmacSets;
-    fn vmac_elements(&mut self, family: TableFamily, vmac: Vmac, sets: VmacSets, add: bool);
+/// The messages keepalived sends for a table of `settings`, put into
+/// `batch`.
+struct Keepalived<'a> {
+    batch: &'a mut Batch,
+    settings: &'a TableSettings,
 }
 
 /// The ids of the vmac sets a batch creates (`None`: made earlier), which
@@ -219,12 +231,13 @@ pub struct Vmac {
     pub family: TableFamily,
 }
 
-impl KeepalivedBatch for Batch {
+impl Keepalived<'_> {
     /// `nft add table FAMILY keepalived` and `add chain FAMILY keepalived
     /// out { type filter hook output priority -1; policy accept; }`
     /// (nft_setup_ipv4/nft_setup_ipv6).
     fn table(&mut self, family: TableFamily) {
-        self.add_table(family.protocol(), TABLE);
+        self.batch
+            .add_table(family.protocol(), &self.settings.table);
         self.base_chain(family, OUTPUT_CHAIN, NF_INET_LOCAL_OUT);
     }
 
@@ -250,13 +263,13 @@ impl KeepalivedBatch for Batch {
                 // it the master could not defend them.
                 let neighbor_discovery = next_set_id();
                 self.set(family, &NEIGHBOR_DISCOVERY, neighbor_discovery);
-                self.push(
+                self.batch.push(
                     NftablesMessage::NewSetElement(SetElementMessage::new(
                         family.protocol(),
                         vec![
                             SetElementListAttribute::Set(NEIGHBOR_DISCOVERY_SET.to_owned()),
                             SetElementListAttribute::SetId(neighbor_discovery),
-                            SetElementListAttribute::Table(TABLE.to_owned()),
+                            SetElementListAttribute::Table(self.settings.table.clone()),
                             SetElementListAttribute::Elements(vec![
                                 SetElement::key(vec![NEIGHBOR_SOLICITATION]),
                                 SetElement::key(vec![NEIGHBOR_ADVERTISEMENT]),
@@ -438,14 +451,16 @@ impl KeepalivedBatch for Batch {
             let mut attributes = vec![SetElementListAttribute::Set(name.to_owned())];
             attributes.extend(id.map(SetElementListAttribute::SetId));
             attributes.extend([
-                SetElementListAttribute::Table(TABLE.to_owned()),
+                SetElementListAttribute::Table(self.settings.table.clone()),
                 SetElementListAttribute::Elements(vec![element]),
             ]);
             let message = SetElementMessage::new(family.protocol(), attributes);
             if add {
-                self.push(NftablesMessage::NewSetElement(message), NLM_F_CREATE);
+                self.batch
+                    .push(NftablesMessage::NewSetElement(message), NLM_F_CREATE);
             } else {
-                self.push(NftablesMessage::DeleteSetElement(message), 0);
+                self.batch
+                    .push(NftablesMessage::DeleteSetElement(message), 0);
             }
         }
     }
@@ -454,18 +469,19 @@ impl KeepalivedBatch for Batch {
         let base = BaseChain {
             kind: "filter",
             hook,
-            priority: PRIORITY,
+            priority: self.settings.priority,
             device: None,
         };
-        self.add_base_chain(family.protocol(), TABLE, name, base);
+        self.batch
+            .add_base_chain(family.protocol(), &self.settings.table, name, base);
     }
 
     fn chain(&mut self, family: TableFamily, name: &str) {
-        self.push(
+        self.batch.push(
             NftablesMessage::NewChain(ChainMessage::new(
                 family.protocol(),
                 vec![
-                    ChainAttribute::Table(TABLE.to_owned()),
+                    ChainAttribute::Table(self.settings.table.clone()),
                     ChainAttribute::Name(name.to_owned()),
                 ],
             )),
@@ -475,7 +491,7 @@ impl KeepalivedBatch for Batch {
 
     fn set(&mut self, family: TableFamily, shape: &SetShape, id: u32) {
         let mut attributes = vec![
-            SetAttribute::Table(TABLE.to_owned()),
+            SetAttribute::Table(self.settings.table.clone()),
             SetAttribute::Name(shape.name.to_owned()),
         ];
         attributes.extend(shape.flags.map(SetAttribute::Flags));
@@ -494,14 +510,26 @@ impl KeepalivedBatch for Batch {
             user_data.extend_from_slice(&BYTEORDER_HOST_ENDIAN.to_ne_bytes());
         }
         attributes.extend([SetAttribute::Id(id), SetAttribute::UserData(user_data)]);
-        self.push(
+        self.batch.push(
             NftablesMessage::NewSet(SetMessage::new(family.protocol(), attributes)),
             NLM_F_CREATE,
         );
     }
 
-    fn rule(&mut self, family: TableFamily, chain: &str, expressions: Vec<Expression>) {
-        self.add_rule(family.protocol(), TABLE, chain, expressions);
+    fn rule(&mut self, family: TableFamily, chain: &str, mut expressions: Vec<Expression>) {
+        if self.settings.counters {
+            // keepalived's add_counter, just before the verdict.
+            let verdict = expressions.len() - 1;
+            expressions.insert(
+                verdict,
+                Expression::Other {
+                    name: "counter".to_owned(),
+                    data: Some(Vec::new()),
+                },
+            );
+        }
+        self.batch
+            .add_rule(family.protocol(), &self.settings.table, chain, expressions);
     }
 
     /// The addresses of `family` in `addresses` into (`drop`) or out of
@@ -525,19 +553,20 @@ impl KeepalivedBatch for Batch {
             family.protocol(),
             vec![
                 SetElementListAttribute::Set(SET.to_owned()),
-                SetElementListAttribute::Table(TABLE.to_owned()),
+                SetElementListAttribute::Table(self.settings.table.clone()),
                 SetElementListAttribute::Elements(elements),
             ],
         );
         if drop {
             // EXCL as keepalived: an address already there means the
             // count of its masters is wrong, which had better show.
-            self.push(
+            self.batch.push(
                 NftablesMessage::NewSetElement(message),
                 NLM_F_CREATE | NLM_F_EXCL,
             );
         } else {
-            self.push(NftablesMessage::DeleteSetElement(message), 0);
+            self.batch
+                .push(NftablesMessage::DeleteSetElement(message), 0);
         }
     }
 }
@@ -558,9 +587,26 @@ pub struct DropState {
     /// keepalived numbers its sets over its whole run (a counter in
     /// setup_set): the last id given.
     set_ids: u32,
+    settings: TableSettings,
 }
 
 impl DropState {
+    /// With keepalived's table settings `settings`.
+    pub fn new(settings: TableSettings) -> DropState {
+        DropState {
+            settings,
+            ..DropState::default()
+        }
+    }
+
+    pub fn settings(&self) -> &TableSettings {
+        &self.settings
+    }
+
+    fn writer<'a>(settings: &'a TableSettings, batch: &'a mut Batch) -> Keepalived<'a> {
+        Keepalived { batch, settings }
+    }
+
     /// Whether dropping `addresses` creates the first table: keepalived
     /// asks the kernel then for both families' tables (GETTABLE), so as
     /// to delete what a previous run left, and so must the caller before
@@ -597,20 +643,20 @@ impl DropState {
                 if self.tables.is_empty() {
                     for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
                         if leftovers.contains(&leftover) {
-                            batch.delete_table(leftover.protocol(), TABLE);
+                            batch.delete_table(leftover.protocol(), &self.settings.table);
                         }
                     }
                 }
-                batch.table(family);
+                Self::writer(&self.settings, batch).table(family);
                 self.tables.push(family);
             }
             if !self.vips.contains(&family) {
-                batch.vips(family, &mut self.set_ids);
+                Self::writer(&self.settings, batch).vips(family, &mut self.set_ids);
                 self.vips.push(family);
             }
         }
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
-            batch.elements(family, &new, true);
+            Self::writer(&self.settings, batch).elements(family, &new, true);
         }
     }
 
@@ -629,7 +675,7 @@ impl DropState {
         }
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             if self.tables.contains(&family) {
-                batch.elements(family, &gone, false);
+                Self::writer(&self.settings, batch).elements(family, &gone, false);
             }
         }
     }
@@ -650,27 +696,32 @@ impl DropState {
             if self.tables.is_empty() {
                 for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
                     if leftovers.contains(&leftover) {
-                        batch.delete_table(leftover.protocol(), TABLE);
+                        batch.delete_table(leftover.protocol(), &self.settings.table);
                     }
                 }
             }
-            batch.table(family);
+            Self::writer(&self.settings, batch).table(family);
             self.tables.push(family);
         }
         let sets = if self.vmac_tables.contains(&family) {
             VmacSets::default()
         } else {
             self.vmac_tables.push(family);
-            batch.vmac_setup(family, &mut self.set_ids)
+            Self::writer(&self.settings, batch).vmac_setup(family, &mut self.set_ids)
         };
-        batch.vmac_elements(family, vmac, sets, true);
+        Self::writer(&self.settings, batch).vmac_elements(family, vmac, sets, true);
     }
 
     /// `vmac` out of the vmac sets (keepalived's `nft_remove_vmac`, when a
     /// macvlan goes); the sets and rules stay until the tables go.
     pub fn remove_vmac(&mut self, vmac: Vmac, batch: &mut Batch) {
         if self.vmac_tables.contains(&vmac.family) {
-            batch.vmac_elements(vmac.family, vmac, VmacSets::default(), false);
+            Self::writer(&self.settings, batch).vmac_elements(
+                vmac.family,
+                vmac,
+                VmacSets::default(),
+                false,
+            );
         }
     }
 
@@ -681,7 +732,7 @@ impl DropState {
         self.vmac_tables.clear();
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             if self.tables.contains(&family) {
-                batch.delete_table(family.protocol(), TABLE);
+                batch.delete_table(family.protocol(), &self.settings.table);
             }
         }
         self.tables.clear();

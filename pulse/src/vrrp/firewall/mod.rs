@@ -26,7 +26,7 @@ use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST};
 
 pub use drop_state::{
     DropState, INPUT_CHAIN, INPUT_LINK_LOCAL_CHAIN, NEIGHBOR_DISCOVERY_SET, OUTPUT_CHAIN,
-    OUTPUT_LINK_LOCAL_CHAIN, SET, TABLE, TableFamily, VMAC_MAP, VMAC_SET, Vmac,
+    OUTPUT_LINK_LOCAL_CHAIN, SET, TABLE, TableFamily, TableSettings, VMAC_MAP, VMAC_SET, Vmac,
 };
 /// Why a change did not reach the kernel. A refused batch changed nothing
 /// (nftables applies a batch all or nothing), and pulse's idea of what is
@@ -44,6 +44,14 @@ pub struct Firewall {
 }
 
 impl Firewall {
+    /// A firewall whose tables have keepalived's `settings`.
+    pub fn new(settings: TableSettings) -> Firewall {
+        Firewall {
+            state: DropState::new(settings),
+            connection: None,
+        }
+    }
+
     /// Drops traffic to and from `addresses` for one more master.
     pub async fn drop_addresses(&mut self, addresses: &[IpAddr]) -> Result<(), FirewallError> {
         let mut state = self.state.clone();
@@ -53,7 +61,11 @@ impl Firewall {
             Vec::new()
         };
         for family in &leftovers {
-            tracing::info!("Deleting old {} {TABLE} table", family.name());
+            tracing::info!(
+                "Deleting old {} {} table",
+                family.name(),
+                self.state.settings().table
+            );
         }
         let mut batch = Batch::new();
         state.drop_addresses(addresses, &leftovers, &mut batch);
@@ -83,7 +95,11 @@ impl Firewall {
             Vec::new()
         };
         for family in &leftovers {
-            tracing::info!("Deleting old {} {TABLE} table", family.name());
+            tracing::info!(
+                "Deleting old {} {} table",
+                family.name(),
+                self.state.settings().table
+            );
         }
         let mut batch = Batch::new();
         state.add_vmac(vmac, &leftovers, &mut batch);
@@ -120,15 +136,17 @@ impl Firewall {
         }
     }
 
-    /// The families whose `keepalived` table exists already, asked one at
-    /// a time as keepalived does (check_table).
+    /// The families whose table (`keepalived`, or as `nftables` names
+    /// it) exists already, asked one at a time as keepalived does
+    /// (check_table).
     async fn leftover_tables(&mut self) -> Result<Vec<TableFamily>, FirewallError> {
+        let table = self.state.settings().table.clone();
         let connection = self.connection()?;
         let mut leftovers = Vec::new();
         for family in [TableFamily::Ipv4, TableFamily::Ipv6] {
             let sequence = connection.take_sequences(1);
             let question = fulcrum_nftables::netlink_message(
-                drop_state::get_table(family),
+                drop_state::get_table(family, &table),
                 NLM_F_REQUEST | NLM_F_ACK,
                 sequence,
             );
