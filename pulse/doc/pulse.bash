@@ -23,7 +23,7 @@ _pulse() {
 
     case "${cmd}" in
         pulse)
-            opts="-f -P -C -l -D -G -V -I -n -p -e -i -t -v -h --use-file --vrrp --check --log-console --log-detail --no-syslog --dont-release-vrrp --dont-release-ipvs --dont-fork --pid --all-config --config-id --signum --config-test --version --help --dump-config --metrics --tcp-check --cluster --apply --status --json --which-dip --vip"
+            opts="-f -P -C -l -D -G -u -V -I -n -p -e -i -t -v -h --use-file --vrrp --check --log-console --log-detail --no-syslog --umask --dont-release-vrrp --dont-release-ipvs --dont-fork --pid --all-config --config-id --signum --config-test --version --help --dump-config --metrics --tcp-check --cluster --apply --status --json --which-dip --vip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -34,6 +34,14 @@ _pulse() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --umask)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,4 +1,5 @@
 complete -c pulse -s f -l use-file -d 'Use the specified configuration file (default \'/etc/keepalived/keepalived.conf\')' -r
+complete -c pulse -s u -l umask -d 'The file creation mask (C\'s notation: 022, 0x12), before the configuration\'s umask; default 0177' -r
 complete -c pulse -s p -l pid -d 'Use the specified pidfile (default /run/pulse.pid)' -r
 complete -c pulse -s i -l config-id -d 'Skip any configuration lines beginning \'@\' that don\'t match ID, or any lines beginning @^ that do match. The config-id defaults to the node name up to its first dot' -r
 complete -c pulse -l signum -d 'Print the number of the signal that asks for SIGFUNC (STOP, RELOAD, DATA, STATS, STATS_CLEAR, JSON), as keepalived does' -r

@@ -63,6 +63,8 @@ enum Flag {
     Vip,
     /// `--metrics=ADDRESS:PORT`: serve Prometheus' /metrics there.
     Metrics,
+    /// `-u MASK`, `--umask=MASK`: the file creation mask.
+    Umask,
     /// A keepalived option pulse accepts but does not act on yet.
     Other,
 }
@@ -136,7 +138,10 @@ const OPTIONS: &[Spec] = &[
         "",
         "Don't log via syslog",
     ),
-    option(Some('u'), "umask", Required, Other),
+    option(Some('u'), "umask", Required, Umask).described(
+        "MASK",
+        "The file creation mask (C's notation: 022, 0x12),\nbefore the configuration's umask; default 0177",
+    ),
     option(Some('X'), "release-vips", Nothing, Other),
     option(Some('V'), "dont-release-vrrp", Nothing, DontReleaseVrrp).described(
         "",
@@ -260,6 +265,8 @@ pub struct Arguments {
     pub pid_file: Option<PathBuf>,
     /// `--dont-release-ipvs`: leave the IPVS table as it is at stop.
     pub dont_release_ipvs: bool,
+    /// `-u`: the file creation mask, before the configuration's `umask`.
+    pub umask: Option<u32>,
     /// `-V`: VRRP's virtual addresses, routes and rules, and its macvlans,
     /// stay when pulse stops (no priority 0 advert either).
     pub dont_release_vrrp: bool,
@@ -316,6 +323,7 @@ impl Default for Arguments {
             pid_file: None,
             dont_release_ipvs: false,
             dont_release_vrrp: false,
+            umask: None,
             check_only: false,
             vrrp_only: false,
             tcp_check_half_open: false,
@@ -517,6 +525,15 @@ fn apply(
             }
         },
         Vip => parsed.vip = value,
+        // keepalived's set_umask: strtoll in C's notation, within 0777;
+        // otherwise said on stderr and left out.
+        Umask => {
+            let written = value.unwrap_or_default();
+            match umask_bits(&written) {
+                Some(bits) => parsed.umask = Some(bits),
+                None => eprint!("Invalid --umask option {written}"),
+            }
+        }
         Metrics => {
             let written = value.unwrap_or_default();
             parsed.metrics = Some(written.parse().map_err(|_| {
@@ -615,6 +632,19 @@ pub fn command() -> clap::Command {
         command = command.arg(argument);
     }
     command
+}
+
+/// A mask in C's notation (strtoll base 0: a 0 prefix is octal, 0x
+/// hexadecimal), within 0777.
+fn umask_bits(text: &str) -> Option<u32> {
+    let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u32::from_str_radix(hex, 16)
+    } else if text.len() > 1 && text.starts_with('0') {
+        u32::from_str_radix(&text[1..], 8)
+    } else {
+        text.parse()
+    };
+    parsed.ok().filter(|bits| bits & !0o777 == 0)
 }
 
 #[cfg(test)]

@@ -2482,6 +2482,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ),
         ("-V, --dont-release-vrrp", release::dont_release),
         ("dynamic_interfaces", dynamic::dynamic_interfaces),
+        ("umask and -u", priorities::file_mask),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),
         ("garp_group and garp_extra_if", keywords::garp_group),

@@ -67,6 +67,7 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("nftables", 0, Some(1)),
     Keyword::leaf("nftables_priority", 1, Some(1)),
     Keyword::leaf("nftables_counters", 0, Some(0)),
+    Keyword::leaf("umask", 1, None),
     Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
     Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
     Keyword::leaf("vrrp_iptables", 0, Some(2)),
@@ -141,7 +142,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("rs_init_notifies", 0),
     raw("snmp_socket", 1),
     raw("tmp_config_directory", 1),
-    raw("umask", 1),
     raw("vmac_addr_prefix", 1),
     raw("vmac_prefix", 1),
     raw("vrrp_cpu_affinity", 1),
@@ -564,38 +564,13 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     global.dump_files.json = Some(path);
                 }
             }
-            "umask" => {
-                // A number in C's notation (0 prefix octal, 0x hex) or
-                // `IWGRP|IWOTH`-style flags.
-                if let Some(word) = argument {
-                    let text = word.text.as_str();
-                    let valid = if let Some(hex) = text.strip_prefix("0x") {
-                        u32::from_str_radix(hex, 16).is_ok()
-                    } else if text.starts_with(|c: char| c.is_ascii_digit()) {
-                        u32::from_str_radix(text, if text.starts_with('0') { 8 } else { 10 })
-                            .is_ok()
-                    } else {
-                        text.split('|').all(|flag| {
-                            matches!(
-                                flag,
-                                "IRUSR"
-                                    | "IWUSR"
-                                    | "IXUSR"
-                                    | "IRGRP"
-                                    | "IWGRP"
-                                    | "IXGRP"
-                                    | "IROTH"
-                                    | "IWOTH"
-                                    | "IXOTH"
-                            )
-                        })
-                    };
-                    if !valid {
-                        context.error(word.span, format!("invalid umask value '{text}'"));
-                    }
-                }
-                global.other.push(common::raw(child));
-            }
+            "umask" => match umask(child) {
+                Ok(bits) => global.umask = Some(bits),
+                Err(message) => context.error(
+                    argument.map_or(child.keyword.span, |word| word.span),
+                    message,
+                ),
+            },
             name => {
                 if global.other.iter().any(|setting| setting.keyword == name) {
                     context.warning(
@@ -745,4 +720,76 @@ fn read_lvs_timeouts(node: &Node, global: &mut GlobalDefs, context: &mut Context
             }
         }
     }
+}
+
+/// `umask`, as keepalived's umask_handler reads it: a number in C's
+/// notation (strtol base 0: a 0 prefix is octal, 0x hexadecimal), alone
+/// and within 0777; or permission flags (`IWGRP|IWOTH`, over one or more
+/// words).
+fn umask(node: &Node) -> Result<u32, String> {
+    const FLAGS: [(&str, u32); 9] = [
+        ("IRUSR", 0o400),
+        ("IWUSR", 0o200),
+        ("IXUSR", 0o100),
+        ("IRGRP", 0o040),
+        ("IWGRP", 0o020),
+        ("IXGRP", 0o010),
+        ("IROTH", 0o004),
+        ("IWOTH", 0o002),
+        ("IXOTH", 0o001),
+    ];
+    let words: Vec<&str> = node
+        .arguments
+        .iter()
+        .map(|word| word.text.as_str())
+        .collect();
+    let Some(first) = words.first() else {
+        return Err("Missing parameter(s) to umask option".to_owned());
+    };
+    if first.starts_with(|c: char| c.is_ascii_digit()) {
+        if words.len() != 1 {
+            return Err("Extra parameter(s) to umask option".to_owned());
+        }
+        let parsed = if let Some(hex) = first
+            .strip_prefix("0x")
+            .or_else(|| first.strip_prefix("0X"))
+        {
+            u32::from_str_radix(hex, 16)
+        } else if first.len() > 1 && first.starts_with('0') {
+            u32::from_str_radix(&first[1..], 8)
+        } else {
+            first.parse()
+        };
+        return match parsed {
+            Ok(bits) if bits & !0o777 == 0 => Ok(bits),
+            _ => Err(format!("invalid umask value {first}")),
+        };
+    }
+    let mut bits = 0;
+    let mut need_or = false;
+    for word in &words {
+        let mut rest = *word;
+        while !rest.is_empty() {
+            if need_or {
+                match rest.strip_prefix('|') {
+                    Some(after) => {
+                        need_or = false;
+                        rest = after;
+                        continue;
+                    }
+                    None => return Err(format!("Invalid umask syntax {word}")),
+                }
+            }
+            let Some((_, bit)) = FLAGS.iter().find(|(name, _)| rest.starts_with(name)) else {
+                return Err(format!("Unknown umask bit {rest}"));
+            };
+            bits |= bit;
+            rest = &rest[5..];
+            need_or = true;
+        }
+    }
+    if !need_or {
+        return Err("umask missing bit value".to_owned());
+    }
+    Ok(bits)
 }

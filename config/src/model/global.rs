@@ -51,6 +51,9 @@ pub struct GlobalDefs {
     pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
+    /// `umask`: the daemon's file creation mask; `None`: keepalived's
+    /// 0177 (a command line's `-u` comes first).
+    pub umask: Option<u32>,
     /// `checker_priority`: the checkers' nice value (-20..19).
     pub checker_priority: Option<i32>,
     /// `checker_no_swap`: the checkers' memory locked.

@@ -85,6 +85,10 @@ pub struct Settings {
     pub keep_vrrp_state: bool,
 }
 
+/// keepalived's file creation mask without `umask` (lib/utils.c
+/// `umask_val`: `S_IXUSR | S_IRWXG | S_IRWXO`).
+const DEFAULT_UMASK: u32 = 0o177;
+
 /// Runs the daemon; returns the process's exit status.
 pub fn run(arguments: &Arguments) -> i32 {
     let logs_on_stderr = logging::init(logging::Destinations {
@@ -159,6 +163,20 @@ pub fn run(arguments: &Arguments) -> i32 {
     } else {
         None
     };
+    // keepalived's umask: the command line's, else the configuration's,
+    // else 0177 (files made by pulse and its scripts: owner only).
+    let mask = match (arguments.umask, configuration.global.umask) {
+        (Some(bits), Some(_)) => {
+            tracing::info!("umask command line option specified, ignoring config option");
+            bits
+        }
+        (Some(bits), None) | (None, Some(bits)) => bits,
+        (None, None) => DEFAULT_UMASK,
+    };
+    // SAFETY: umask has no preconditions.
+    unsafe {
+        libc::umask(mask as libc::mode_t);
+    }
     let mut detached = if arguments.dont_fork {
         Detached::foreground()
     } else {

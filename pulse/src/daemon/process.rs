@@ -126,7 +126,27 @@ impl PidFile {
         if let Some(parent) = path.parent() {
             let _ = fs::create_dir_all(parent);
         }
-        fs::write(path, format!("{}\n", std::process::id()))
+        // rw-r--r-- whatever the mask (0177 by default), as keepalived's
+        // pidfile_write lifts those bits from its umask around the open.
+        // Single-threaded here: the mask is the process's.
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut file = fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)?;
+            file.write_all(format!("{}\n", std::process::id()).as_bytes())
+        };
+        // SAFETY: umask has no preconditions.
+        let mask = unsafe { libc::umask(0) };
+        unsafe { libc::umask(mask & !0o644) };
+        let written = write();
+        unsafe { libc::umask(mask) };
+        written
             .map_err(|error| format!("cannot write the pid file {}: {error}", path.display()))?;
         Ok(PidFile {
             path: path.to_path_buf(),

@@ -81,3 +81,70 @@ pub(super) fn process_priorities(segment: &Segment, scenario: &str) -> Result<()
     );
     Ok(())
 }
+
+/// `umask` and `-u` against keepalived: with keepalived's default mask
+/// (0177), the configuration's `umask 022`, and `-u 077` beside it (the
+/// command line's wins), the file a notify script makes has the same mode
+/// (scripts take the daemon's mask), and so has the pid file (rw-r--r--
+/// whatever the mask).
+pub(super) fn file_mask(segment: &Segment, scenario: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let address = segment.ipv4(100);
+    let cases: [(&str, &str, &[&str]); 3] = [
+        ("default", "", &[]),
+        ("configured", "global_defs {\n    umask 022\n}\n", &[]),
+        (
+            "command line",
+            "global_defs {\n    umask 022\n}\n",
+            &["-u", "077"],
+        ),
+    ];
+    for (case, globals, arguments) in cases {
+        let mut modes = Vec::new();
+        for kind in [Kind::Keepalived, Kind::Pulse] {
+            let name = format!("{kind}-umask-{}", case.replace(' ', "-"));
+            let pid_file = segment.directory.join(format!("{name}.pid"));
+            let made = segment.directory.join(format!("{name}.made"));
+            let script = segment.directory.join(format!("{name}.sh"));
+            fs::write(&script, format!("#!/bin/sh\ntouch {}\n", made.display()))?;
+            fs::set_permissions(&script, PermissionsExt::from_mode(0o755))?;
+            let instance = Instance {
+                extra: format!("    notify_master {}\n", script.display()),
+                ..Instance::v3(150, format!("{address}/24"))
+            };
+            let mut daemon = Daemon::start_as(
+                kind,
+                &segment.a,
+                &segment.directory,
+                &name,
+                &format!("{globals}{}", instance.configuration()),
+                true,
+                arguments,
+            )?;
+            let result = (|| -> Result<(u32, u32)> {
+                wait_for("the notify script's file", Duration::from_secs(10), || {
+                    Ok(fs::metadata(&made).is_ok())
+                })?;
+                let mode = |path: &Path| -> Result<u32> {
+                    Ok(fs::metadata(path)?.permissions().mode() & 0o777)
+                };
+                Ok((mode(&made)?, mode(&pid_file)?))
+            })();
+            let _ = daemon.terminate();
+            let result =
+                result.map_err(|error| error.context(format!("{kind} log:\n{}", daemon.log())))?;
+            modes.push(result);
+        }
+        println!(
+            "{scenario}: {case}: the script's file and the pid file: keepalived {:o} {:o}, pulse {:o} {:o}",
+            modes[0].0, modes[0].1, modes[1].0, modes[1].1
+        );
+        ensure!(
+            modes[0] == modes[1],
+            "{case}: keepalived {:?}, pulse {:?}",
+            modes[0],
+            modes[1]
+        );
+    }
+    Ok(())
+}
