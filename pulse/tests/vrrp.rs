@@ -28,6 +28,8 @@ mod observability;
 mod priorities;
 #[path = "vrrp/release.rs"]
 mod release;
+#[path = "vrrp/statics.rs"]
+mod statics;
 #[path = "vrrp/track_process.rs"]
 mod track_process;
 #[path = "vrrp/vmac.rs"]
@@ -2489,6 +2491,12 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("vrrp_min_garp", keywords::min_garp),
         ("notify_deleted", keywords::notify_deleted),
         ("track_process, pulse master", track_process::track_process),
+        (
+            "static_ipaddress, static_routes and static_rules",
+            statics::static_blocks,
+        ),
+        ("promote_secondaries", statics::promote_secondaries),
+        ("no_track", statics::no_track),
     ]
 }
 

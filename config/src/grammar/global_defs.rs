@@ -33,7 +33,7 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("smtp_alert_checker", 0, Some(1)).not_acted_on(),
     Keyword::leaf("enable_script_security", 0, Some(0)),
     Keyword::leaf("script_user", 1, Some(2)),
-    Keyword::leaf("default_interface", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("default_interface", 1, Some(1)),
     Keyword::leaf("dynamic_interfaces", 0, Some(1)),
     Keyword::leaf("lvs_flush", 0, Some(0)),
     Keyword::leaf("lvs_flush_on_stop", 0, Some(1)),

@@ -164,7 +164,7 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("vmac_xmit_base", 0, Some(0)),
     Keyword::leaf("use_ipvlan", 0, Some(3)).not_acted_on(),
     Keyword::leaf("native_ipv6", 0, Some(0)),
-    Keyword::leaf("promote_secondaries", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("promote_secondaries", 0, Some(0)),
     Keyword::leaf("garp_master_delay", 1, Some(1)),
     Keyword::leaf("garp_master_repeat", 1, Some(1)),
     Keyword::leaf("garp_lower_prio_delay", 1, Some(1)),
@@ -1519,22 +1519,33 @@ fn read_address(line: &Node, is_static: bool, context: &mut Context) -> Option<V
                 context.error(word.span, "'track_group' only applies to static_ipaddress");
                 return None;
             }
-            ("track_group", Some(value)) => address.track_group = Some(value.text.to_string()),
+            // keepalived's static track groups are not followed yet.
+            ("track_group", Some(value)) => {
+                address.track_group = Some(value.text.to_string());
+                context.option_not_acted_on(word);
+            }
             ("home", _) => address.home = true,
             ("-nodad", _) => address.no_dad = true,
             ("mngtmpaddr", _) => address.manage_temporary_address = true,
             ("noprefixroute", _) => address.no_prefix_route = true,
             ("autojoin", _) => address.autojoin = true,
-            // Kept in the model, not applied yet: pulse steps down when
-            // any of its addresses is deleted, and makes no VMAC
-            // interfaces.
-            ("no_track", _) => {
-                address.no_track = true;
-                noted_unless_static(word, is_static, context);
+            // A virtual address's `no_track`: its deletion does not make a
+            // master step down; a static address's: it is not added back
+            // when deleted.
+            ("no_track", _) => address.no_track = true,
+            // keepalived 2.2.7 reads `use_vmac` on virtual addresses only
+            // ("Unknown configuration entry ... - ignoring" on a static one).
+            ("use_vmac", _) if is_static => {
+                context.warning(
+                    word.span,
+                    "'use_vmac' does not apply to static_ipaddress: keepalived ignores it",
+                );
             }
+            // Kept in the model, not applied yet: pulse makes no VMAC
+            // interfaces for single addresses.
             ("use_vmac", _) => {
                 address.use_vmac = true;
-                noted_unless_static(word, is_static, context);
+                context.option_not_acted_on(word);
             }
             (other, _) => {
                 let options = [
@@ -1705,7 +1716,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
             let text = word.text.as_str();
             if ROUTE_TYPES.contains(&text) && !destination_seen {
                 if matches!(text, "local" | "broadcast" | "multicast" | "nat") {
-                    not_applied(&mut route.not_applied, word, is_static, context);
+                    not_applied(&mut route.not_applied, word, context);
                 }
                 route.kind = Some(text.to_string());
                 index += 1;
@@ -1721,7 +1732,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                     // `onlink`: the kernel then takes the gateway as
                     // on the link without checking it.
                     _ => {
-                        not_applied(&mut route.tuning_not_applied, word, is_static, context);
+                        not_applied(&mut route.tuning_not_applied, word, context);
                         route.options.push(text.to_string());
                     }
                 }
@@ -1811,7 +1822,7 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                         let Some(consumed) = encapsulation(context, &words[value_index..]) else {
                             continue 'lines;
                         };
-                        not_applied(&mut route.not_applied, word, is_static, context);
+                        not_applied(&mut route.not_applied, word, context);
                         route.options.push(text.to_string());
                         for word in &words[value_index..value_index + consumed] {
                             route.options.push(word.text.to_string());
@@ -1860,10 +1871,10 @@ pub fn read_routes(node: &Node, routes: &mut Vec<Route>, is_static: bool, contex
                     "dev" | "oif" if !in_nexthop => {}
                     // Which traffic the route takes, and where it goes.
                     "from" | "tos" | "dsfield" | "dev" | "oif" => {
-                        not_applied(&mut route.not_applied, word, is_static, context)
+                        not_applied(&mut route.not_applied, word, context)
                     }
                     // The route's metrics and labels.
-                    _ => not_applied(&mut route.tuning_not_applied, word, is_static, context),
+                    _ => not_applied(&mut route.tuning_not_applied, word, context),
                 }
                 route.options.push(text.to_string());
                 route.options.push(value.text.to_string());
@@ -2022,17 +2033,9 @@ const RULE_FLAGS: &[&str] = &[
 
 /// Records an option of a route or rule line that Fulcrum keeps as
 /// written but does not apply, with its note.
-fn not_applied(names: &mut Vec<String>, word: &Word, is_static: bool, context: &mut Context) {
+fn not_applied(names: &mut Vec<String>, word: &Word, context: &mut Context) {
     names.push(word.text.to_string());
-    noted_unless_static(word, is_static, context);
-}
-
-/// The note on an option Fulcrum does not act on yet; none in a
-/// `static_*` block, which is noted as a whole.
-fn noted_unless_static(word: &Word, is_static: bool, context: &mut Context) {
-    if !is_static {
-        context.option_not_acted_on(word);
-    }
+    context.option_not_acted_on(word);
 }
 
 /// The lines of `virtual_rules` and `static_rules` (keepalived's
@@ -2060,7 +2063,7 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                 if text == "no_track" {
                     rule.no_track = true;
                 } else {
-                    not_applied(&mut rule.not_applied, word, is_static, context);
+                    not_applied(&mut rule.not_applied, word, context);
                     rule.options.push(text.to_string());
                 }
                 index += 1;
@@ -2119,11 +2122,13 @@ pub fn read_rules(node: &Node, rules: &mut Vec<Rule>, is_static: bool, context: 
                 }
                 match text {
                     "from" | "to" | "table" | "lookup" | "priority" | "preference" | "fwmark" => {}
-                    // A label: which traffic the rule takes does not change.
-                    "protocol" => {
-                        not_applied(&mut rule.tuning_not_applied, word, is_static, context)
+                    // A label, and a static rule's track group (which
+                    // only says what deletes the rule with an interface):
+                    // which traffic the rule takes does not change.
+                    "protocol" | "track_group" => {
+                        not_applied(&mut rule.tuning_not_applied, word, context)
                     }
-                    _ => not_applied(&mut rule.not_applied, word, is_static, context),
+                    _ => not_applied(&mut rule.not_applied, word, context),
                 }
                 rule.options.push(text.to_string());
                 rule.options.push(value.text.to_string());

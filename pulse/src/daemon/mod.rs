@@ -246,8 +246,8 @@ pub fn run(arguments: &Arguments) -> i32 {
 /// part (checkers and IPVS) where the command line allows it (`-C`, or not
 /// `-P`) and the configuration has a `virtual_server`; VRRP where the
 /// command line allows it (`-P`, or not `-C`) and it has a
-/// `vrrp_instance`. A part that a reload calls for starts then, as
-/// keepalived starts a child at SIGHUP.
+/// `vrrp_instance` or a `static_*` block. A part that a reload calls for
+/// starts then, as keepalived starts a child at SIGHUP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Parts {
     lvs: bool,
@@ -258,7 +258,13 @@ impl Parts {
     fn of(settings: &Settings, configuration: &config::Config) -> Parts {
         Parts {
             lvs: settings.checkers && !configuration.virtual_servers.is_empty(),
-            vrrp: settings.vrrp && !configuration.vrrp_instances.is_empty(),
+            // keepalived's VRRP process runs for static blocks alone too
+            // (vrrp_parser.c sets `have_vrrp_config` for each).
+            vrrp: settings.vrrp
+                && !(configuration.vrrp_instances.is_empty()
+                    && configuration.static_addresses.is_empty()
+                    && configuration.static_routes.is_empty()
+                    && configuration.static_rules.is_empty()),
         }
     }
 }
@@ -941,7 +947,7 @@ async fn apply_reload(
             let _ = running.reloads.send(configuration.clone()).await;
         }
         None if parts.vrrp => {
-            tracing::info!("the reload brings VRRP instances: starting VRRP");
+            tracing::info!("the reload brings VRRP instances or static blocks: starting VRRP");
             *vrrp = Some(
                 RunningVrrp::start(&configuration, &published.vrrp, settings.keep_vrrp_state)
                     .await

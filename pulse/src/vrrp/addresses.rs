@@ -50,6 +50,19 @@ pub async fn link(handle: &Handle, name: &str) -> Result<LinkMessage, AddressErr
     }
 }
 
+/// The link of index `index`.
+pub async fn link_by_index(handle: &Handle, index: u32) -> Result<LinkMessage, AddressError> {
+    let mut links = handle.link().get().match_index(index).execute();
+    match links.try_next().await {
+        Ok(Some(link)) => Ok(link),
+        // The kernel says ENODEV for an index it does not know.
+        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
+            Err(AddressError::NoSuchInterface(index.to_string()))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// Reads what VRRP needs of interface `name`.
 pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
     Ok(interface_with_sources(handle, name).await?.0)

@@ -11,7 +11,8 @@
 //!
 //! With I/O: sockets (IP protocol 112), gratuitous ARP and neighbour
 //! advertisements ([`io`]); interfaces and virtual addresses
-//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink; the
+//! ([`addresses`]), routes and rules ([`routes`]) through rtnetlink, and
+//! the `static_*` blocks held from start to stop ([`statics`]); the
 //! nftables drop rules of a master without accept mode ([`firewall`]);
 //! the kernel's link and address events ([`netlink_events`]); giving a
 //! planned instance its interface, sockets and machine ([`setup`]);
@@ -36,6 +37,7 @@ pub mod routes;
 pub mod settings;
 pub mod setup;
 pub mod sources;
+pub mod statics;
 pub mod sync;
 pub mod task;
 pub mod track;

@@ -12,11 +12,11 @@ use std::net::IpAddr;
 
 use fulcrum_config::model::{Route, Rule, Scope};
 use netlink_packet_route::AddressFamily;
-use netlink_packet_route::route::{RouteMessage, RouteScope, RouteType};
+use netlink_packet_route::route::{RouteMessage, RouteProtocol, RouteScope, RouteType};
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::{Handle, RouteMessageBuilder};
 
-use super::addresses::{self, AddressError};
+use super::addresses::AddressError;
 
 /// iproute2's reserved table numbers.
 fn table_number(table: &str) -> Result<u32, String> {
@@ -41,9 +41,26 @@ fn route_scope(scope: Scope) -> RouteScope {
     }
 }
 
-/// The message for one `virtual_routes` line; `default_index` is the
-/// instance's interface, used when a route without `via` names no `dev`.
-pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, String> {
+/// The interface a unicast route goes out of: its `dev`'s index, found by
+/// `index_of`, or `default_index` when it names none (a virtual route's
+/// instance's interface; none for a static route, which the kernel puts
+/// on its gateway's).
+pub fn output_interface(
+    route: &Route,
+    default_index: Option<u32>,
+    index_of: impl Fn(&str) -> Option<u32>,
+) -> Result<Option<u32>, String> {
+    match &route.device {
+        Some(device) => index_of(device)
+            .map(Some)
+            .ok_or_else(|| format!("interface {device} does not exist")),
+        None => Ok(default_index),
+    }
+}
+
+/// The message for one `virtual_routes` or `static_routes` line, going out
+/// of interface `output` if unicast ([`output_interface`]).
+pub fn route_message(route: &Route, output: Option<u32>) -> Result<RouteMessage, String> {
     not_supported(&route.not_applied)?;
     let kind = match route.kind.as_deref() {
         None | Some("unicast") => RouteType::Unicast,
@@ -72,12 +89,9 @@ pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, 
             .map_err(|error| error.to_string())?;
     }
     if kind == RouteType::Unicast {
-        let index = match &route.device {
-            Some(device) => addresses::index_of(device)
-                .ok_or_else(|| format!("interface {device} does not exist"))?,
-            None => default_index,
-        };
-        builder = builder.output_interface(index);
+        if let Some(index) = output {
+            builder = builder.output_interface(index);
+        }
     }
     if let Some(table) = &route.table {
         builder = builder.table_id(table_number(table)?);
@@ -85,14 +99,17 @@ pub fn route_message(route: &Route, default_index: u32) -> Result<RouteMessage, 
     if let Some(metric) = route.metric {
         builder = builder.priority(metric);
     }
-    // As `ip route`: a unicast route without a gateway reaches its
-    // destination on the link.
-    let scope = match route.scope {
-        Some(scope) => route_scope(scope),
-        None if kind == RouteType::Unicast && route.gateways.is_empty() => RouteScope::Link,
-        None => RouteScope::Universe,
-    };
-    Ok(builder.scope(scope).build())
+    // keepalived 2.2.7 sends RT_SCOPE_UNIVERSE unless `scope` is written,
+    // a route without a gateway included (where `ip route` would say
+    // `scope link`): the kernel takes both, and `ip route` shows
+    // keepalived's (pulse/tests/vrrp/statics.rs compares them).
+    let scope = route.scope.map_or(RouteScope::Universe, route_scope);
+    // keepalived marks its routes `proto keepalived` (RTPROT_KEEPALIVED,
+    // vrrp_iproute.c), as `ip route` then shows them.
+    Ok(builder
+        .scope(scope)
+        .protocol(RouteProtocol::KeepAlived)
+        .build())
 }
 
 /// The message for one `virtual_rules` line.
@@ -126,6 +143,13 @@ pub fn rule_message(rule: &Rule) -> Result<RuleMessage, String> {
         message.attributes.push(RuleAttribute::Table(table));
     } else {
         message.header.table = table as u8;
+    }
+    // keepalived marks the rules it tracks (all but `no_track` ones)
+    // `proto keepalived` (vrrp_iprule.c).
+    if !rule.no_track {
+        message
+            .attributes
+            .push(RuleAttribute::Protocol(RouteProtocol::KeepAlived));
     }
     if let Some(priority) = rule.priority {
         message.attributes.push(RuleAttribute::Priority(priority));
@@ -217,6 +241,7 @@ mod tests {
     use netlink_packet_route::route::{RouteAddress, RouteAttribute};
 
     use super::*;
+    use crate::vrrp::addresses;
 
     /// An instance on `lo` with these `virtual_routes` and `virtual_rules`
     /// lines.
@@ -247,7 +272,7 @@ mod tests {
             "from 192.0.2.0/24 table 100 priority 1000
              to 10.0.0.0/8 table main fwmark 0x10/0xff",
         );
-        let via = route_message(&instance.virtual_routes[0], 7).unwrap();
+        let via = route_message(&instance.virtual_routes[0], Some(7)).unwrap();
         assert_eq!(via.header.table, 100);
         assert_eq!(via.header.destination_prefix_length, 24);
         assert_eq!(via.header.scope, RouteScope::Universe);
@@ -259,8 +284,9 @@ mod tests {
         );
         assert!(via.attributes.contains(&RouteAttribute::Priority(5)));
         assert!(via.attributes.contains(&RouteAttribute::Oif(7)));
+        assert_eq!(via.header.protocol, RouteProtocol::KeepAlived);
 
-        let blackhole = route_message(&instance.virtual_routes[1], 7).unwrap();
+        let blackhole = route_message(&instance.virtual_routes[1], Some(7)).unwrap();
         assert_eq!(blackhole.header.kind, RouteType::BlackHole);
         assert!(
             !blackhole
@@ -269,8 +295,10 @@ mod tests {
                 .any(|attribute| matches!(attribute, RouteAttribute::Oif(_)))
         );
 
-        let on_link = route_message(&instance.virtual_routes[2], 7).unwrap();
-        assert_eq!(on_link.header.scope, RouteScope::Link);
+        let lo = output_interface(&instance.virtual_routes[2], Some(7), addresses::index_of);
+        assert_eq!(lo, Ok(Some(1)));
+        let on_link = route_message(&instance.virtual_routes[2], lo.unwrap()).unwrap();
+        assert_eq!(on_link.header.scope, RouteScope::Universe);
         assert!(on_link.attributes.contains(&RouteAttribute::Oif(1)), "lo");
         assert!(
             on_link
@@ -284,6 +312,10 @@ mod tests {
         assert_eq!(from.header.src_len, 24);
         assert_eq!(from.header.table, 100);
         assert!(from.attributes.contains(&RuleAttribute::Priority(1000)));
+        assert!(
+            from.attributes
+                .contains(&RuleAttribute::Protocol(RouteProtocol::KeepAlived))
+        );
         let to = rule_message(&instance.virtual_rules[1]).unwrap();
         assert_eq!(to.header.dst_len, 8);
         assert_eq!(to.header.table, 254);
@@ -305,7 +337,7 @@ mod tests {
              from 192.0.2.0/24 table 100 protocol 4",
         );
         // Tuning options only: added without them (the daemon warns).
-        let tuned = route_message(&instance.virtual_routes[0], 7).unwrap();
+        let tuned = route_message(&instance.virtual_routes[0], Some(7)).unwrap();
         assert!(
             tuned
                 .attributes
@@ -317,15 +349,15 @@ mod tests {
             instance.virtual_routes[0].tuning_not_applied,
             ["onlink", "mtu"]
         );
-        assert!(route_message(&instance.virtual_routes[1], 7).is_ok());
-        let unicast = route_message(&instance.virtual_routes[2], 7).unwrap();
+        assert!(route_message(&instance.virtual_routes[1], Some(7)).is_ok());
+        let unicast = route_message(&instance.virtual_routes[2], Some(7)).unwrap();
         assert_eq!(unicast.header.kind, RouteType::Unicast);
         assert_eq!(
-            route_message(&instance.virtual_routes[3], 7).unwrap_err(),
+            route_message(&instance.virtual_routes[3], Some(7)).unwrap_err(),
             "'local' not supported yet"
         );
         assert_eq!(
-            route_message(&instance.virtual_routes[4], 7).unwrap_err(),
+            route_message(&instance.virtual_routes[4], Some(7)).unwrap_err(),
             "'from' not supported yet"
         );
         assert_eq!(

@@ -364,7 +364,9 @@ pub fn routes_and_rules(
 ) -> (Vec<RouteMessage>, Vec<RuleMessage>) {
     let mut route_messages = Vec::new();
     for route in &model.virtual_routes {
-        match routes::route_message(route, interface.index) {
+        match routes::output_interface(route, Some(interface.index), addresses::index_of)
+            .and_then(|output| routes::route_message(route, output))
+        {
             Ok(message) => {
                 if !route.tuning_not_applied.is_empty() {
                     tracing::warn!(

@@ -15,6 +15,7 @@ mod interfaces;
 mod links;
 mod receivers;
 mod reload;
+mod statics;
 mod trackers;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -40,6 +41,7 @@ use super::report::{
 };
 use super::setup::{self, Instance, Resources, VrrpError};
 use super::sources::SourceAddresses;
+use super::statics::Statics;
 use super::sync::{Decision, SyncGroup};
 use super::track;
 use super::vmac::{self, SavedBases};
@@ -109,6 +111,12 @@ pub struct Vrrp {
     /// The interfaces' pace of gratuitous ARPs and neighbour
     /// advertisements, and the messages waiting for it.
     pacer: Pacer,
+    /// The `static_*` blocks of the configuration in force, held from the
+    /// start to the stop ([`statics`]).
+    statics: Statics,
+    /// The interfaces whose `promote_secondaries` pulse set, by index, to
+    /// put back at the stop.
+    promoted: HashSet<u32>,
 }
 
 impl Vrrp {
@@ -180,7 +188,10 @@ impl Vrrp {
             report,
             startup_delay_until: None,
             pacer: Pacer::default(),
+            statics: Statics::default(),
+            promoted: HashSet::new(),
         };
+        vrrp.statics = statics::statics_of(&vrrp.plan.configuration);
         vrrp.pacer = Pacer::new(&vrrp.plan.configuration);
         for warning in vrrp.pacer.warnings() {
             tracing::warn!("{warning}");
@@ -232,6 +243,10 @@ impl Vrrp {
             );
             self.startup_delay_until = Some(Instant::now() + delay);
         }
+        // keepalived's order: the instances' interfaces set up, the static
+        // blocks set, then the instances started.
+        self.promote_secondaries().await;
+        self.set_statics().await;
         self.start_instances().await;
         // SIGUSR1: keepalived's data dump.
         let mut data_signal =
@@ -321,7 +336,9 @@ impl Vrrp {
         for position in 0..self.instances.len() {
             self.stop_instance(position, now).await;
         }
+        self.remove_statics().await;
         if !self.keep_state_at_stop {
+            self.reset_promote_secondaries().await;
             for position in 0..self.instances.len() {
                 self.remove_vmac(position).await;
             }

@@ -455,6 +455,42 @@ fn arp_settings(link: &LinkMessage) -> Option<(u32, u32)> {
         })
 }
 
+/// `promote_secondaries` of an interface as a link dump carries it.
+pub fn promote_secondaries_of(link: &LinkMessage) -> Option<bool> {
+    link.attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            LinkAttribute::AfSpecUnspec(families) => {
+                families.iter().find_map(|family| match family {
+                    AfSpecUnspec::Inet(settings) => {
+                        settings.iter().find_map(|setting| match setting {
+                            AfSpecInet::DevConf(configuration) => {
+                                Some(configuration.promote_secondaries != 0)
+                            }
+                            _ => None,
+                        })
+                    }
+                    _ => None,
+                })
+            }
+            _ => None,
+        })
+}
+
+/// Sets `promote_secondaries` of interface `index` (an instance's
+/// `promote_secondaries`, keepalived's `set_promote_secondaries_devconf`).
+pub async fn set_promote_secondaries(
+    handle: &Handle,
+    index: u32,
+    promote: bool,
+) -> Result<(), AddressError> {
+    change(
+        handle,
+        devconf_message(index, &[(DEVCONF_PROMOTE_SECONDARIES, u32::from(promote))]),
+    )
+    .await
+}
+
 /// `net/ipv6/conf/NAME/disable_ipv6`: keepalived's `link_set_ipv6`
 /// writes the file, for rtnetlink has no way to set it.
 fn set_ipv6(name: &str, enabled: bool) -> std::io::Result<()> {

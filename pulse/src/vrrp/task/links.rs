@@ -280,7 +280,8 @@ impl Vrrp {
     }
 
     /// An address appeared on or went from an interface, as keepalived's
-    /// netlink_if_address_filter: one of an instance's virtual addresses
+    /// netlink_if_address_filter: a static address deleted is added back
+    /// (unless `no_track`); one of an instance's virtual addresses
     /// deleted while it is master makes it step down (it takes over again
     /// after its skew time); otherwise the interface's source addresses
     /// change ([`SourceAddresses`]), and the instances sending from it
@@ -288,31 +289,47 @@ impl Vrrp {
     /// had none, into FAULT when the last one goes, on to another one when
     /// theirs goes and another is left.
     async fn address_changed(&mut self, message: &AddressMessage, added: bool) {
+        if !added {
+            self.restore_static_address(message).await;
+        }
         let Some((address, link_scope)) = netlink_events::address_of(message) else {
             return;
         };
         let index = message.header.index;
         let now = Instant::now();
-        let ours: Vec<usize> = (0..self.instances.len())
-            .filter(|position| {
-                self.instances[*position]
+        // Each instance with the address among its virtual ones, and
+        // whether it tracks it (no `no_track`).
+        let ours: Vec<(usize, bool)> = (0..self.instances.len())
+            .filter_map(|position| {
+                let model = &self.plan.instances[position].model;
+                // The messages follow the addresses' order (setup's
+                // virtual_addresses).
+                let mut tracked = model
+                    .virtual_addresses
+                    .iter()
+                    .chain(&model.excluded_addresses)
+                    .map(|configured| !configured.no_track);
+                self.instances[position]
                     .virtual_state
                     .addresses
                     .iter()
-                    .any(|virtual_address| {
+                    .zip(&mut tracked)
+                    .find(|(virtual_address, _)| {
                         virtual_address.header.index == index
                             && netlink_events::address_of(virtual_address)
                                 .is_some_and(|(virtual_address, _)| virtual_address == address)
                     })
+                    .map(|(_, tracked)| (position, tracked))
             })
             .collect();
         if !ours.is_empty() {
             // Pulse's own removals come when the instance has left MASTER
-            // already.
+            // already. A `no_track` address's deletion leaves the master
+            // as it is (keepalived's address_is_ours).
             if !added {
-                for position in ours {
+                for (position, tracked) in ours {
                     let instance = &self.instances[position];
-                    if instance.machine.state() == State::Master {
+                    if tracked && instance.machine.state() == State::Master {
                         tracing::info!(
                             "Netlink reflector reports IP {address} removed from {}",
                             instance.interface.name
@@ -428,7 +445,7 @@ impl Vrrp {
     }
 
     /// The name of interface `index`, an instance's or a tracked one.
-    fn interface_name(&self, index: u32) -> String {
+    pub(super) fn interface_name(&self, index: u32) -> String {
         self.known_interface_name(index)
             .unwrap_or_else(|| format!("interface {index}"))
     }

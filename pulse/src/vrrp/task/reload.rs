@@ -201,6 +201,9 @@ impl Vrrp {
                 .count(),
             self.instances.len()
         );
+        self.promote_secondaries().await;
+        let configuration = self.plan.configuration.clone();
+        self.reload_statics(&configuration).await;
         self.start_instances().await;
     }
 }
