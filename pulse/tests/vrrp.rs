@@ -20,6 +20,8 @@ use labkit::Namespace;
 
 #[path = "vrrp/observability.rs"]
 mod observability;
+#[path = "vrrp/smtp.rs"]
+mod smtp;
 #[path = "vrrp/track_process.rs"]
 mod track_process;
 #[path = "vrrp/vmac.rs"]
@@ -2469,6 +2471,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ),
         ("use_vmac both ways", vmac::use_vmac),
         ("track_process, pulse master", track_process::track_process),
+        ("SMTP alerts, keepalived's then pulse's", smtp::alerts),
     ]
 }
 

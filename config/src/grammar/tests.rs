@@ -1066,7 +1066,6 @@ SSL {
     // The tree's notes come before the readers' (option by option).
     noted.sort();
     let expected: Vec<(u32, u32, &str)> = vec![
-        (2, 3, "router_id"),
         (4, 3, "default_interface"),
         (5, 3, "dynamic_interfaces"),
         (8, 3, "vrrp_min_garp"),
@@ -1433,4 +1432,41 @@ vrrp_instance VI_1 {
             .iter()
             .any(|item| item.message.ends_with("accepted, not yet acted on"))
     );
+}
+
+#[test]
+fn a_real_server_s_smtp_alert_is_keepalived_s() {
+    let read = |global: &str| {
+        let (config, diagnostics) = check(&format!(
+            "global_defs {{\n{global}\n}}
+virtual_server 192.0.2.1 80 {{
+  protocol TCP
+  smtp_alert false
+  real_server 10.0.0.1 80 {{
+  }}
+  real_server 10.0.0.2 80 {{
+    smtp_alert true
+  }}
+  real_server 10.0.0.3 80 {{
+    smtp_alert false
+  }}
+}}
+"
+        ));
+        assert_eq!(errors(&diagnostics), vec![]);
+        config.virtual_servers[0]
+            .real_servers
+            .iter()
+            .map(|real_server| real_server.smtp_alert)
+            .collect::<Vec<bool>>()
+    };
+    // On unless written off: the virtual server's says nothing of its
+    // real servers'.
+    assert_eq!(read(""), vec![true, true, false]);
+    assert_eq!(read("smtp_alert false"), vec![false, true, false]);
+    assert_eq!(
+        read("smtp_alert false\nsmtp_alert_checker true"),
+        vec![true, true, false]
+    );
+    assert_eq!(read("smtp_alert_vrrp false"), vec![true, true, false]);
 }

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use super::addresses::{self, AddressError};
 use super::effects::VirtualState;
 use super::io::{Announcer, Interface, ReceiveSocket, SendSocket};
-use super::machine::Machine;
+use super::machine::{Machine, State};
 use super::packet::Family;
 use super::plan::{InstancePlan, PlanError};
 use super::routes;
@@ -87,6 +87,12 @@ pub struct Instance {
     /// Whether its virtual addresses are on their interfaces (keepalived's
     /// `vipset`).
     pub addresses_set: bool,
+    /// The state its last SMTP alert told, in keepalived's words
+    /// (keepalived's `last_email_state`): none twice for the same state.
+    pub last_alert: Option<&'static str>,
+    /// The state it entered before the current one, for the alert of an
+    /// instance a reload removes.
+    pub previous_state: State,
 }
 
 /// What instances share, read or opened once: interfaces by name, their
@@ -253,6 +259,8 @@ pub async fn open_instance(
         announcing: None,
         last_transition: std::time::SystemTime::now(),
         addresses_set: false,
+        last_alert: None,
+        previous_state: State::Initialize,
     })
 }
 

@@ -95,7 +95,13 @@ impl Vrrp {
                     "({}) changed or removed by the reload: stopping",
                     self.plan.instances[position].name()
                 );
+                let name = self.plan.instances[position].name();
+                self.deleting = !next
+                    .instances
+                    .iter()
+                    .any(|instance| instance.name() == name);
                 self.stop_instance(position, now).await;
+                self.deleting = false;
                 if self.instances[position]
                     .vmac
                     .as_ref()
@@ -176,6 +182,7 @@ impl Vrrp {
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.plan = next;
+        self.mailer = super::mailer(&self.plan).await;
         for position in 0..self.instances.len() {
             if decision.kept_as(position).is_none() {
                 self.firewall_vmac(position).await;
