@@ -34,6 +34,35 @@ pub trait AttemptObserver: Send + Sync {
     /// `check` took `took` (from when its task first ran to its outcome)
     /// and succeeded or not.
     fn observe(&self, check: &CheckSpec, took: std::time::Duration, succeeded: bool);
+
+    /// A check's state was decided, for one real server of one virtual
+    /// server it serves (a shared check: once for each): what keepalived's
+    /// checkers send their SMTP alerts from (pulse's `smtp_alert`).
+    /// Nothing by default.
+    fn transition(&self, _transition: &CheckTransition<'_>) {}
+}
+
+/// One check's transition as keepalived's checker for one real server of
+/// one virtual server sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckTransition<'a> {
+    pub check: &'a CheckSpec,
+    pub real_server: &'a RealServerName,
+    pub virtual_server: &'a VirtualServerKey,
+    /// The check's state now.
+    pub up: bool,
+    /// Before (keepalived's `checker_was_up`): at the first outcome the
+    /// state it started in, down with `alpha`, up otherwise.
+    pub was_up: bool,
+    /// The check's first outcome (keepalived's `!has_run`).
+    pub initial: bool,
+    /// Whether the real server's state changed with it (keepalived's
+    /// `rs_was_alive != rs->alive`).
+    pub server_changed: bool,
+    /// The real server's state now (keepalived's `rs->alive`).
+    pub server_up: bool,
+    /// Why it is down.
+    pub failure: Option<&'a Failure>,
 }
 
 /// A real server's state was decided or changed.
@@ -866,6 +895,23 @@ impl Scheduler {
                 .as_ref()
                 .and_then(|transition| self.health[slot_index].set(position, transition.up));
             let slot = &self.plan.slots[slot_index];
+            if let (Some(observer), Some(transition)) = (&self.observer, &transition) {
+                observer.transition(&CheckTransition {
+                    check: spec,
+                    real_server: &slot.real_server,
+                    virtual_server: &slot.virtual_server,
+                    up: transition.up,
+                    was_up: if transition.initial {
+                        !spec.timing.alpha
+                    } else {
+                        !transition.up
+                    },
+                    initial: transition.initial,
+                    server_changed: changed.is_some(),
+                    server_up: self.health[slot_index].is_up(),
+                    failure: transition.reason.as_ref(),
+                });
+            }
             if !self.reported[slot_index] {
                 if slot
                     .checks
@@ -1355,6 +1401,58 @@ mod tests {
         let check = format!("TCP_CHECK {address}");
         assert_eq!(told.first(), Some(&(check.clone(), true)), "{told:?}");
         assert_eq!(told.last(), Some(&(check, false)), "{told:?}");
+    }
+
+    /// A transition as told: up, was up, initial, server changed, server
+    /// up.
+    type Told = (bool, bool, bool, bool, bool);
+
+    /// Keeps each check transition it is told of.
+    #[derive(Default)]
+    struct Transitions(std::sync::Mutex<Vec<Told>>);
+
+    impl AttemptObserver for Transitions {
+        fn observe(&self, _check: &CheckSpec, _took: Duration, _succeeded: bool) {}
+
+        fn transition(&self, transition: &CheckTransition<'_>) {
+            self.0.lock().unwrap().push((
+                transition.up,
+                transition.was_up,
+                transition.initial,
+                transition.server_changed,
+                transition.server_up,
+            ));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_observer_is_told_of_each_transition_as_keepalived_s_checker_sees_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let transitions = Arc::new(Transitions::default());
+        let text = service("192.0.2.1", address, "");
+        let mut handle = Handle::spawn_following_addresses_after(
+            async {},
+            move || plan(&text),
+            Start::Immediately,
+            Some(transitions.clone()),
+        );
+        handle.local_addresses(Some(HashSet::new())).await;
+        assert!(next(&mut handle).await.up);
+        drop(listener);
+        assert!(!next(&mut handle).await.up);
+        handle.shutdown().await;
+        let told = transitions.0.lock().unwrap().clone();
+        // (up, was_up, initial, server_changed, server_up): the first
+        // success confirms the state a checker without alpha starts in;
+        // the failure changes the check and the server.
+        assert_eq!(
+            told,
+            vec![
+                (true, true, true, false, true),
+                (false, true, false, true, false)
+            ]
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod mux;
 pub mod scripts;
 pub mod signals;
+pub mod smtp;
 pub mod status;
 pub mod sync_daemon;
 pub mod vrrp;

@@ -28,6 +28,8 @@ mod observability;
 mod priorities;
 #[path = "vrrp/release.rs"]
 mod release;
+#[path = "vrrp/smtp.rs"]
+mod smtp;
 #[path = "vrrp/statics.rs"]
 mod statics;
 #[path = "vrrp/track_process.rs"]
@@ -2497,6 +2499,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ),
         ("promote_secondaries", statics::promote_secondaries),
         ("no_track", statics::no_track),
+        ("SMTP alerts, keepalived's then pulse's", smtp::alerts),
     ]
 }
 

@@ -22,15 +22,17 @@ const NFT_TABLE_MAXNAMELEN: usize = 256;
 
 pub static KEYWORDS: &[Keyword] = &[
     // Typed.
-    Keyword::leaf("router_id", 1, Some(1)).not_acted_on(),
-    Keyword::lines("notification_email", 0, Some(0)).not_acted_on(),
-    Keyword::leaf("notification_email_from", 1, Some(1)).not_acted_on(),
-    Keyword::leaf("smtp_server", 1, Some(2)).not_acted_on(),
-    Keyword::leaf("smtp_helo_name", 1, Some(1)).not_acted_on(),
-    Keyword::leaf("smtp_connect_timeout", 1, Some(1)).not_acted_on(),
-    Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
-    Keyword::leaf("smtp_alert_vrrp", 0, Some(1)).not_acted_on(),
-    Keyword::leaf("smtp_alert_checker", 0, Some(1)).not_acted_on(),
+    Keyword::leaf("router_id", 1, Some(1)),
+    Keyword::lines("notification_email", 0, Some(0)),
+    Keyword::leaf("notification_email_from", 1, Some(1)),
+    Keyword::leaf("smtp_server", 1, Some(2)),
+    Keyword::leaf("smtp_helo_name", 1, Some(1)),
+    Keyword::leaf("smtp_connect_timeout", 1, Some(1)),
+    Keyword::leaf("smtp_alert", 0, Some(1)),
+    Keyword::leaf("smtp_alert_vrrp", 0, Some(1)),
+    Keyword::leaf("smtp_alert_checker", 0, Some(1)),
+    Keyword::leaf("no_email_faults", 0, Some(0)),
+    Keyword::leaf("no_checker_emails", 0, Some(0)),
     Keyword::leaf("enable_script_security", 0, Some(0)),
     Keyword::leaf("script_user", 1, Some(2)),
     Keyword::leaf("default_interface", 1, Some(1)),
@@ -127,8 +129,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("nftables_ipvs", 0),
     raw("nftables_ipvs_priority", 1),
     raw("nftables_ipvs_start_fwmark", 1),
-    raw("no_checker_emails", 0),
-    raw("no_email_faults", 0),
     raw("notify_fifo", 1),
     raw("process_monitor_rcv_bufs", 1),
     raw("process_monitor_rcv_bufs_force", 0),
@@ -227,6 +227,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 global.smtp_alert_checker =
                     values::optional_boolean(context, argument, "smtp_alert_checker")
             }
+            "no_email_faults" => global.no_email_faults = true,
+            "no_checker_emails" => global.no_checker_emails = true,
             "enable_script_security" => global.enable_script_security = true,
             "script_user" => {
                 global.script_user = Some((

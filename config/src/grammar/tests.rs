@@ -1091,7 +1091,6 @@ SSL {
     // The tree's notes come before the readers' (option by option).
     noted.sort();
     let expected: Vec<(u32, u32, &str)> = vec![
-        (2, 3, "router_id"),
         // The static lines' options as the virtual ones'.
         (26, 29, "onlink"),
         (29, 3, "iif"),
@@ -1545,4 +1544,41 @@ fn the_nftables_settings_are_read_as_keepalived_reads_them() {
         errors(&diagnostics),
         vec![(2, "invalid nftables chain priority 'low'".to_owned())]
     );
+}
+
+#[test]
+fn a_real_server_s_smtp_alert_is_keepalived_s() {
+    let read = |global: &str| {
+        let (config, diagnostics) = check(&format!(
+            "global_defs {{\n{global}\n}}
+virtual_server 192.0.2.1 80 {{
+  protocol TCP
+  smtp_alert false
+  real_server 10.0.0.1 80 {{
+  }}
+  real_server 10.0.0.2 80 {{
+    smtp_alert true
+  }}
+  real_server 10.0.0.3 80 {{
+    smtp_alert false
+  }}
+}}
+"
+        ));
+        assert_eq!(errors(&diagnostics), vec![]);
+        config.virtual_servers[0]
+            .real_servers
+            .iter()
+            .map(|real_server| real_server.smtp_alert)
+            .collect::<Vec<bool>>()
+    };
+    // On unless written off: the virtual server's says nothing of its
+    // real servers'.
+    assert_eq!(read(""), vec![true, true, false]);
+    assert_eq!(read("smtp_alert false"), vec![false, true, false]);
+    assert_eq!(
+        read("smtp_alert false\nsmtp_alert_checker true"),
+        vec![true, true, false]
+    );
+    assert_eq!(read("smtp_alert_vrrp false"), vec![true, true, false]);
 }

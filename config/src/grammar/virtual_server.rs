@@ -28,14 +28,13 @@ const WEIGHT_MAXIMUM: i128 = i32::MAX as i128;
 
 /// Keywords shared by virtual servers and real servers (the real server's
 /// value overrides the virtual server's, the checker's the real server's).
-const CHECK_DEFAULTS: [Keyword; 9] = [
+const CHECK_DEFAULTS: [Keyword; 8] = [
     Keyword::leaf("retry", 1, Some(1)),
     Keyword::leaf("delay_before_retry", 1, Some(1)),
     Keyword::leaf("warmup", 1, Some(1)),
     Keyword::leaf("delay_loop", 1, Some(1)),
     Keyword::leaf("connect_timeout", 1, Some(1)),
     Keyword::leaf("inhibit_on_failure", 0, Some(1)),
-    Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
     Keyword::leaf("virtualhost", 1, None),
     Keyword::leaf("snmp_name", 1, None).not_acted_on(),
 ];
@@ -59,7 +58,9 @@ const fn with_check_defaults<const TOTAL: usize>(own: &[Keyword]) -> [Keyword; T
 
 const LVS_METHOD_WORDS: Option<u8> = Some(6);
 
-const VIRTUAL_SERVER_OWN: [Keyword; 31] = [
+const VIRTUAL_SERVER_OWN: [Keyword; 32] = [
+    // Its quorum's SMTP alerts.
+    Keyword::leaf("smtp_alert", 0, Some(1)),
     Keyword::leaf("ip_family", 1, Some(1)),
     Keyword::leaf("lb_algo", 1, Some(1)),
     Keyword::leaf("lvs_sched", 1, Some(1)),
@@ -97,7 +98,10 @@ pub static VIRTUAL_SERVER: &[Keyword] = &with_check_defaults::<
     { CHECK_DEFAULTS.len() + VIRTUAL_SERVER_OWN.len() },
 >(&VIRTUAL_SERVER_OWN);
 
-const REAL_SERVER_OWN: [Keyword; 17] = [
+const REAL_SERVER_OWN: [Keyword; 18] = [
+    // A real server's own: its checkers' SMTP alerts (keepalived does not
+    // take it from the virtual server's).
+    Keyword::leaf("smtp_alert", 0, Some(1)),
     Keyword::leaf("weight", 1, Some(1)),
     Keyword::leaf("lvs_method", 1, LVS_METHOD_WORDS),
     Keyword::leaf("uthreshold", 1, Some(1)),
@@ -1237,18 +1241,15 @@ pub(crate) fn finish_one(
         networks,
         context,
     );
-    // Global smtp_alert settings override the per-object defaults.
-    let global = global.smtp_alert_checker.or(global.smtp_alert);
-    if let Some(global) = global {
+    // keepalived 2.2.7 (check_data.c): a real server's smtp_alert, when
+    // it has none written, is the global smtp_alert_checker, else the
+    // global smtp_alert, else on; the virtual server's is its own (its
+    // quorum's alerts), never its real servers'.
+    if let Some(global) = global.smtp_alert_checker.or(global.smtp_alert) {
         for real_server in &mut server.real_servers {
-            if real_server.defaults.smtp_alert.is_none() && server.defaults.smtp_alert.is_none() {
+            if real_server.defaults.smtp_alert.is_none() {
                 real_server.smtp_alert = global;
             }
-        }
-    }
-    for real_server in &mut server.real_servers {
-        if let (None, Some(value)) = (real_server.defaults.smtp_alert, server.defaults.smtp_alert) {
-            real_server.smtp_alert = value;
         }
     }
 }

@@ -53,7 +53,7 @@ macro_rules! notify_keywords {
             Keyword::leaf("notify_stop", 1, None),
             Keyword::leaf("notify", 1, None),
             Keyword::leaf("notify_priority_changes", 0, Some(1)),
-            Keyword::leaf("smtp_alert", 0, Some(1)).not_acted_on(),
+            Keyword::leaf("smtp_alert", 0, Some(1)),
             Keyword::lines("track_interface", 0, Some(0)),
             Keyword::lines("track_script", 0, Some(0)),
             Keyword::lines("track_file", 0, Some(0)),

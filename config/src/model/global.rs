@@ -12,7 +12,8 @@ pub struct GlobalDefs {
     /// Default: the host name.
     pub router_id: Option<String>,
     pub notification_email: Vec<String>,
-    /// Default `keepalived@<hostname>`.
+    /// Default `USER@HOST`: the user pulse runs as, the host's canonical
+    /// name (keepalived's `set_default_email_from`).
     pub notification_email_from: Option<String>,
     pub smtp_server: Option<SmtpServer>,
     /// Default: the host name.
@@ -25,6 +26,12 @@ pub struct GlobalDefs {
     pub smtp_alert: Option<bool>,
     pub smtp_alert_vrrp: Option<bool>,
     pub smtp_alert_checker: Option<bool>,
+    /// `no_email_faults`: no alert for an instance or a sync group
+    /// entering FAULT.
+    pub no_email_faults: bool,
+    /// `no_checker_emails`: a checker's alert only when its real server's
+    /// state changes.
+    pub no_checker_emails: bool,
     pub enable_script_security: bool,
     /// `script_user USER [GROUP]`; default `keepalived_script`, else root.
     pub script_user: Option<(String, Option<String>)>,

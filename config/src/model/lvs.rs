@@ -315,8 +315,10 @@ pub struct RealServer {
     pub notify_down: Option<Box<Script>>,
     pub snmp_name: Option<String>,
     /// Resolved: the real server's value, else the virtual server's, else
-    /// keepalived's default (inhibit_on_failure false, alpha false,
-    /// smtp_alert true unless the global smtp_alert settings say otherwise).
+    /// keepalived's default (inhibit_on_failure false, alpha false).
+    /// `smtp_alert`: the real server's, else the global
+    /// `smtp_alert_checker`, else the global `smtp_alert`, else true (never
+    /// the virtual server's, as keepalived 2.2.7).
     pub inhibit_on_failure: bool,
     pub alpha: bool,
     pub smtp_alert: bool,

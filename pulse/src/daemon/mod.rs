@@ -54,6 +54,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cli::Arguments;
 use crate::exit;
+use crate::lvs::alerts::CheckerAlerts;
 use crate::lvs::report::LvsReport;
 use crate::lvs::task::{
     self as reconciler, Applied, Channels, PassOutcome, Reconciler, Running, StopMode,
@@ -431,6 +432,8 @@ impl RunningVrrp {
 /// of [`Lvs::running`].
 struct Lvs {
     checkers: Handle,
+    /// The checkers' SMTP alerts, told of each configuration.
+    alerts: Arc<CheckerAlerts>,
     /// The configuration running: a new value is a reload.
     running: watch::Sender<Running>,
     /// Whether it has `ha_suspend`: derived once per configuration, not at
@@ -479,6 +482,7 @@ impl Lvs {
         // addresses whenever a configuration has `ha_suspend`: until then,
         // such checks wait.
         let mut started = applied.clone();
+        let alerts = Arc::new(CheckerAlerts::new(published.check_durations.clone()));
         let mut checkers = Handle::spawn_following_addresses_after(
             async move {
                 // Also when the reconciler ended (pulse stops then).
@@ -486,13 +490,17 @@ impl Lvs {
             },
             {
                 let configuration = configuration.clone();
-                move || Plan::from_config(&configuration)
+                let alerts = alerts.clone();
+                move || {
+                    alerts.configure(&configuration);
+                    Plan::from_config(&configuration)
+                }
             },
             Start::Warmup,
-            Some(published.check_durations.clone() as Arc<dyn nanny::scheduler::AttemptObserver>),
+            Some(alerts.clone() as Arc<dyn nanny::scheduler::AttemptObserver>),
         );
         let reconciler = tokio::spawn(reconciler::run(
-            Reconciler::new(client, configuration.clone()),
+            Reconciler::new(client, configuration.clone()).alerting(alerts.clone()),
             Channels {
                 states: checkers.take_events().expect("a new handle has its events"),
                 configurations,
@@ -506,6 +514,7 @@ impl Lvs {
         let mut open_retry = tokio::time::interval(std::time::Duration::from_secs(1));
         open_retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Lvs {
+            alerts,
             checkers,
             running,
             watch_addresses,
@@ -537,9 +546,13 @@ impl Lvs {
             configuration: configuration.clone(),
         });
         self.awaited = Some(generation);
-        let plan = tokio::task::spawn_blocking(move || Plan::from_config(&configuration))
-            .await
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
+        let alerts = self.alerts.clone();
+        let plan = tokio::task::spawn_blocking(move || {
+            alerts.configure(&configuration);
+            Plan::from_config(&configuration)
+        })
+        .await
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
         self.checkers.reload(plan).await;
     }
 

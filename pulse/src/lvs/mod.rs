@@ -12,7 +12,9 @@
 //! - [`audit`]: the second loop, reading the whole table now and then, the
 //!   cheapest way, so that hand edits are repaired.
 //! - [`tap`]: told at once of what other processes change over netlink.
+//! - [`alerts`]: the checkers' SMTP alerts.
 
+pub mod alerts;
 pub mod audit;
 pub mod desired;
 pub mod drain;

@@ -184,6 +184,8 @@ pub struct Reconciler {
     audit_scope: watch::Sender<Arc<audit::Scope>>,
     /// Asks the audit for a reading at once.
     audit_now: Arc<Notify>,
+    /// Where the quorum's SMTP alerts go, if anywhere.
+    alerts: Option<Arc<super::alerts::CheckerAlerts>>,
 }
 
 impl Reconciler {
@@ -213,7 +215,14 @@ impl Reconciler {
             touched: HashMap::new(),
             audit_scope: watch::Sender::new(Arc::new(audit::Scope::default())),
             audit_now: Arc::new(Notify::new()),
+            alerts: None,
         }
+    }
+
+    /// Sends the virtual servers' quorum alerts through `alerts`.
+    pub fn alerting(mut self, alerts: Arc<super::alerts::CheckerAlerts>) -> Reconciler {
+        self.alerts = Some(alerts);
+        self
     }
 
     /// The configuration running.
@@ -919,6 +928,12 @@ impl Reconciler {
                     } else {
                         tracing::warn!("{line}");
                     }
+                }
+                // ipwrapper.c `do_vs_notifies`: the mail beside the script.
+                if let (Some(alerts), Some(virtual_server)) =
+                    (&self.alerts, self.virtual_server(&change.virtual_server))
+                {
+                    alerts.quorum(virtual_server, &change);
                 }
                 Notification::Quorum {
                     virtual_server: change.virtual_server,

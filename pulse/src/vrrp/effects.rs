@@ -227,17 +227,29 @@ pub fn announce(name: &str, announcer: &Announcer, address: IpAddr) {
 /// keepalived's four arguments: `INSTANCE` or `GROUP`, the name, the state
 /// and the priority (0 for a group, as keepalived's send_group_notifies).
 pub fn notify(scripts: &config::Notify, kind: &str, name: &str, state: State, priority: u8) {
-    let (own, word) = match state {
-        State::Master => (&scripts.master, "MASTER"),
-        State::Backup => (&scripts.backup, "BACKUP"),
-        State::Fault => (&scripts.fault, "FAULT"),
-        State::Initialize => (&scripts.stop, "STOP"),
+    let own = match state {
+        State::Master => &scripts.master,
+        State::Backup => &scripts.backup,
+        State::Fault => &scripts.fault,
+        State::Initialize => &scripts.stop,
     };
+    let word = state_word(state);
     if let Some(script) = own {
         fulcrum_scripts::run::spawn(script, &[]);
     }
     if let Some(script) = &scripts.any {
         fulcrum_scripts::run::spawn(script, &[kind, name, word, &priority.to_string()]);
+    }
+}
+
+/// keepalived's word for a state in its notify arguments: `STOP` for
+/// the stopped one.
+pub fn state_word(state: State) -> &'static str {
+    match state {
+        State::Master => "MASTER",
+        State::Backup => "BACKUP",
+        State::Fault => "FAULT",
+        State::Initialize => "STOP",
     }
 }
 

@@ -38,6 +38,10 @@ pub struct SyncGroup {
     members: Vec<State>,
     /// Members whose own tracking (links, scripts, files) is in FAULT.
     own_faults: Vec<bool>,
+    /// The state the group's last SMTP alert told (keepalived's
+    /// `last_email_state`), kept here so that it follows the group
+    /// through a reload.
+    pub last_alert: Option<&'static str>,
 }
 
 impl SyncGroup {
@@ -47,6 +51,7 @@ impl SyncGroup {
             state: State::Initialize,
             members: vec![State::Initialize; members],
             own_faults: vec![false; members],
+            last_alert: None,
         }
     }
 

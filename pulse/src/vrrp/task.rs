@@ -45,6 +45,7 @@ use super::statics::Statics;
 use super::sync::{Decision, SyncGroup};
 use super::track;
 use super::vmac::{self, SavedBases};
+use crate::smtp::{self, Mailer};
 use crate::sync_daemon::Follower;
 use receivers::Receivers;
 use trackers::Trackers;
@@ -117,6 +118,13 @@ pub struct Vrrp {
     /// The interfaces whose `promote_secondaries` pulse set, by index, to
     /// put back at the stop.
     promoted: HashSet<u32>,
+    /// The SMTP alerts' sender, when the configuration has a server and
+    /// addresses.
+    mailer: Option<Mailer>,
+    /// Set while a reload stops an instance the new file no longer has:
+    /// keepalived's only stop whose alert leaves (see
+    /// [`Vrrp::alert_instance`]).
+    deleting: bool,
 }
 
 impl Vrrp {
@@ -190,12 +198,15 @@ impl Vrrp {
             pacer: Pacer::default(),
             statics: Statics::default(),
             promoted: HashSet::new(),
+            mailer: None,
+            deleting: false,
         };
         vrrp.statics = statics::statics_of(&vrrp.plan.configuration);
         vrrp.pacer = Pacer::new(&vrrp.plan.configuration);
         for warning in vrrp.pacer.warnings() {
             tracing::warn!("{warning}");
         }
+        vrrp.mailer = mailer(&vrrp.plan).await;
         vrrp.descriptions = descriptions(&vrrp.plan);
         vrrp.plan_data = Arc::new(PlanData::of(&vrrp.plan));
         vrrp.trackers
@@ -855,7 +866,79 @@ impl Vrrp {
                 state,
                 0,
             );
+            self.alert_group(group, state);
         }
+    }
+
+    /// vrrp_notify.c `vrrp_smtp_notifier`: an instance's SMTP alert,
+    /// beside its notify scripts, when its `smtp_alert` is on (else the
+    /// global `smtp_alert_vrrp`, else `smtp_alert`, else off), not for
+    /// FAULT with `no_email_faults`, and once per state.
+    fn alert_instance(&mut self, position: usize, state: State) {
+        let instance = &mut self.instances[position];
+        let previous = std::mem::replace(&mut instance.previous_state, state);
+        let Some(mailer) = &self.mailer else { return };
+        let global = &self.plan.configuration.global;
+        let model = &self.plan.instances[position].model;
+        let word = match state {
+            // keepalived's "Stopping" alerts never leave: its process
+            // exits before the server's greeting. pulse does not try. Nor
+            // for an instance a reload changed: keepalived keeps it.
+            State::Initialize if !self.deleting => return,
+            // Removed by a reload (vrrp.c `clear_diff_vrrp`): DELETED with
+            // `notify_deleted`, else FAULT, and nothing for an instance
+            // in FAULT already.
+            State::Initialize if model.notify.deleted.is_some() => "DELETED",
+            State::Initialize if previous == State::Fault => return,
+            State::Initialize => "FAULT",
+            state => effects::state_word(state),
+        };
+        if !alerts_on(model.smtp_alert, global)
+            || (global.no_email_faults && word == "FAULT")
+            || instance.last_alert == Some(word)
+        {
+            return;
+        }
+        let Some((what, body)) = smtp::instance_words(word) else {
+            return;
+        };
+        instance.last_alert = Some(word);
+        mailer.send(
+            smtp::Alert::Instance {
+                name: model.name.clone(),
+                what,
+            },
+            body,
+        );
+    }
+
+    /// `vrrp_sync_smtp_notifier`: a sync group's, by the same rules.
+    /// keepalived sends a group's "Stopping" only as it exits, never
+    /// delivered (above), and none at a reload.
+    fn alert_group(&mut self, group: usize, state: State) {
+        let Some(mailer) = &self.mailer else { return };
+        let global = &self.plan.configuration.global;
+        let model = &self.plan.groups[group].model;
+        let sync_group = &mut self.groups[group];
+        let word = effects::state_word(state);
+        if state == State::Initialize
+            || !alerts_on(model.smtp_alert, global)
+            || (global.no_email_faults && state == State::Fault)
+            || sync_group.last_alert == Some(word)
+        {
+            return;
+        }
+        let Some((what, body)) = smtp::group_words(word) else {
+            return;
+        };
+        sync_group.last_alert = Some(word);
+        mailer.send(
+            smtp::Alert::Group {
+                name: model.name.clone(),
+                what,
+            },
+            body,
+        );
     }
 
     /// Logs a group's decision and queues its orders.
@@ -1051,6 +1134,7 @@ impl Vrrp {
                     let decision = self.groups[group].entered(member, state);
                     self.follow(group, decision, followups);
                 }
+                self.alert_instance(position, state);
             }
             Action::RequestMaster => {
                 let Some((group, member)) = instance_plan.group else {
@@ -1078,6 +1162,30 @@ impl Vrrp {
                 }
             }
         }
+    }
+}
+
+/// Whether an instance's or a sync group's alerts are on: its own
+/// `smtp_alert`, else the global `smtp_alert_vrrp`, else `smtp_alert`,
+/// else off (vrrp.c).
+fn alerts_on(own: Option<bool>, global: &config::GlobalDefs) -> bool {
+    own.or(global.smtp_alert_vrrp)
+        .or(global.smtp_alert)
+        .unwrap_or(false)
+}
+
+/// The plan's SMTP sender, made off the runtime's threads (it may ask the
+/// resolver); none without a server and addresses, or when the server's
+/// name does not resolve (keepalived's "Invalid smtp server").
+pub(super) async fn mailer(plan: &Plan) -> Option<Mailer> {
+    let configuration = plan.configuration.clone();
+    match tokio::task::spawn_blocking(move || Mailer::new(&configuration.global)).await {
+        Ok(Ok(mailer)) => mailer,
+        Ok(Err(error)) => {
+            tracing::error!("{error}");
+            None
+        }
+        Err(_) => None,
     }
 }
 

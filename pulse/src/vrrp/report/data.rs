@@ -497,6 +497,9 @@ fn global_definitions(text: &mut String, global: &Global) {
     if definitions.dynamic_interfaces {
         line(" Allow interface changes = false".to_owned());
     }
+    if definitions.no_email_faults {
+        line(" Send emails for fault transitions = off".to_owned());
+    }
     let timeouts = &definitions.lvs_timeouts;
     // keepalived names the UDP timeout "TCP" too.
     for (timeout, name) in [
@@ -682,7 +685,10 @@ fn global_definitions(text: &mut String, global: &Global) {
         line(format!(" {name}_force = 0"));
     }
     line(" rs_init_notifies = 0".to_owned());
-    line(" no_checker_emails = 0".to_owned());
+    line(format!(
+        " no_checker_emails = {}",
+        u8::from(definitions.no_checker_emails)
+    ));
     line(" rx_bufs_multiples = 3".to_owned());
     // keepalived's default umask, which pulse's dumps are written with.
     line(" umask = 0177".to_owned());

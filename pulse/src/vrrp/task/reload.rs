@@ -101,7 +101,9 @@ impl Vrrp {
                 } else {
                     tracing::info!("({name}) changed by the reload: stopping");
                 }
+                self.deleting = removed.contains(&position);
                 self.stop_instance(position, now).await;
+                self.deleting = false;
                 if self.instances[position]
                     .vmac
                     .as_ref()
@@ -186,6 +188,7 @@ impl Vrrp {
             tracing::warn!("{warning}");
         }
         self.plan = next;
+        self.mailer = super::mailer(&self.plan).await;
         for position in 0..self.instances.len() {
             if decision.kept_as(position).is_none() {
                 self.firewall_vmac(position).await;
