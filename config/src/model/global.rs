@@ -51,6 +51,12 @@ pub struct GlobalDefs {
     pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
+    /// `notify_fifo`, `vrrp_notify_fifo`, `lvs_notify_fifo`: the FIFOs
+    /// keepalived writes its state changes to, one line each.
+    pub fifos: NotifyFifos,
+    /// `fifo_write_vrrp_states_on_reload`: after a reload, the notify
+    /// FIFOs get the state of each instance and sync group that kept it.
+    pub fifo_write_vrrp_states_on_reload: bool,
     /// `json_version` (keepalived 2.2.8): keepalived.json's shape, 1 (the
     /// instances' array, 2.2.7's only one) or 2 (the array under "vrrp",
     /// the tracked processes beside it). Default 1.
@@ -69,6 +75,24 @@ pub struct FifoScripts {
     pub any: Option<Script>,
     pub vrrp: Option<Script>,
     pub lvs: Option<Script>,
+}
+
+/// `notify_fifo`, `vrrp_notify_fifo`, `lvs_notify_fifo`: `any` gets the
+/// lines of VRRP and of the checkers, the others their part's only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NotifyFifos {
+    pub any: Option<NotifyFifo>,
+    pub vrrp: Option<NotifyFifo>,
+    pub lvs: Option<NotifyFifo>,
+}
+
+/// `notify_fifo PATH [USER [GROUP]]`: the FIFO, created if missing and
+/// then given to `USER` (and `GROUP`, else the user's own), by default the
+/// default script user (global_parser.c `notify_fifo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotifyFifo {
+    pub path: String,
+    pub owner: Option<(String, Option<String>)>,
 }
 
 /// `state_dump_file`, `stats_dump_file`, `json_dump_file` (keepalived
