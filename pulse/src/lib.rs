@@ -11,6 +11,7 @@ pub mod ipvs_start;
 pub mod lvs;
 pub mod metrics;
 pub mod mux;
+pub mod notify_fifo;
 pub mod scripts;
 pub mod signals;
 pub mod smtp;

@@ -287,6 +287,7 @@ fn reconciler_follows_health_and_repairs_drift() {
             applied,
             stop,
             notifications: notifications_sender,
+            fifo: Default::default(),
             report: tokio::sync::watch::channel(Default::default()).0,
         },
     ));

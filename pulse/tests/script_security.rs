@@ -287,10 +287,6 @@ struct Case {
     search_path: &'static [&'static str],
     /// A `keepalived_script` user exists, in the namespace only.
     keepalived_script_user: bool,
-    /// false: pulse does not run these scripts yet (the notify FIFOs',
-    /// docs/pulse.md): which scripts keepalived ran is not compared, only
-    /// that pulse ran none (so it never runs one keepalived refuses).
-    pulse_runs_scripts: bool,
 }
 
 /// `name`, with and without `enable_script_security`.
@@ -316,7 +312,6 @@ fn variant(name: &str, security: bool, build: Build) -> Case {
         daemon: true,
         search_path: &[],
         keepalived_script_user: false,
-        pulse_runs_scripts: true,
     }
 }
 
@@ -336,16 +331,6 @@ fn with_search_path(cases: Vec<Case>, search_path: &'static [&'static str]) -> V
         .into_iter()
         .map(|case| Case {
             search_path,
-            ..case
-        })
-        .collect()
-}
-
-fn not_run_by_pulse(cases: Vec<Case>) -> Vec<Case> {
-    cases
-        .into_iter()
-        .map(|case| Case {
-            pulse_runs_scripts: false,
             ..case
         })
         .collect()
@@ -591,7 +576,7 @@ fn cases() -> Vec<Case> {
             ) + &instance(""))
         },
     ));
-    cases.extend(not_run_by_pulse(both(
+    cases.extend(both(
         "notify_fifo scripts in a world-writable directory",
         |tree, security| {
             let fifo = tree.script("world-writable/fifo.sh", 0)?;
@@ -608,7 +593,7 @@ fn cases() -> Vec<Case> {
                 ),
             ) + &instance(""))
         },
-    )));
+    ));
     cases.extend(config_test_only(both(
         "checker scripts in a world-writable directory",
         |tree, security| {
@@ -1006,11 +991,7 @@ impl Drop for NamespaceEtc {
 /// The differences between keepalived's and pulse's runs of a case, one
 /// paragraph each (empty when they agree), and notes on what was not
 /// compared.
-fn differences(
-    keepalived: &Observed,
-    pulse: &Observed,
-    pulse_runs_scripts: bool,
-) -> (Vec<String>, Vec<String>) {
+fn differences(keepalived: &Observed, pulse: &Observed) -> (Vec<String>, Vec<String>) {
     let mut differences = Vec::new();
     let mut notes = Vec::new();
     match keepalived.test_status {
@@ -1051,13 +1032,7 @@ fn differences(
         differences.push(text);
     }
     if let (Some(keepalived), Some(pulse)) = (&keepalived.daemon, &pulse.daemon) {
-        let expected = if pulse_runs_scripts {
-            keepalived.scripts.clone()
-        } else {
-            notes.push("pulse does not run these scripts yet: it must run none".to_owned());
-            BTreeSet::new()
-        };
-        if expected != pulse.scripts {
+        if keepalived.scripts != pulse.scripts {
             let list = |scripts: &BTreeSet<String>| {
                 if scripts.is_empty() {
                     "(none)".to_owned()
@@ -1191,7 +1166,7 @@ fn run_case(
     if std::env::var_os("SCRIPT_SECURITY_KEEP").is_none() {
         let _ = fs::remove_dir_all(&lab.tree.root);
     }
-    Ok(differences(&keepalived, &pulse, case.pulse_runs_scripts))
+    Ok(differences(&keepalived, &pulse))
 }
 
 /// keepalived's path, or why the test cannot run here.

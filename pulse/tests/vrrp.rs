@@ -22,6 +22,8 @@ use labkit::Namespace;
 mod dynamic;
 #[path = "vrrp/keywords.rs"]
 mod keywords;
+#[path = "vrrp/notify_fifo.rs"]
+mod notify_fifo;
 #[path = "vrrp/observability.rs"]
 mod observability;
 #[path = "vrrp/priorities.rs"]
@@ -2492,6 +2494,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("garp_group and garp_extra_if", keywords::garp_group),
         ("vrrp_min_garp", keywords::min_garp),
         ("notify_deleted", keywords::notify_deleted),
+        ("notify_fifo", notify_fifo::notify_fifo),
         ("track_process, pulse master", track_process::track_process),
         (
             "static_ipaddress, static_routes and static_rules",

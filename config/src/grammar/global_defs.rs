@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::common;
 use super::{Context, Keyword, Node, values};
-use crate::model::{GlobalDefs, LvsSyncDaemon, SmtpServer};
+use crate::model::{GlobalDefs, LvsSyncDaemon, NotifyFifo, SmtpServer};
 use crate::syntax::Word;
 
 /// A keyword kept as written: at least `minimum` words.
@@ -46,10 +46,15 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("shutdown_script", 1, None),
     Keyword::leaf("startup_script_timeout", 1, Some(1)),
     Keyword::leaf("shutdown_script_timeout", 1, Some(1)),
-    // Typed for the scripts' review (`pulse -t`), not run yet.
-    Keyword::leaf("notify_fifo_script", 1, None).not_acted_on(),
-    Keyword::leaf("vrrp_notify_fifo_script", 1, None).not_acted_on(),
-    Keyword::leaf("lvs_notify_fifo_script", 1, None).not_acted_on(),
+    // `PATH [USER [GROUP]]`: words after the group are ignored, as
+    // keepalived ignores them.
+    Keyword::leaf("notify_fifo", 1, None),
+    Keyword::leaf("vrrp_notify_fifo", 1, None),
+    Keyword::leaf("lvs_notify_fifo", 1, None),
+    Keyword::leaf("fifo_write_vrrp_states_on_reload", 0, Some(0)),
+    Keyword::leaf("notify_fifo_script", 1, None),
+    Keyword::leaf("vrrp_notify_fifo_script", 1, None),
+    Keyword::leaf("lvs_notify_fifo_script", 1, None),
     Keyword::leaf("vrrp_mcast_group4", 1, Some(1)),
     Keyword::leaf("vrrp_mcast_group6", 1, Some(1)),
     Keyword::leaf("vrrp_garp_master_delay", 1, Some(1)),
@@ -114,14 +119,12 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("enable_snmp_rfcv3", 0),
     raw("enable_snmp_vrrp", 0),
     raw("enable_traps", 0),
-    raw("fifo_write_vrrp_states_on_reload", 0),
     raw("include_check", 0),
     raw("log_unknown_vrids", 0),
     raw("lvs_netlink_cmd_rcv_bufs", 1),
     raw("lvs_netlink_cmd_rcv_bufs_force", 0),
     raw("lvs_netlink_monitor_rcv_bufs", 1),
     raw("lvs_netlink_monitor_rcv_bufs_force", 0),
-    raw("lvs_notify_fifo", 1),
     raw("lvs_process_name", 1),
     raw("max_auto_priority", 0),
     raw("min_auto_priority_delay", 1),
@@ -129,7 +132,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("nftables_ipvs", 0),
     raw("nftables_ipvs_priority", 1),
     raw("nftables_ipvs_start_fwmark", 1),
-    raw("notify_fifo", 1),
     raw("process_monitor_rcv_bufs", 1),
     raw("process_monitor_rcv_bufs_force", 0),
     raw("process_name", 1),
@@ -149,7 +151,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("vrrp_netlink_cmd_rcv_bufs_force", 0),
     raw("vrrp_netlink_monitor_rcv_bufs", 1),
     raw("vrrp_netlink_monitor_rcv_bufs_force", 0),
-    raw("vrrp_notify_fifo", 1),
     raw("vrrp_process_name", 1),
     raw("vrrp_rlimit_rtime", 1),
     raw("vrrp_rlimit_rttime", 1),
@@ -276,6 +277,10 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                     values::whole_seconds(context, word, 1, 1000, "shutdown_script_timeout")
                 })
             }
+            "fifo_write_vrrp_states_on_reload" => global.fifo_write_vrrp_states_on_reload = true,
+            "notify_fifo" => read_notify_fifo(child, &mut global.fifos.any, context),
+            "vrrp_notify_fifo" => read_notify_fifo(child, &mut global.fifos.vrrp, context),
+            "lvs_notify_fifo" => read_notify_fifo(child, &mut global.fifos.lvs, context),
             "notify_fifo_script" => {
                 global.fifo_scripts.any = common::script_checked(child, Some(context))
             }
@@ -652,6 +657,24 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
         "random_seed" => (0, u32::MAX.into()),
         _ => return None,
     })
+}
+
+/// `notify_fifo PATH [USER [GROUP]]` (and the `vrrp_`, `lvs_` ones): the
+/// first one given counts, as keepalived ignores a second.
+fn read_notify_fifo(node: &Node, slot: &mut Option<NotifyFifo>, context: &mut Context) {
+    if slot.is_some() {
+        common::ignored_duplicate(context, node);
+        return;
+    }
+    *slot = Some(NotifyFifo {
+        path: common::first(node),
+        owner: node.argument(1).map(|user| {
+            (
+                user.text.to_string(),
+                node.argument(2).map(|group| group.text.to_string()),
+            )
+        }),
+    });
 }
 
 /// `lvs_sync_daemon IFNAME INSTANCE [id N] [maxlen N] [port N] [ttl N]

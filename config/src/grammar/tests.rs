@@ -1582,3 +1582,52 @@ virtual_server 192.0.2.1 80 {{
     );
     assert_eq!(read("smtp_alert_vrrp false"), vec![true, true, false]);
 }
+
+#[test]
+fn notify_fifos_are_read_with_their_owner_and_acted_on() {
+    let (config, diagnostics) = check(
+        "global_defs {
+  notify_fifo /run/keepalived.fifo
+  notify_fifo_script /bin/true
+  vrrp_notify_fifo /run/vrrp.fifo nobody
+  vrrp_notify_fifo_script /bin/true
+  lvs_notify_fifo /run/lvs.fifo nobody nogroup
+  lvs_notify_fifo_script /bin/true
+  lvs_notify_fifo /run/second.fifo
+  fifo_write_vrrp_states_on_reload
+}
+",
+    );
+    assert_eq!(errors(&diagnostics), vec![]);
+    let fifos = &config.global.fifos;
+    let fifo = |path: &str, owner: Option<(&str, Option<&str>)>| {
+        Some(crate::model::NotifyFifo {
+            path: path.to_string(),
+            owner: owner.map(|(user, group)| (user.to_string(), group.map(str::to_string))),
+        })
+    };
+    assert_eq!(fifos.any, fifo("/run/keepalived.fifo", None));
+    assert_eq!(fifos.vrrp, fifo("/run/vrrp.fifo", Some(("nobody", None))));
+    // keepalived keeps the first one ("lvs_notify_fifo already specified").
+    assert_eq!(
+        fifos.lvs,
+        fifo("/run/lvs.fifo", Some(("nobody", Some("nogroup"))))
+    );
+    assert!(config.global.fifo_scripts.any.is_some());
+    assert!(config.global.fifo_scripts.vrrp.is_some());
+    assert!(config.global.fifo_scripts.lvs.is_some());
+    assert!(config.global.fifo_write_vrrp_states_on_reload);
+    let noted: Vec<&str> = diagnostics
+        .items
+        .iter()
+        .filter(|item| item.message.ends_with("accepted, not yet acted on"))
+        .map(|item| item.message.as_str())
+        .collect();
+    assert_eq!(noted, Vec::<&str>::new());
+    assert!(
+        diagnostics
+            .items
+            .iter()
+            .any(|item| item.message.contains("'lvs_notify_fifo' already given"))
+    );
+}

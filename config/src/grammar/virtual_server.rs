@@ -490,6 +490,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
         persistence_timeout: None,
         persistence_granularity: None,
         protocol: None,
+        fwmark_protocol: None,
         ha_suspend: false,
         snmp_name: None,
         alpha: false,
@@ -763,7 +764,7 @@ pub fn read(node: &Node, config: &mut Config, context: &mut Context) {
             pending.protocol_span.unwrap_or(pending.span),
             "a protocol is ignored for fwmark virtual servers",
         );
-        server.protocol = None;
+        server.fwmark_protocol = server.protocol.take();
     }
     if !pending.scheduler_written {
         context.warning(
@@ -1325,7 +1326,7 @@ fn finish_group(
             pending.protocol_span.unwrap_or(pending.span),
             "a protocol is ignored for fwmark virtual servers",
         );
-        server.protocol = None;
+        server.fwmark_protocol = server.protocol.take();
     }
     // Real server ports with a group: keepalived only warns.
     for (real_server, span) in server

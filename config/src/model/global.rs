@@ -51,6 +51,12 @@ pub struct GlobalDefs {
     pub startup_script: Option<Script>,
     pub shutdown_script: Option<Script>,
     /// How long the start waits for `startup_script`; default 10 s.
+    /// `notify_fifo`, `vrrp_notify_fifo`, `lvs_notify_fifo`: the FIFOs
+    /// keepalived writes its state changes to, one line each.
+    pub fifos: NotifyFifos,
+    /// `fifo_write_vrrp_states_on_reload`: after a reload, the notify
+    /// FIFOs get the state of each instance and sync group that kept it.
+    pub fifo_write_vrrp_states_on_reload: bool,
     #[serde(serialize_with = "super::seconds::serialize_option")]
     pub startup_script_timeout: Option<Duration>,
     /// How long the stop waits for `shutdown_script`; default 10 s.
@@ -83,6 +89,24 @@ pub struct FifoScripts {
     pub any: Option<Script>,
     pub vrrp: Option<Script>,
     pub lvs: Option<Script>,
+}
+
+/// `notify_fifo`, `vrrp_notify_fifo`, `lvs_notify_fifo`: `any` gets the
+/// lines of VRRP and of the checkers, the others their part's only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NotifyFifos {
+    pub any: Option<NotifyFifo>,
+    pub vrrp: Option<NotifyFifo>,
+    pub lvs: Option<NotifyFifo>,
+}
+
+/// `notify_fifo PATH [USER [GROUP]]`: the FIFO, created if missing and
+/// then given to `USER` (and `GROUP`, else the user's own), by default the
+/// default script user (global_parser.c `notify_fifo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotifyFifo {
+    pub path: String,
+    pub owner: Option<(String, Option<String>)>,
 }
 
 /// `state_dump_file`, `stats_dump_file`, `json_dump_file` (keepalived

@@ -247,6 +247,10 @@ pub struct VirtualServer {
     /// UDP, so set it explicitly", with a warning); `None` for fwmarks, where
     /// IPVS ignores the protocol.
     pub protocol: Option<Protocol>,
+    /// The `protocol` written for a fwmark service, which IPVS ignores
+    /// ([`VirtualServer::protocol`] is `None`) but keepalived keeps: its
+    /// notify FIFO lines name it (`RS [10.0.0.1]:tcp:80 FWM 7 UP`).
+    pub fwmark_protocol: Option<Protocol>,
     pub ha_suspend: bool,
     pub snmp_name: Option<String>,
     /// Default false.

@@ -448,6 +448,8 @@ struct Lvs {
     stop: oneshot::Sender<StopMode>,
     reconciler: tokio::task::JoinHandle<Reconciler>,
     scripts: tokio::task::JoinHandle<()>,
+    /// The notify FIFOs: the global one and `lvs_notify_fifo`.
+    fifos: crate::notify_fifo::NotifyFifos,
     /// The generation whose pass the daemon waits for: the start's, then
     /// a reload's.
     awaited: Option<u64>,
@@ -474,6 +476,14 @@ impl Lvs {
         let (applied_sender, applied) = watch::channel(Applied::default());
         let (stop, stop_receiver) = oneshot::channel();
         let (notifications, notifications_receiver) = mpsc::channel(1024);
+        // As keepalived's checker process opens them, before its checks.
+        let global = &configuration.global;
+        let fifos = crate::notify_fifo::NotifyFifos::open(
+            global,
+            global.fifos.lvs.as_ref(),
+            global.fifo_scripts.lvs.as_ref(),
+            "lvs_",
+        );
         // nanny begins once the start pass is applied, as keepalived's
         // checker process registers its checkers after programming IPVS
         // (`init_services`): the start needs no verdict, and nanny's plan
@@ -507,6 +517,7 @@ impl Lvs {
                 applied: applied_sender,
                 stop: stop_receiver,
                 notifications,
+                fifo: fifos.lines(),
                 report: published.lvs.clone(),
             },
         ));
@@ -524,6 +535,7 @@ impl Lvs {
             stop,
             reconciler,
             scripts,
+            fifos,
             awaited: Some(1),
         }
     }
@@ -531,6 +543,17 @@ impl Lvs {
     /// Hands a reloaded configuration to the checkers and the reconciler;
     /// [`Lvs::next`] then says when its pass is over.
     async fn reload(&mut self, configuration: Arc<config::Config>) {
+        // keepalived's checker process closes its notify FIFOs at a
+        // reload and opens them again with the new configuration.
+        let global = &configuration.global;
+        self.fifos
+            .reopen(
+                global,
+                global.fifos.lvs.as_ref(),
+                global.fifo_scripts.lvs.as_ref(),
+                "lvs_",
+            )
+            .await;
         self.watch_addresses = wants_addresses(&configuration);
         if !self.watch_addresses && self.address_monitor.take().is_some() {
             // Not followed from here on: a later configuration with
@@ -621,13 +644,20 @@ impl Lvs {
     /// says; then the scripts it asked for are started. Whether all ended
     /// well.
     async fn stop(self, stop_mode: StopMode) -> bool {
+        // keepalived's checker process sends SIGTERM to its scripts, the
+        // FIFOs' among them, before it clears the table.
+        self.fifos.terminate_scripts();
         self.checkers.shutdown().await;
         if stop_mode == StopMode::Keep {
             tracing::info!("leaving the IPVS table as it is (--dont-release-ipvs)");
         }
         let _ = self.stop.send(stop_mode);
         drop(self.running);
-        if let Err(error) = self.reconciler.await {
+        let ended = self.reconciler.await;
+        // The reconciler's end dropped its lines: closed last, as
+        // keepalived's checker_terminate_phase2.
+        self.fifos.close().await;
+        if let Err(error) = ended {
             tracing::error!("the reconciler failed: {error}");
             return false;
         }

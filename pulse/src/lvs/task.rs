@@ -1243,6 +1243,9 @@ pub struct Channels {
     pub stop: oneshot::Receiver<StopMode>,
     /// Scripts to run.
     pub notifications: mpsc::Sender<Notification>,
+    /// The notify FIFOs' lines (the global FIFO's and
+    /// `lvs_notify_fifo`'s), one per notification, script or not.
+    pub fifo: crate::notify_fifo::Lines,
     /// Where the loop publishes the real servers' health and what its
     /// passes did.
     pub report: watch::Sender<LvsReport>,
@@ -1335,7 +1338,12 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
                         channels
                             .report
                             .send_modify(|report| report.record(change, changed, now));
-                        notify(&channels.notifications, notifications);
+                        notify(
+                            &channels.notifications,
+                            &channels.fifo,
+                            &channels.configurations,
+                            notifications,
+                        );
                     };
                     record(&mut reconciler, &change);
                     names.extend(change.virtual_servers);
@@ -1418,7 +1426,12 @@ pub async fn run(mut reconciler: Reconciler, mut channels: Channels) -> Reconcil
         let (returned, outcome) = in_blocking_pool(reconciler, Reconciler::clear).await;
         reconciler = returned;
         match outcome {
-            Ok(notifications) => notify(&channels.notifications, notifications),
+            Ok(notifications) => notify(
+                &channels.notifications,
+                &channels.fifo,
+                &channels.configurations,
+                notifications,
+            ),
             Err(error) => tracing::error!("stop: {error}"),
         }
     }
@@ -1432,7 +1445,12 @@ fn finish(channels: &Channels, reason: Reason, report: Report) -> PassOutcome {
     channels
         .report
         .send_modify(|published| published.count(reason, applied, refused, netlink_error));
-    notify(&channels.notifications, report.notifications);
+    notify(
+        &channels.notifications,
+        &channels.fifo,
+        &channels.configurations,
+        report.notifications,
+    );
     match report.error {
         None => Ok(report.operations),
         Some(error) => {
@@ -1478,8 +1496,21 @@ fn told(channels: &Channels, generation: u64, what: &str, report: Report) {
 /// hold up the table, so a full channel drops (and logs) a notification.
 /// Only those with a script go: the change itself is logged where it is
 /// made, and a start without quorum scripts would send one per virtual
-/// server (10,000 filled the channel in the lab).
-fn notify(sender: &mpsc::Sender<Notification>, notifications: Vec<Notification>) {
+/// server (10,000 filled the channel in the lab). Each also makes its
+/// line in the notify FIFOs, as keepalived writes one after the script
+/// (ipwrapper.c `do_rs_notifies`, `do_vs_notifies`).
+fn notify(
+    sender: &mpsc::Sender<Notification>,
+    fifo: &crate::notify_fifo::Lines,
+    configurations: &watch::Receiver<Running>,
+    notifications: Vec<Notification>,
+) {
+    if fifo.is_open() {
+        let running = configurations.borrow();
+        for notification in &notifications {
+            fifo.send(fifo_line(&running.configuration, notification));
+        }
+    }
     for notification in notifications
         .into_iter()
         .filter(|notification| notification.script().is_some())
@@ -1492,6 +1523,32 @@ fn notify(sender: &mpsc::Sender<Notification>, notifications: Vec<Notification>)
                 )
             }
         }
+    }
+}
+
+/// A notification's line in the notify FIFOs, with the virtual server's
+/// protocol as keepalived holds it.
+fn fifo_line(configuration: &config::Config, notification: &Notification) -> String {
+    use crate::notify_fifo::lines;
+    match notification {
+        Notification::RealServer {
+            virtual_server,
+            real_server,
+            up,
+            ..
+        } => lines::real_server(
+            *real_server,
+            virtual_server,
+            lines::service_type(configuration, virtual_server),
+            *up,
+        ),
+        Notification::Quorum {
+            virtual_server, up, ..
+        } => lines::virtual_server(
+            virtual_server,
+            lines::service_type(configuration, virtual_server),
+            *up,
+        ),
     }
 }
 

@@ -20,6 +20,7 @@ use super::machine::State;
 use super::packet::{Family, Repr};
 use super::routes;
 use super::vmac::VirtualMac;
+use crate::notify_fifo::{self, Lines, lines::VrrpEvent};
 use crate::sync_daemon::Follower;
 
 /// How long the sync daemon may take to follow the instances' last state
@@ -225,20 +226,56 @@ pub fn announce(name: &str, announcer: &Announcer, address: IpAddr) {
 /// Runs an instance's or a sync group's notify scripts for `state`: the
 /// state's own (`notify_master`...) as written, and `notify` with
 /// keepalived's four arguments: `INSTANCE` or `GROUP`, the name, the state
-/// and the priority (0 for a group, as keepalived's send_group_notifies).
-pub fn notify(scripts: &config::Notify, kind: &str, name: &str, state: State, priority: u8) {
-    let own = match state {
-        State::Master => &scripts.master,
-        State::Backup => &scripts.backup,
-        State::Fault => &scripts.fault,
-        State::Initialize => &scripts.stop,
+/// and the priority (0 for a group, as keepalived's send_group_notifies);
+/// then writes the line of the notify FIFOs, as keepalived does after the
+/// scripts (vrrp_notify.c `send_instance_notifies`).
+pub fn notify(
+    fifo: &Lines,
+    scripts: &config::Notify,
+    kind: &str,
+    name: &str,
+    state: State,
+    priority: u8,
+) {
+    let (own, event) = match state {
+        State::Master => (&scripts.master, VrrpEvent::Master),
+        State::Backup => (&scripts.backup, VrrpEvent::Backup),
+        State::Fault => (&scripts.fault, VrrpEvent::Fault),
+        State::Initialize => (&scripts.stop, VrrpEvent::Stop),
     };
-    let word = state_word(state);
     if let Some(script) = own {
         fulcrum_scripts::run::spawn(script, &[]);
     }
     if let Some(script) = &scripts.any {
-        fulcrum_scripts::run::spawn(script, &[kind, name, word, &priority.to_string()]);
+        fulcrum_scripts::run::spawn(script, &[kind, name, event.word(), &priority.to_string()]);
+    }
+    if fifo.is_open() {
+        fifo.send(if kind == "GROUP" {
+            notify_fifo::lines::group(name, event)
+        } else {
+            notify_fifo::lines::instance(name, event, priority)
+        });
+    }
+}
+
+/// A master heard a lower priority master: `notify_master_rx_lower_pri`,
+/// then the FIFO's `MASTER_RX_LOWER_PRI` line (vrrp_notify.c
+/// `send_event_notify`).
+pub fn notify_master_received_lower_priority(
+    fifo: &Lines,
+    scripts: &config::Notify,
+    name: &str,
+    priority: u8,
+) {
+    if let Some(script) = &scripts.master_rx_lower_priority {
+        fulcrum_scripts::run::spawn(script, &[]);
+    }
+    if fifo.is_open() {
+        fifo.send(notify_fifo::lines::instance(
+            name,
+            VrrpEvent::MasterReceivedLowerPriority,
+            priority,
+        ));
     }
 }
 
@@ -268,23 +305,30 @@ fn firewall_vmac(vmac: &VirtualMac) -> firewall::Vmac {
 /// ([`super::plan::removal_notice`]): `notify_deleted`'s script, if it
 /// names one, and `notify` with `DELETED`; or `notify` alone with `FAULT`.
 pub fn notify_removed(
+    fifo: &Lines,
     scripts: &config::Notify,
     name: &str,
     notice: super::plan::RemovalNotice,
     priority: u8,
 ) {
     use super::plan::RemovalNotice;
-    let word = match notice {
+    let event = match notice {
         RemovalNotice::Deleted => {
             if let Some(Some(script)) = &scripts.deleted {
                 fulcrum_scripts::run::spawn(script, &[]);
             }
-            "DELETED"
+            VrrpEvent::Deleted
         }
-        RemovalNotice::Fault => "FAULT",
+        RemovalNotice::Fault => VrrpEvent::Fault,
         RemovalNotice::Nothing => return,
     };
     if let Some(script) = &scripts.any {
-        fulcrum_scripts::run::spawn(script, &["INSTANCE", name, word, &priority.to_string()]);
+        fulcrum_scripts::run::spawn(
+            script,
+            &["INSTANCE", name, event.word(), &priority.to_string()],
+        );
+    }
+    if fifo.is_open() {
+        fifo.send(notify_fifo::lines::instance(name, event, priority));
     }
 }

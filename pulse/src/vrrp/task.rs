@@ -45,6 +45,8 @@ use super::statics::Statics;
 use super::sync::{Decision, SyncGroup};
 use super::track;
 use super::vmac::{self, SavedBases};
+use crate::notify_fifo::lines::VrrpEvent;
+use crate::notify_fifo::{Lines, NotifyFifos};
 use crate::smtp::{self, Mailer};
 use crate::sync_daemon::Follower;
 use receivers::Receivers;
@@ -96,6 +98,10 @@ pub struct Vrrp {
     /// Whether the kernel's events still come.
     events_open: bool,
     effects: Effects,
+    /// The notify FIFOs, the global one and `vrrp_notify_fifo`, open
+    /// from the start to the stop; `fifo` where their lines go.
+    fifos: Option<NotifyFifos>,
+    fifo: Lines,
     receivers: Receivers,
     trackers: Trackers,
     /// What the plan's instances' configuration says, for the reports:
@@ -169,7 +175,18 @@ impl Vrrp {
         for (index, socket) in resources.opened.drain(..) {
             receivers.add(index, socket);
         }
+        // Opened once the configuration is known good, as keepalived opens
+        // them at the end of vrrp_complete_init.
+        let global = &plan.configuration.global;
+        let fifos = NotifyFifos::open(
+            global,
+            global.fifos.vrrp.as_ref(),
+            global.fifo_scripts.vrrp.as_ref(),
+            "vrrp_",
+        );
         let mut vrrp = Vrrp {
+            fifo: fifos.lines(),
+            fifos: Some(fifos),
             groups: plan
                 .groups
                 .iter()
@@ -342,6 +359,11 @@ impl Vrrp {
         }
         self.receivers.stop();
         self.trackers.stop();
+        // keepalived's termination sends SIGTERM to every script first,
+        // the FIFOs' among them, before the STOP lines.
+        if let Some(fifos) = &self.fifos {
+            fifos.terminate_scripts();
+        }
         let now = Instant::now();
         self.stopping = true;
         for position in 0..self.instances.len() {
@@ -355,6 +377,11 @@ impl Vrrp {
             }
         }
         self.effects.stop().await;
+        // Closed last, as keepalived's vrrp_terminate_phase2.
+        self.fifo = Lines::default();
+        if let Some(fifos) = self.fifos.take() {
+            fifos.close().await;
+        }
         self.report.send_replace(Arc::new(Report::default()));
     }
 
@@ -783,8 +810,28 @@ impl Vrrp {
             tracing::info!(
                 "({name}) Changing effective priority from {old_priority} to {priority}"
             );
+            let before = self.instances[position].machine.effective_priority();
             self.handle_event(position, now, Event::PriorityChange(priority))
                 .await;
+            // keepalived's vrrp_set_effective_priority: with
+            // `notify_priority_changes`, a change of the effective
+            // priority (never an address owner's) is a FIFO line.
+            let machine = &self.instances[position].machine;
+            let after = machine.effective_priority();
+            if after != before && self.plan.instances[position].notify_priority_changes {
+                let event = if machine.state() == State::Master {
+                    VrrpEvent::MasterPriority
+                } else {
+                    VrrpEvent::BackupPriority
+                };
+                if self.fifo.is_open() {
+                    self.fifo.send(crate::notify_fifo::lines::instance(
+                        &machine.settings().name,
+                        event,
+                        after,
+                    ));
+                }
+            }
         }
         if fault != was_faulted {
             let event = if fault {
@@ -860,6 +907,7 @@ impl Vrrp {
         }
         for (group, state) in followups.group_transitions {
             effects::notify(
+                &self.fifo,
                 &self.plan.groups[group].model.notify,
                 "GROUP",
                 self.groups[group].name(),
@@ -943,6 +991,18 @@ impl Vrrp {
 
     /// Logs a group's decision and queues its orders.
     fn follow(&self, group: usize, decision: Decision, followups: &mut Followups) {
+        self.follow_notified(group, decision, followups, false);
+    }
+
+    /// [`Vrrp::follow`], the transition's notify queued unless `notified`
+    /// already.
+    fn follow_notified(
+        &self,
+        group: usize,
+        decision: Decision,
+        followups: &mut Followups,
+        notified: bool,
+    ) {
         let Decision { transition, orders } = decision;
         if let Some((from, to)) = transition {
             let name = self.groups[group].name();
@@ -959,7 +1019,9 @@ impl Vrrp {
                 }
                 _ => {}
             }
-            followups.group_transitions.push((group, to));
+            if !notified {
+                followups.group_transitions.push((group, to));
+            }
         }
         for (member, event) in orders {
             followups
@@ -1107,6 +1169,29 @@ impl Vrrp {
                     state,
                     instance.machine.settings().virtual_router_id,
                 );
+                let group_decision = instance_plan
+                    .group
+                    .map(|(group, member)| (group, self.groups[group].entered(member, state)));
+                // A sync group's first state is notified before its
+                // members' (keepalived's vrrp_init_state notifies the
+                // groups, then the instances).
+                let group_started = match &group_decision {
+                    Some((group, decision)) => match decision.transition {
+                        Some((State::Initialize, to)) => {
+                            effects::notify(
+                                &self.fifo,
+                                &self.plan.groups[*group].model.notify,
+                                "GROUP",
+                                self.groups[*group].name(),
+                                to,
+                                0,
+                            );
+                            true
+                        }
+                        _ => false,
+                    },
+                    None => false,
+                };
                 match instance
                     .removed_in_state
                     .filter(|_| state == State::Initialize)
@@ -1114,6 +1199,7 @@ impl Vrrp {
                     // Removed by a reload: keepalived's notice of a deleted
                     // instance instead of STOP.
                     Some(removed_in) => effects::notify_removed(
+                        &self.fifo,
                         &instance_plan.model.notify,
                         name,
                         plan::removal_notice(
@@ -1123,6 +1209,7 @@ impl Vrrp {
                         instance.machine.effective_priority(),
                     ),
                     None => effects::notify(
+                        &self.fifo,
                         &instance_plan.model.notify,
                         "INSTANCE",
                         name,
@@ -1130,9 +1217,8 @@ impl Vrrp {
                         instance.machine.effective_priority(),
                     ),
                 }
-                if let Some((group, member)) = instance_plan.group {
-                    let decision = self.groups[group].entered(member, state);
-                    self.follow(group, decision, followups);
+                if let Some((group, decision)) = group_decision {
+                    self.follow_notified(group, decision, followups, group_started);
                 }
                 self.alert_instance(position, state);
             }
@@ -1157,9 +1243,12 @@ impl Vrrp {
                 tracing::info!(
                     "({name}) Master received an advert with a lower priority from {source}"
                 );
-                if let Some(script) = &instance_plan.model.notify.master_rx_lower_priority {
-                    fulcrum_scripts::run::spawn(script, &[]);
-                }
+                effects::notify_master_received_lower_priority(
+                    &self.fifo,
+                    &instance_plan.model.notify,
+                    name,
+                    instance.machine.effective_priority(),
+                );
             }
         }
     }

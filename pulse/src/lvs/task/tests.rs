@@ -260,3 +260,61 @@ fn a_pass_says_what_the_kernel_applied_refused_and_lost() {
         (0, 0, true)
     );
 }
+
+/// Every notification, script or not, makes its notify FIFO line, with
+/// the protocol keepalived holds for the virtual server (a mark's
+/// `protocol`, which IPVS ignores, included).
+#[test]
+fn notifications_make_keepalived_s_fifo_lines() {
+    let configuration = load(
+        "virtual_server 192.0.2.1 80 {
+    protocol TCP
+    real_server 10.0.0.1 8080 {
+    }
+}
+virtual_server fwmark 7 {
+    protocol TCP
+    real_server 10.0.0.2 80 {
+    }
+}
+",
+    );
+    let by_address = VirtualServerKey::from_config(&configuration.virtual_servers[0]);
+    let by_mark = VirtualServerKey::from_config(&configuration.virtual_servers[1]);
+    let lines: Vec<String> = [
+        Notification::RealServer {
+            virtual_server: by_address.clone(),
+            real_server: "10.0.0.1:8080".parse().unwrap(),
+            up: true,
+            script: None,
+        },
+        Notification::Quorum {
+            virtual_server: by_address,
+            up: false,
+            script: None,
+        },
+        Notification::RealServer {
+            virtual_server: by_mark.clone(),
+            real_server: "10.0.0.2:80".parse().unwrap(),
+            up: false,
+            script: None,
+        },
+        Notification::Quorum {
+            virtual_server: by_mark,
+            up: true,
+            script: None,
+        },
+    ]
+    .iter()
+    .map(|notification| fifo_line(&configuration, notification))
+    .collect();
+    assert_eq!(
+        lines,
+        [
+            "RS [10.0.0.1]:tcp:8080 [192.0.2.1]:tcp:80 UP\n",
+            "VS [192.0.2.1]:tcp:80 DOWN\n",
+            "RS [10.0.0.2]:tcp:80 FWM 7 DOWN\n",
+            "VS FWM 7 UP\n",
+        ]
+    );
+}

@@ -9,6 +9,7 @@ use std::time::Instant;
 use fulcrum_config::model as config;
 
 use super::{PlanData, Vrrp, descriptions, log_warnings};
+use crate::vrrp::machine::State;
 use crate::vrrp::packet::Family;
 use crate::vrrp::plan::{self, Plan};
 use crate::vrrp::setup::{self, Instance, Resources};
@@ -82,6 +83,20 @@ impl Vrrp {
             }
         }
         self.saved_bases = resources.saved_bases;
+        // keepalived closes its notify FIFOs at a reload and opens them
+        // again with the new configuration (vrrp_complete_init), before
+        // the removed instances' notices (clear_diff_vrrp).
+        if let Some(fifos) = &mut self.fifos {
+            let global = &next.configuration.global;
+            fifos
+                .reopen(
+                    global,
+                    global.fifos.vrrp.as_ref(),
+                    global.fifo_scripts.vrrp.as_ref(),
+                    "vrrp_",
+                )
+                .await;
+        }
         let now = Instant::now();
         // A macvlan a new instance took up (the same name, base and
         // address) stays for it.
@@ -196,6 +211,14 @@ impl Vrrp {
         }
         self.descriptions = descriptions(&self.plan);
         self.plan_data = Arc::new(PlanData::of(&self.plan));
+        if self
+            .plan
+            .configuration
+            .global
+            .fifo_write_vrrp_states_on_reload
+        {
+            self.write_kept_states(&decision);
+        }
         tracing::info!(
             "VRRP reloaded: {} of {} instance(s) kept with their state",
             self.instances
@@ -208,5 +231,42 @@ impl Vrrp {
         let configuration = self.plan.configuration.clone();
         self.reload_statics(&configuration).await;
         self.start_instances().await;
+    }
+
+    /// `fifo_write_vrrp_states_on_reload`: the FIFO line of each sync
+    /// group the reload kept, then of each instance it kept, as
+    /// keepalived's vrrp_init_state writes them for what has no
+    /// transition to notify: every group (the master ones included), the
+    /// instances out of MASTER (a master kept goes on as master through
+    /// the other branch, which writes nothing).
+    fn write_kept_states(&self, decision: &plan::Reload) {
+        use crate::notify_fifo::lines;
+        if !self.fifo.is_open() {
+            return;
+        }
+        let event = |state: State| match state {
+            State::Master => lines::VrrpEvent::Master,
+            State::Backup => lines::VrrpEvent::Backup,
+            State::Fault => lines::VrrpEvent::Fault,
+            State::Initialize => lines::VrrpEvent::Stop,
+        };
+        for (_, position) in &decision.kept_groups {
+            let group = &self.groups[*position];
+            if group.state() != State::Initialize {
+                self.fifo
+                    .send(lines::group(group.name(), event(group.state())));
+            }
+        }
+        for (position, instance) in self.instances.iter().enumerate() {
+            let state = instance.machine.state();
+            if decision.kept_as(position).is_some() && matches!(state, State::Backup | State::Fault)
+            {
+                self.fifo.send(lines::instance(
+                    &instance.machine.settings().name,
+                    event(state),
+                    instance.machine.effective_priority(),
+                ));
+            }
+        }
     }
 }
