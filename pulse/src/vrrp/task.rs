@@ -1175,17 +1175,21 @@ impl Vrrp {
                 // A sync group's first state is notified before its
                 // members' (keepalived's vrrp_init_state notifies the
                 // groups, then the instances).
+                // Its mail too, sent before the instance's below.
+                let mut started_group = None;
                 let group_started = match &group_decision {
                     Some((group, decision)) => match decision.transition {
                         Some((State::Initialize, to)) => {
+                            let group = *group;
                             effects::notify(
                                 &self.fifo,
-                                &self.plan.groups[*group].model.notify,
+                                &self.plan.groups[group].model.notify,
                                 "GROUP",
-                                self.groups[*group].name(),
+                                self.groups[group].name(),
                                 to,
                                 0,
                             );
+                            started_group = Some((group, to));
                             true
                         }
                         _ => false,
@@ -1219,6 +1223,9 @@ impl Vrrp {
                 }
                 if let Some((group, decision)) = group_decision {
                     self.follow_notified(group, decision, followups, group_started);
+                }
+                if let Some((group, to)) = started_group {
+                    self.alert_group(group, to);
                 }
                 self.alert_instance(position, state);
             }
