@@ -607,6 +607,23 @@ impl DropState {
         Keepalived { batch, settings }
     }
 
+    /// `family`'s table with its `out` chain, if it has none yet; before
+    /// the first table, the `leftovers` a previous run left are deleted.
+    fn ensure_table(&mut self, family: TableFamily, leftovers: &[TableFamily], batch: &mut Batch) {
+        if self.tables.contains(&family) {
+            return;
+        }
+        if self.tables.is_empty() {
+            for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
+                if leftovers.contains(&leftover) {
+                    batch.delete_table(leftover.protocol(), &self.settings.table);
+                }
+            }
+        }
+        Self::writer(&self.settings, batch).table(family);
+        self.tables.push(family);
+    }
+
     /// Whether dropping `addresses` creates the first table: keepalived
     /// asks the kernel then for both families' tables (GETTABLE), so as
     /// to delete what a previous run left, and so must the caller before
@@ -639,17 +656,7 @@ impl DropState {
         }
         for address in &new {
             let family = TableFamily::of(address);
-            if !self.tables.contains(&family) {
-                if self.tables.is_empty() {
-                    for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
-                        if leftovers.contains(&leftover) {
-                            batch.delete_table(leftover.protocol(), &self.settings.table);
-                        }
-                    }
-                }
-                Self::writer(&self.settings, batch).table(family);
-                self.tables.push(family);
-            }
+            self.ensure_table(family, leftovers, batch);
             if !self.vips.contains(&family) {
                 Self::writer(&self.settings, batch).vips(family, &mut self.set_ids);
                 self.vips.push(family);
@@ -692,17 +699,7 @@ impl DropState {
     /// rules if this is the family's first macvlan.
     pub fn add_vmac(&mut self, vmac: Vmac, leftovers: &[TableFamily], batch: &mut Batch) {
         let family = vmac.family;
-        if !self.tables.contains(&family) {
-            if self.tables.is_empty() {
-                for leftover in [TableFamily::Ipv4, TableFamily::Ipv6] {
-                    if leftovers.contains(&leftover) {
-                        batch.delete_table(leftover.protocol(), &self.settings.table);
-                    }
-                }
-            }
-            Self::writer(&self.settings, batch).table(family);
-            self.tables.push(family);
-        }
+        self.ensure_table(family, leftovers, batch);
         let sets = if self.vmac_tables.contains(&family) {
             VmacSets::default()
         } else {

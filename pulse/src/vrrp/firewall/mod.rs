@@ -55,18 +55,9 @@ impl Firewall {
     /// Drops traffic to and from `addresses` for one more master.
     pub async fn drop_addresses(&mut self, addresses: &[IpAddr]) -> Result<(), FirewallError> {
         let mut state = self.state.clone();
-        let leftovers = if state.creates_first_table(addresses) {
-            self.leftover_tables().await?
-        } else {
-            Vec::new()
-        };
-        for family in &leftovers {
-            tracing::info!(
-                "Deleting old {} {} table",
-                family.name(),
-                self.state.settings().table
-            );
-        }
+        let leftovers = self
+            .leftovers_if(state.creates_first_table(addresses))
+            .await?;
         let mut batch = Batch::new();
         state.drop_addresses(addresses, &leftovers, &mut batch);
         self.apply(batch).await?;
@@ -89,18 +80,7 @@ impl Firewall {
     /// one.
     pub async fn add_vmac(&mut self, vmac: Vmac) -> Result<(), FirewallError> {
         let mut state = self.state.clone();
-        let leftovers = if state.vmac_creates_first_table() {
-            self.leftover_tables().await?
-        } else {
-            Vec::new()
-        };
-        for family in &leftovers {
-            tracing::info!(
-                "Deleting old {} {} table",
-                family.name(),
-                self.state.settings().table
-            );
-        }
+        let leftovers = self.leftovers_if(state.vmac_creates_first_table()).await?;
         let mut batch = Batch::new();
         state.add_vmac(vmac, &leftovers, &mut batch);
         self.apply(batch).await?;
@@ -134,6 +114,23 @@ impl Firewall {
             Some(connection) => Ok(connection),
             slot @ None => Ok(slot.insert(Connection::open().map_err(FirewallError::Open)?)),
         }
+    }
+
+    /// Before the first table: the tables a previous run left, which its
+    /// batch deletes first (keepalived's line for each); none otherwise.
+    async fn leftovers_if(&mut self, first: bool) -> Result<Vec<TableFamily>, FirewallError> {
+        if !first {
+            return Ok(Vec::new());
+        }
+        let leftovers = self.leftover_tables().await?;
+        for family in &leftovers {
+            tracing::info!(
+                "Deleting old {} {} table",
+                family.name(),
+                self.state.settings().table
+            );
+        }
+        Ok(leftovers)
     }
 
     /// The families whose table (`keepalived`, or as `nftables` names
