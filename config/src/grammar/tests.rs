@@ -1094,7 +1094,6 @@ SSL {
         // The static lines' options as the virtual ones'.
         (26, 29, "onlink"),
         (29, 3, "iif"),
-        (45, 3, "track_src_ip"),
         (53, 28, "use_vmac"),
         (56, 31, "onlink"),
         (56, 38, "mtu"),

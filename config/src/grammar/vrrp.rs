@@ -148,7 +148,7 @@ pub static INSTANCE: &[Keyword] = notify_keywords!(
     Keyword::leaf("mcast_src_ip", 1, Some(1)),
     Keyword::leaf("mcast_dst_ip", 1, Some(1)),
     Keyword::leaf("dont_track_primary", 0, Some(0)),
-    Keyword::leaf("track_src_ip", 0, Some(0)).not_acted_on(),
+    Keyword::leaf("track_src_ip", 0, Some(0)),
     Keyword::leaf("notify_deleted", 0, None),
     Keyword::leaf("notify_master_rx_lower_pri", 1, None),
     Keyword::leaf("nopreempt", 0, Some(0)),

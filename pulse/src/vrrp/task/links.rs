@@ -343,6 +343,8 @@ impl Vrrp {
             // ignore_address_if_ours_or_link_local).
             return;
         }
+        self.track_configured_sources(index, address, added, now)
+            .await;
         let Some(sources) = self.sources.get_mut(&index) else {
             return;
         };
@@ -414,6 +416,43 @@ impl Vrrp {
                         self.open_sender(position, None);
                     }
                 }
+            }
+        }
+    }
+
+    /// `track_src_ip`: an instance sending from a configured address
+    /// (`mcast_src_ip`, `unicast_src_ip`) on its interface is in FAULT
+    /// while that address is gone, and back once it returns (keepalived's
+    /// netlink_if_address_filter, `VRRP_FLAG_TRACK_SADDR`); without it the
+    /// configured address is used whatever the interface has.
+    async fn track_configured_sources(
+        &mut self,
+        index: u32,
+        address: IpAddr,
+        added: bool,
+        now: Instant,
+    ) {
+        for position in 0..self.instances.len() {
+            let plan = &self.plan.instances[position];
+            let instance = &self.instances[position];
+            if !plan.model.track_source_ip
+                || instance.interface.index != index
+                || plan.settings.local_address != Some(address)
+            {
+                continue;
+            }
+            let name = plan.name().to_owned();
+            if added && instance.sender.is_none() {
+                tracing::info!("({name}) source address {address} is back");
+                self.open_sender(position, Some(address));
+                self.track(position, now).await;
+            } else if !added && instance.sender.is_some() {
+                tracing::info!("({name}) source address {address} deleted: FAULT until it is back");
+                // FAULT first, while the sender is there for a master's
+                // priority 0 advert.
+                self.instances[position].has_source = false;
+                self.track(position, now).await;
+                self.instances[position].sender = None;
             }
         }
     }
