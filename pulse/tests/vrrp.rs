@@ -2489,6 +2489,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("-V, --dont-release-vrrp", release::dont_release),
         ("dynamic_interfaces", dynamic::dynamic_interfaces),
         ("track_src_ip", dynamic::track_source_address),
+        ("net_namespace", dynamic::net_namespace),
         ("umask and -u", priorities::file_mask),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),

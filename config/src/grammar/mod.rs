@@ -314,6 +314,20 @@ fn read_top_level(node: &Node, config: &mut Config, context: &mut Context) {
         "bfd_instance" => bfd::read_instance(node, config, context),
         "virtual_network" => sdn::read_virtual_network(node, config, context),
         "mux" | "host_agent" => sdn::read_endpoint(node, config, context),
+        "net_namespace" => {
+            // keepalived's: the first one counts.
+            if config.net_namespace.is_some() {
+                context.warning(
+                    node.keyword.span,
+                    format!(
+                        "Duplicate net_namespace definition {} - ignoring",
+                        common::first(node)
+                    ),
+                );
+            } else {
+                config.net_namespace = Some(common::first(node));
+            }
+        }
         // Top-level keywords not acted on yet (already reported as such).
         _ => {
             vrrp::check_stored(node, context);
@@ -348,7 +362,7 @@ pub static ROOT: &[Keyword] = &[
     Keyword::block("virtual_network", 1, Some(1), sdn::VIRTUAL_NETWORK),
     Keyword::block("mux", 0, Some(0), sdn::MUX),
     Keyword::block("host_agent", 0, Some(0), sdn::ENDPOINT),
-    Keyword::leaf("net_namespace", 1, Some(1)).not_acted_on(),
+    Keyword::leaf("net_namespace", 1, Some(1)),
     Keyword::leaf("net_namespace_ipvs", 1, Some(1)).not_acted_on(),
     Keyword::leaf("namespace_with_ipsets", 0, Some(0)).not_acted_on(),
     Keyword::leaf("instance", 1, Some(1)).not_acted_on(),

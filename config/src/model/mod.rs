@@ -51,6 +51,9 @@ pub struct Config {
     pub mux: Option<Endpoint>,
     /// `host_agent { ... }`: what fulcrum-agent reads.
     pub host_agent: Option<Endpoint>,
+    /// `net_namespace NAME`: the daemon runs in the network namespace
+    /// `ip netns` keeps as NAME.
+    pub net_namespace: Option<String>,
     /// Top-level keywords stored as written and not yet acted on
     /// (`net_namespace`, `linkbeat_interfaces`, ...).
     pub other: Vec<RawSetting>,

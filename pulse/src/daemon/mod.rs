@@ -147,6 +147,22 @@ pub fn run(arguments: &Arguments) -> i32 {
             return exit::FATAL;
         }
     };
+    // `net_namespace`: everything from here on runs in that namespace
+    // (the threads started after take this one's), as keepalived moves
+    // itself there at its start; the metrics listener stays where pulse
+    // was started, reachable by a scraper outside.
+    if let Some(name) = &configuration.net_namespace {
+        let path = fulcrum_netns::path(name);
+        let Some(namespace) = fulcrum_netns::open(name) else {
+            tracing::error!("Failed to open {}", path.display());
+            return exit::FATAL;
+        };
+        if let Err(error) = fulcrum_netns::enter(&namespace) {
+            tracing::error!("setns() failed with error {error}");
+            return exit::FATAL;
+        }
+        tracing::info!("running in network namespace {name}");
+    }
     let parts = Parts::of(&settings, &configuration);
     // Only a configuration with virtual servers reaches for IPVS: asking
     // the kernel for its IPVS family loads ip_vs (Linux 5.16 and later),

@@ -146,3 +146,39 @@ pub(super) fn track_source_address(segment: &Segment, scenario: &str) -> Result<
     );
     Ok(())
 }
+
+/// `net_namespace`: pulse started in the client's namespace with
+/// `net_namespace` naming node a's (`ip netns` keeps them) runs there: it
+/// becomes master on a's `eth0` and the virtual address is on a, not where
+/// it was started. Debian's keepalived 2.2.7 is built without the keyword
+/// (it refuses it as unknown), so pulse runs alone.
+pub(super) fn net_namespace(segment: &Segment, scenario: &str) -> Result<()> {
+    let address = segment.ipv4(100);
+    let text = format!(
+        "net_namespace {}\n{}",
+        segment.a.name(),
+        Instance::v3(150, format!("{address}/24")).configuration()
+    );
+    let mut pulse =
+        Daemon::start_with(Kind::Pulse, &segment.c, &segment.directory, "netns", &text)?;
+    let result = (|| -> Result<Duration> {
+        let took = wait_for("master in a", Duration::from_secs(10), || {
+            segment.a.holds(address)
+        })?;
+        ensure!(
+            !segment.c.holds(address)?,
+            "the address is where pulse was started"
+        );
+        pulse.terminate()?;
+        ensure!(!segment.a.holds(address)?, "the stop left the address in a");
+        Ok(took)
+    })();
+    let took = result.map_err(|error| error.context(format!("pulse log:\n{}", pulse.log())))?;
+    println!(
+        "{scenario}: pulse started in {}, master in {} after {:.0} ms",
+        segment.c.name(),
+        segment.a.name(),
+        took.as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
