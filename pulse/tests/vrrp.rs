@@ -2490,6 +2490,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("dynamic_interfaces", dynamic::dynamic_interfaces),
         ("track_src_ip", dynamic::track_source_address),
         ("net_namespace", dynamic::net_namespace),
+        ("reload_time_file", release::reload_time_file),
         ("umask and -u", priorities::file_mask),
         ("unicast_fault_no_peer", keywords::unicast_fault_no_peer),
         ("vrrp_startup_delay", keywords::startup_delay),

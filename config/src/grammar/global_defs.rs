@@ -75,6 +75,10 @@ pub static KEYWORDS: &[Keyword] = &[
     Keyword::leaf("nftables_priority", 1, Some(1)),
     Keyword::leaf("nftables_counters", 0, Some(0)),
     Keyword::leaf("umask", 1, None),
+    // keepalived's reload_time_file_handler wants exactly the path; its
+    // reload_repeat_handler reads no word.
+    Keyword::leaf("reload_time_file", 1, Some(1)),
+    Keyword::leaf("reload_repeat", 0, None),
     Keyword::leaf("vrrp_skip_check_adv_addr", 0, Some(1)),
     Keyword::leaf("vrrp_check_unicast_src", 0, Some(0)),
     Keyword::leaf("vrrp_iptables", 0, Some(2)),
@@ -139,8 +143,6 @@ pub static KEYWORDS: &[Keyword] = &[
     raw("random_seed", 1),
     raw("reload_check_config", 0),
     raw("reload_file", 1),
-    raw("reload_repeat", 1),
-    raw("reload_time_file", 1),
     raw("rs_init_notifies", 0),
     raw("snmp_socket", 1),
     raw("tmp_config_directory", 1),
@@ -457,6 +459,8 @@ pub fn read(node: &Node, global: &mut GlobalDefs, context: &mut Context) {
                 }
             }
             "nftables_counters" => vrrp.nftables_counters = true,
+            "reload_time_file" => global.reload_time_file = Some(common::first(child)),
+            "reload_repeat" => global.reload_repeat = true,
             "vrrp_skip_check_adv_addr" => {
                 // keepalived 2.2.7 does not check the word here: anything
                 // but false/off/no means true.
@@ -643,9 +647,7 @@ fn numeric_range(name: &str) -> Option<(i128, i128)> {
         | "checker_rlimit_rttime"
         | "bfd_rlimit_rtime"
         | "bfd_rlimit_rttime" => (1, u32::MAX.into()),
-        "min_auto_priority_delay" | "reload_repeat" | "vrrp_rx_bufs_multiplier" => {
-            (1, u32::MAX.into())
-        }
+        "min_auto_priority_delay" | "vrrp_rx_bufs_multiplier" => (1, u32::MAX.into()),
         "lvs_netlink_cmd_rcv_bufs"
         | "lvs_netlink_monitor_rcv_bufs"
         | "vrrp_netlink_cmd_rcv_bufs"

@@ -64,6 +64,10 @@ pub struct GlobalDefs {
     pub shutdown_script_timeout: Option<Duration>,
     /// The notify FIFOs' scripts.
     pub fifo_scripts: FifoScripts,
+    /// `reload_time_file`: a file whose first line schedules a reload.
+    pub reload_time_file: Option<String>,
+    /// `reload_repeat`: a time alone in it reloads every day.
+    pub reload_repeat: bool,
     /// `umask`: the daemon's file creation mask; `None`: keepalived's
     /// 0177 (a command line's `-u` comes first).
     pub umask: Option<u32>,

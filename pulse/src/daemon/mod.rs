@@ -35,6 +35,7 @@
 pub mod logging;
 pub mod priorities;
 pub mod process;
+pub mod reload_timer;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -868,21 +869,43 @@ async fn serve(
     // reload's; further SIGHUPs wait.
     let mut awaited: Option<&'static str> = lvs.as_ref().map(|_| "started");
     let mut reload_pending = false;
+    // reload_time_file: its follower, started again after each reload
+    // with the settings then in force.
+    let (timer_reloads, mut timed_reloads) = mpsc::channel(1);
+    let timer_settings = |configuration: &config::Config| {
+        let global = &configuration.global;
+        global
+            .reload_time_file
+            .as_ref()
+            .map(|path| (PathBuf::from(path), global.reload_repeat))
+    };
+    let mut reload_timer_settings = timer_settings(&configuration);
+    let start_timer = |settings: &Option<(PathBuf, bool)>| {
+        settings
+            .clone()
+            .map(|(path, repeat)| reload_timer::spawn(path, repeat, timer_reloads.clone()))
+    };
+    let mut reload_timer = start_timer(&reload_timer_settings);
     // The shutdown script of the configuration running at the stop.
     let mut shutdown_script = shutdown_script_of(&configuration);
     drop(configuration);
     let stop_mode = loop {
         if reload_pending && awaited.is_none() {
             reload_pending = false;
+            if let Some(timer) = reload_timer.take() {
+                timer.abort();
+            }
             match self::reload(&settings, &mut last_read).await {
                 Some(configuration) => {
                     let next_shutdown = shutdown_script_of(&configuration);
+                    let next_timer = timer_settings(&configuration);
                     match apply_reload(&settings, configuration, &mut vrrp, &mut lvs, &published)
                         .await
                     {
                         Ok(lvs_pass) => {
                             reloads.send_modify(|reloads| reloads.record(true, SystemTime::now()));
                             shutdown_script = next_shutdown;
+                            reload_timer_settings = next_timer;
                             if lvs_pass {
                                 awaited = Some("reloaded");
                             } else {
@@ -912,6 +935,7 @@ async fn serve(
                     ])
                 }
             }
+            reload_timer = start_timer(&reload_timer_settings);
         }
         tokio::select! {
             event = async { lvs.as_mut().expect("guarded").next().await }, if lvs.is_some() => {
@@ -929,6 +953,10 @@ async fn serve(
                 }
             }
             _ = hangup.recv() => reload_pending = true,
+            Some(()) = timed_reloads.recv() => {
+                tracing::info!("Reload time reached: reloading");
+                reload_pending = true;
+            }
             _ = terminate.recv() => {
                 tracing::info!("SIGTERM: stopping");
                 break settings.stop_mode;

@@ -95,3 +95,85 @@ pub(super) fn dont_release(segment: &Segment, scenario: &str) -> Result<()> {
     );
     Ok(())
 }
+
+/// `reload_time_file` against keepalived: each, master alone, is given a
+/// new file (a second virtual address) and a reload time three seconds
+/// ahead (`YYYY-MM-DD HH:MM:SSZ`): the second address appears at that
+/// second, not before, and the time file is gone (no `reload_repeat`).
+pub(super) fn reload_time_file(segment: &Segment, scenario: &str) -> Result<()> {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let first = segment.ipv4(100);
+    let second = segment.ipv4(101);
+    for kind in [Kind::Keepalived, Kind::Pulse] {
+        let time_file = segment.directory.join(format!("{kind}-reload-time"));
+        let _ = fs::remove_file(&time_file);
+        let globals = format!(
+            "global_defs {{\n    reload_time_file {}\n}}\n",
+            time_file.display()
+        );
+        let before = Instance::v3(150, format!("{first}/24")).configuration();
+        let after = Instance::v3(150, format!("{first}/24\n        {second}/24")).configuration();
+        let name = format!("{kind}-timed");
+        let mut daemon = Daemon::start_with(
+            kind,
+            &segment.a,
+            &segment.directory,
+            &name,
+            &format!("{globals}{before}"),
+        )?;
+        let result = (|| -> Result<f64> {
+            wait_for("master", Duration::from_secs(10), || segment.a.holds(first))?;
+            fs::write(
+                segment.directory.join(format!("{name}.conf")),
+                format!("{globals}{after}"),
+            )?;
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+            let at = now + 3;
+            let line = utc_date_and_time(at);
+            fs::write(&time_file, format!("{line}Z\n"))?;
+            wait_for("the reload", Duration::from_secs(10), || {
+                segment.a.holds(second)
+            })?;
+            let seen = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
+            ensure!(!time_file.exists(), "{kind} left the time file");
+            daemon.terminate()?;
+            Ok(seen - at as f64)
+        })();
+        let _ = segment.a.ip(&format!("addr del {second}/24 dev eth0\n"));
+        let late =
+            result.map_err(|error| error.context(format!("{kind} log:\n{}", daemon.log())))?;
+        println!("{scenario}: {kind}: the new address {late:.2} s after the reload time");
+        ensure!(
+            (0.0..2.5).contains(&late),
+            "{kind} reloaded {late:.2} s after the time"
+        );
+    }
+    Ok(())
+}
+
+/// `seconds` since the epoch as `YYYY-MM-DD HH:MM:SS` in UTC (the civil
+/// date from days, Howard Hinnant's algorithm).
+fn utc_date_and_time(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let time = seconds % 86_400;
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        time / 3600,
+        time / 60 % 60,
+        time % 60
+    )
+}
