@@ -190,7 +190,7 @@ impl BfdSpec {
     /// not RFC 5881's 255: a keepalived peer sends 64 and expects at least
     /// 64), max_hops 0 (only packets that crossed no router), no more
     /// than the TTL; the session's.
-    fn from_config(instance: &config::BfdInstance) -> Option<BfdSpec> {
+    pub fn from_config(instance: &config::BfdInstance) -> Option<BfdSpec> {
         let defaults = crate::bfd::session::Config::keepalived_default();
         let neighbor = instance.neighbor_ip?;
         let ttl = instance.ttl.unwrap_or(match neighbor {

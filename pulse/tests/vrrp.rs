@@ -34,6 +34,8 @@ mod release;
 mod smtp;
 #[path = "vrrp/statics.rs"]
 mod statics;
+#[path = "vrrp/track_bfd.rs"]
+mod track_bfd;
 #[path = "vrrp/track_process.rs"]
 mod track_process;
 #[path = "vrrp/vmac.rs"]
@@ -2499,6 +2501,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ("notify_deleted", keywords::notify_deleted),
         ("notify_fifo", notify_fifo::notify_fifo),
         ("track_process, pulse master", track_process::track_process),
+        ("track_bfd", track_bfd::track_bfd),
         (
             "static_ipaddress, static_routes and static_rules",
             statics::static_blocks,

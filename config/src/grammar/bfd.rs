@@ -1,6 +1,6 @@
 //! `bfd_instance` (keepalived's bfd_parser.c): nanny runs the session for
-//! the BFD_CHECKs that name it; VRRP's track_bfd (its `weight`) is not
-//! acted on yet.
+//! the BFD_CHECKs that name it, and pulse's VRRP for the instances and
+//! sync groups whose `track_bfd` names it (its `weight` is their default).
 
 use std::time::Duration;
 
@@ -20,8 +20,8 @@ pub static INSTANCE: &[Keyword] = &[
     Keyword::leaf("ttl", 1, Some(1)),
     Keyword::leaf("hoplimit", 1, Some(1)),
     Keyword::leaf("max_hops", 1, Some(1)),
-    // For track_bfd, in VRRP.
-    Keyword::leaf("weight", 1, Some(2)).not_acted_on(),
+    // The default weight of VRRP's track_bfd entries naming it.
+    Keyword::leaf("weight", 1, Some(2)),
     // Which processes use the instance (keepalived's BFD process tells the
     // VRRP and checker processes about it).
     Keyword::leaf("vrrp", 0, None).not_acted_on(),

@@ -58,7 +58,7 @@ macro_rules! notify_keywords {
             Keyword::lines("track_script", 0, Some(0)),
             Keyword::lines("track_file", 0, Some(0)),
             Keyword::lines("track_process", 0, Some(0)),
-            Keyword::lines("track_bfd", 0, Some(0)).not_acted_on(),
+            Keyword::lines("track_bfd", 0, Some(0)),
             $($extra,)*
         ]
     };

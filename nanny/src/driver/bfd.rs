@@ -71,19 +71,110 @@ impl Report {
     }
 }
 
-/// Starts the task; it runs the sessions last sent on the returned
-/// `watch` and stops when that sender is dropped.
+/// A client of the process's BFD sessions: they run the sessions last
+/// sent on the returned `watch` (until that sender is dropped), and the
+/// returned channel gets the reports of those sessions.
 ///
-/// Reports go through an unbounded channel: the task must never wait for
-/// the scheduler (which may itself wait for a slow consumer of its
-/// events), or its sessions would miss their transmission times and the
-/// peers would declare them down. Reports come only with changes of state,
-/// a handful per session and detection time at most.
+/// A process has one set of sessions for all its clients (pulse's checkers
+/// and its VRRP), as keepalived has one BFD process telling both: there is
+/// one listener on port 3784, and a `bfd_instance` both follow is one
+/// session, whose state both learn. A client asking for a session already
+/// running gets its state at once.
+///
+/// Reports go through an unbounded channel: the sessions must never wait
+/// for a client (which may itself wait for a slow consumer of its
+/// events), or they would miss their transmission times and the peers
+/// would declare them down. Reports come only with changes of state, a
+/// handful per session and detection time at most.
 pub fn spawn() -> (watch::Sender<Vec<BfdSpec>>, mpsc::UnboundedReceiver<Report>) {
-    let (configuration, configuration_receiver) = watch::channel(Vec::new());
+    static CLIENTS: std::sync::OnceLock<mpsc::UnboundedSender<Client>> = std::sync::OnceLock::new();
+    let (configuration, specs) = watch::channel(Vec::new());
     let (reports_sender, reports) = mpsc::unbounded_channel();
-    tokio::spawn(run(configuration_receiver, reports_sender));
+    let clients = CLIENTS.get_or_init(start_sessions);
+    // The sessions' thread never ends: the send cannot fail.
+    let _ = clients.send(Client {
+        specs,
+        reports: reports_sender,
+    });
     (configuration, reports)
+}
+
+/// One user of the sessions.
+struct Client {
+    specs: watch::Receiver<Vec<BfdSpec>>,
+    reports: mpsc::UnboundedSender<Report>,
+}
+
+/// Runs the sessions on a thread of their own, with its own runtime: the
+/// sessions outlive any one client's runtime (tests run several at once),
+/// and their millisecond timers never wait for a busy runtime's workers.
+fn start_sessions() -> mpsc::UnboundedSender<Client> {
+    let (clients, new_clients) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("bfd".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime builds");
+            runtime.block_on(share(new_clients));
+        })
+        .expect("the BFD thread starts");
+    clients
+}
+
+/// Runs the sessions every client asks for, each once, and passes each
+/// report to the clients that ask for its session.
+async fn share(mut new_clients: mpsc::UnboundedReceiver<Client>) {
+    let (sessions, sessions_receiver) = watch::channel(Vec::new());
+    let (reports_sender, mut reports) = mpsc::unbounded_channel();
+    tokio::spawn(run(sessions_receiver, reports_sender));
+    let mut clients: Vec<Client> = Vec::new();
+    // A client's specs changed (or its sender went): one forwarding task
+    // per client, as the clients come and go.
+    let (changed_sender, mut changed) = mpsc::unbounded_channel::<()>();
+    loop {
+        tokio::select! {
+            Some(client) = new_clients.recv() => {
+                let mut specs = client.specs.clone();
+                let changed_sender = changed_sender.clone();
+                tokio::spawn(async move {
+                    while specs.changed().await.is_ok() {
+                        if changed_sender.send(()).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = changed_sender.send(());
+                });
+                clients.push(client);
+            }
+            Some(()) = changed.recv() => {}
+            Some(report) = reports.recv() => {
+                let before = clients.len();
+                clients.retain(|client| {
+                    !client.specs.borrow().contains(&report.spec)
+                        || client.reports.send(report.clone()).is_ok()
+                });
+                if clients.len() == before {
+                    continue;
+                }
+            }
+        }
+        // A client whose specs sender or reports receiver is gone wants
+        // nothing more.
+        clients.retain(|client| client.specs.has_changed().is_ok() && !client.reports.is_closed());
+        let mut union: Vec<BfdSpec> = Vec::new();
+        for client in &clients {
+            for spec in client.specs.borrow().iter() {
+                if !union.contains(spec) {
+                    union.push(spec.clone());
+                }
+            }
+        }
+        // Sent even when the union is the same: the sessions report their
+        // states again, so a new client learns those already running.
+        sessions.send_replace(union);
+    }
 }
 
 /// One running session.
@@ -630,6 +721,52 @@ mod tests {
             session: Config::keepalived_default(),
             ttl,
             max_hops,
+        }
+    }
+
+    /// The process's sessions are shared: two clients asking for the same
+    /// `bfd_instance` both get its reports (its initial Down at once),
+    /// and a client asking for another does not get them.
+    #[tokio::test]
+    async fn clients_asking_for_one_session_share_it() {
+        // A documentation address nobody answers on: the session stays
+        // Down, whether or not port 3784 could be listened on here.
+        let shared = BfdSpec {
+            name: "shared_by_two_clients".to_owned(),
+            neighbor: "192.0.2.77".parse().unwrap(),
+            ..spec(255, 0)
+        };
+        let other = BfdSpec {
+            name: "asked_by_one_client".to_owned(),
+            neighbor: "192.0.2.78".parse().unwrap(),
+            ..spec(255, 0)
+        };
+        let (checkers, mut checker_reports) = spawn();
+        let (vrrp, mut vrrp_reports) = spawn();
+        let (third, mut third_reports) = spawn();
+        checkers.send_replace(vec![shared.clone()]);
+        vrrp.send_replace(vec![shared.clone()]);
+        third.send_replace(vec![other.clone()]);
+        let patience = std::time::Duration::from_secs(10);
+        for reports in [&mut checker_reports, &mut vrrp_reports] {
+            let report = tokio::time::timeout(patience, reports.recv())
+                .await
+                .expect("a report within 10 s")
+                .expect("the sessions run");
+            assert_eq!(report.spec, shared);
+            assert_eq!(report.state, State::Down);
+        }
+        let report = tokio::time::timeout(patience, third_reports.recv())
+            .await
+            .expect("a report within 10 s")
+            .expect("the sessions run");
+        assert_eq!(report.spec, other);
+        // Whatever came since is of the sessions each asked for.
+        while let Ok(report) = checker_reports.try_recv() {
+            assert_eq!(report.spec, shared);
+        }
+        while let Ok(report) = third_reports.try_recv() {
+            assert_eq!(report.spec, other);
         }
     }
 

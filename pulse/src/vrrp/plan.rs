@@ -92,6 +92,8 @@ pub struct TrackedObjects {
     pub scripts: Vec<Tracked>,
     pub files: Vec<Tracked>,
     pub processes: Vec<Tracked>,
+    /// `track_bfd`: the `bfd_instance`s whose sessions count.
+    pub bfds: Vec<Tracked>,
 }
 
 /// One `vrrp_instance`, resolved.
@@ -173,6 +175,9 @@ pub struct Plan {
     /// The `vrrp_track_process`es some instance tracks, in the
     /// configuration's order.
     pub processes: Vec<config::TrackProcess>,
+    /// The BFD sessions of the `bfd_instance`s some instance tracks, in
+    /// the configuration's order.
+    pub bfds: Vec<nanny::spec::BfdSpec>,
     /// keepalived's warnings about the tracking and the groups, for the
     /// log, in the order keepalived gives them.
     pub warnings: Vec<String>,
@@ -196,6 +201,16 @@ impl Plan {
             let mut tracked =
                 tracked_objects(&configuration, &model.tracking, &name, &mut warnings);
             let membership = memberships.get(&model.name).copied();
+            // An address owner's priority never moves: keepalived
+            // (vrrp.c `vrrp_complete_instance`) drops its weighted
+            // track_bfd, as a sync group's without tracking weights (below).
+            let sync_without_weights = membership.is_some_and(|index| {
+                let group = &configuration.sync_groups[index];
+                !group.sync_group_tracking_weight && !group.global_tracking
+            });
+            if settings.priority == 255 && !sync_without_weights {
+                ignore_weighted_bfds(&name, "address_owner", &mut tracked, &mut warnings);
+            }
             if let Some(group_index) = membership {
                 let group = &configuration.sync_groups[group_index];
                 // keepalived (vrrp.c): a sync group's members must agree on
@@ -203,6 +218,7 @@ impl Plan {
                 // group allows them.
                 if !group.sync_group_tracking_weight && !group.global_tracking {
                     ignore_weights(&name, &mut tracked, &mut warnings);
+                    ignore_weighted_bfds(&name, "SYNC group", &mut tracked, &mut warnings);
                 }
                 // The group's tracking applies to each member, without
                 // weights when a member owns its addresses (keepalived's
@@ -348,6 +364,17 @@ impl Plan {
             .filter(|process| tracks_process(&process.name))
             .cloned()
             .collect();
+        let tracks_bfd = |name: &str| {
+            instances
+                .iter()
+                .any(|instance| instance.tracked.bfds.iter().any(|bfd| bfd.name == name))
+        };
+        let bfds = configuration
+            .bfd_instances
+            .iter()
+            .filter(|instance| tracks_bfd(&instance.name))
+            .filter_map(nanny::spec::BfdSpec::from_config)
+            .collect();
         Ok(Plan {
             configuration,
             instances,
@@ -355,6 +382,7 @@ impl Plan {
             scripts,
             files,
             processes,
+            bfds,
             warnings,
         })
     }
@@ -720,12 +748,62 @@ fn tracked_objects(
             reverse: tracked.reverse || process.weight_reverse,
         });
     }
+    let mut bfds: Vec<Tracked> = Vec::new();
+    for tracked in &tracking.bfds {
+        // keepalived's alloc_track_bfd: a name that is no bfd_instance
+        // (one without neighbor_ip is dropped by the parser) is ignored,
+        // and so is a second entry for one.
+        let Some(instance) = configuration
+            .bfd_instances
+            .iter()
+            .find(|instance| instance.name == tracked.name)
+        else {
+            warnings.push(format!(
+                "({name}) track bfd {} not found, ignoring...",
+                tracked.name
+            ));
+            continue;
+        };
+        if bfds.iter().any(|other| other.name == tracked.name) {
+            warnings.push(format!(
+                "({name}) duplicate track_bfd {} - ignoring",
+                tracked.name
+            ));
+            continue;
+        }
+        bfds.push(Tracked {
+            name: tracked.name.clone(),
+            weight: tracked.weight.or(instance.weight).unwrap_or(0),
+            reverse: tracked.reverse || instance.reverse,
+        });
+    }
     TrackedObjects {
         links,
         scripts,
         files,
         processes,
+        bfds,
     }
+}
+
+/// keepalived's rule (vrrp.c `vrrp_complete_instance`) for the members of a
+/// sync group without `sync_group_tracking_weight` and for an address
+/// owner: a weighted tracked BFD is ignored, with keepalived's log line.
+pub fn ignore_weighted_bfds(
+    name: &str,
+    reason: &str,
+    tracked: &mut TrackedObjects,
+    warnings: &mut Vec<String>,
+) {
+    tracked.bfds.retain(|bfd| {
+        if bfd.weight != 0 {
+            warnings.push(format!(
+                "({name}) ignoring tracked bfd {} with weight {} due to {reason}",
+                bfd.name, bfd.weight
+            ));
+        }
+        bfd.weight == 0
+    });
 }
 
 /// Tracked scripts or files with the weight and reverse their entry
@@ -768,6 +846,7 @@ pub fn merge_group_tracking(
             (&mut group.scripts, "script", "clearing weight"),
             (&mut group.files, "file", "setting weight 0"),
             (&mut group.processes, "process", "setting weight 0"),
+            (&mut group.bfds, "bfd", "setting weight 0"),
         ] {
             for object in objects.iter_mut().filter(|object| object.weight != 0) {
                 warnings.push(format!(
@@ -834,6 +913,24 @@ pub fn merge_group_tracking(
                 }
             }
             None => own.processes.push(process),
+        }
+    }
+    // keepalived's add_vrrp_to_track_bfd: the member's entry stays; unless
+    // its weight is 0, the group's weight and reverse replace its own.
+    for bfd in group.bfds {
+        match own.bfds.iter_mut().find(|other| other.name == bfd.name) {
+            Some(other) => {
+                warnings.push(format!(
+                    "({name}) track_bfd {} is configured on VRRP instance and sync group. \
+                     Remove vrrp instance config",
+                    bfd.name
+                ));
+                if other.weight != 0 {
+                    other.weight = bfd.weight;
+                    other.reverse = bfd.reverse;
+                }
+            }
+            None => own.bfds.push(bfd),
         }
     }
 }

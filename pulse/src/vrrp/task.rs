@@ -92,6 +92,8 @@ pub struct Vrrp {
     files: HashMap<String, i64>,
     /// The tracked processes' quorums.
     processes: HashMap<String, bool>,
+    /// The tracked `bfd_instance`s: whether their session is up.
+    bfds: HashMap<String, bool>,
     events: NetlinkEvents,
     /// For requests (dumps, interfaces read again), from `events`.
     handle: rtnetlink::Handle,
@@ -202,6 +204,7 @@ impl Vrrp {
             scripts: HashMap::new(),
             files: HashMap::new(),
             processes: HashMap::new(),
+            bfds: HashMap::new(),
             effects: Effects::new(events.handle().clone(), sync_daemon, firewall_settings),
             handle: events.handle().clone(),
             events,
@@ -230,6 +233,7 @@ impl Vrrp {
             .follow(&vrrp.plan, &mut vrrp.scripts, &mut vrrp.files);
         vrrp.trackers
             .follow_processes(&vrrp.plan, &mut vrrp.processes);
+        vrrp.trackers.follow_bfds(&vrrp.plan, &mut vrrp.bfds);
         for position in 0..vrrp.instances.len() {
             vrrp.firewall_vmac(position).await;
         }
@@ -345,6 +349,7 @@ impl Vrrp {
                         self.track_all(Instant::now()).await;
                     }
                 }
+                Some(report) = self.trackers.bfd_reports.recv() => self.bfd_report(report).await,
                 Some(change) = self.trackers.file_changes.recv() => {
                     if self.files.insert(change.name, change.value) != Some(change.value) {
                         self.track_all(Instant::now()).await;
@@ -732,6 +737,37 @@ impl Vrrp {
         }
     }
 
+    /// A tracked BFD session's state: a change (only Up counts as up, as
+    /// keepalived's BFD process tells VRRP) is applied to every instance.
+    async fn bfd_report(&mut self, report: nanny::driver::bfd::Report) {
+        let name = report.spec.name.clone();
+        // A report for a session of another definition than the plan's
+        // (one a reload replaced) says nothing of the tracked one.
+        if !self.plan.bfds.contains(&report.spec) {
+            return;
+        }
+        let up = report.state == nanny::bfd::packet::State::Up;
+        let was = self.bfds.insert(name.clone(), up).unwrap_or(false);
+        if was == up {
+            return;
+        }
+        for instance in &self.plan.instances {
+            if instance
+                .tracked
+                .bfds
+                .iter()
+                .any(|tracked| tracked.name == name)
+            {
+                tracing::info!(
+                    "VRRP_Instance({}) Tracked BFD instance {name} is {}",
+                    instance.name(),
+                    if up { "UP" } else { "DOWN" }
+                );
+            }
+        }
+        self.track_all(Instant::now()).await;
+    }
+
     /// Applies the links', scripts', files' and processes' state to an
     /// instance: FAULT when its interface (unless `dont_track_primary`) is
     /// down, or a tracked interface, script or process of weight 0 is down,
@@ -781,6 +817,11 @@ impl Vrrp {
             .chain(plan.tracked.files.iter().map(|tracked| {
                 let value = self.files.get(&tracked.name).copied().unwrap_or(0);
                 track::file_effect(value, tracked.weight, tracked.reverse)
+            }))
+            .chain(plan.tracked.bfds.iter().map(|tracked| {
+                // Not up until its session says so (keepalived's bfd_up).
+                let up = self.bfds.get(&tracked.name).copied().unwrap_or(false);
+                track::effect(up, tracked.weight, tracked.reverse)
             }))
             .chain(plan.tracked.processes.iter().map(|tracked| {
                 let quorum = self.processes.get(&tracked.name).copied().unwrap_or(false);

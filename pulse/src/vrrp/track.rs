@@ -252,6 +252,25 @@ pub async fn run_script(script: config::VrrpScript, changes: mpsc::Sender<Script
 mod tests {
     use super::*;
 
+    /// keepalived's vrrp_track.c `initialise_track_bfd_state` and
+    /// vrrp_scheduler.c `vrrp_handle_bfd_event`, which scripts and
+    /// processes share: weight 0 faults while down (reversed: while up); a
+    /// positive weight counts while up, a negative one while down, both
+    /// negated by `reverse`.
+    #[test]
+    fn a_tracked_bfd_weighs_as_keepalived_s() {
+        assert_eq!(effect(false, 0, false), Effect::Fault);
+        assert_eq!(effect(true, 0, false), Effect::Adjust(0));
+        assert_eq!(effect(true, 0, true), Effect::Fault);
+        assert_eq!(effect(false, 0, true), Effect::Adjust(0));
+        assert_eq!(effect(true, 10, false), Effect::Adjust(10));
+        assert_eq!(effect(false, 10, false), Effect::Adjust(0));
+        assert_eq!(effect(true, 10, true), Effect::Adjust(-10));
+        assert_eq!(effect(false, -20, false), Effect::Adjust(-20));
+        assert_eq!(effect(true, -20, false), Effect::Adjust(0));
+        assert_eq!(effect(false, -20, true), Effect::Adjust(20));
+    }
+
     fn script(rise: u32, fall: u32, init_fail: bool) -> config::VrrpScript {
         config::VrrpScript {
             name: "check".into(),

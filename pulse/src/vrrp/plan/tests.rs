@@ -50,6 +50,7 @@ fn a_sync_group_member_s_weights_go_as_keepalived_s() {
             tracked("zero", 0),
         ],
         processes: Vec::new(),
+        bfds: Vec::new(),
     };
     let mut warnings = Vec::new();
     ignore_weights("VI_1", &mut objects, &mut warnings);
@@ -79,12 +80,14 @@ fn a_sync_group_s_tracking_applies_to_its_members_once() {
         scripts: vec![tracked("check", -20)],
         files: vec![tracked("value", 2)],
         processes: Vec::new(),
+        bfds: Vec::new(),
     };
     let mut own = TrackedObjects {
         links: vec![tracked("eth1", 0), tracked("eth2", 0)],
         scripts: vec![tracked("check", 0)],
         files: Vec::new(),
         processes: Vec::new(),
+        bfds: Vec::new(),
     };
     let mut warnings = Vec::new();
     merge_group_tracking("VI_1", "G1", false, &mut own, group(), &mut warnings);
@@ -481,4 +484,164 @@ fn notify_priority_changes_comes_from_the_instance_its_group_or_the_globals() {
         "    notify_priority_changes false\n",
         "    notify_priority_changes\n"
     ));
+}
+
+#[test]
+fn tracked_bfds_resolve_and_merge_as_keepalived_s() {
+    let plan = plan(
+        "
+bfd_instance peer {
+    neighbor_ip 192.0.2.2
+    weight -30
+}
+bfd_instance backup_link {
+    neighbor_ip 192.0.2.3
+    weight 10 reverse
+}
+bfd_instance unused {
+    neighbor_ip 192.0.2.4
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    track_bfd {
+        peer weight -20
+        peer
+        backup_link
+        missing
+    }
+    virtual_ipaddress {
+        192.0.2.100
+    }
+}
+vrrp_instance OWNER {
+    interface eth0
+    virtual_router_id 52
+    priority 255
+    track_bfd {
+        peer
+        backup_link weight 0
+    }
+    virtual_ipaddress {
+        192.0.2.101
+    }
+}
+",
+    );
+    let reversed = |name: &str, weight| Tracked {
+        reverse: true,
+        ..tracked(name, weight)
+    };
+    // The entry's weight, else the bfd_instance's; the instance's reverse
+    // stays with an entry's weight.
+    assert_eq!(
+        plan.instances[0].tracked.bfds,
+        [tracked("peer", -20), reversed("backup_link", 10)]
+    );
+    // An address owner's weighted entries go; weight 0 stays.
+    assert_eq!(plan.instances[1].tracked.bfds, [reversed("backup_link", 0)]);
+    // The sessions of what is tracked, in the configuration's order.
+    let names: Vec<&str> = plan.bfds.iter().map(|spec| spec.name.as_str()).collect();
+    assert_eq!(names, ["peer", "backup_link"]);
+    assert_eq!(
+        plan.bfds[0].neighbor,
+        "192.0.2.2".parse::<std::net::IpAddr>().unwrap()
+    );
+    for warning in [
+        "(VI_1) duplicate track_bfd peer - ignoring",
+        "(VI_1) track bfd missing not found, ignoring...",
+        "(OWNER) ignoring tracked bfd peer with weight -30 due to address_owner",
+    ] {
+        assert!(
+            plan.warnings.iter().any(|line| line == warning),
+            "{warning}: {:?}",
+            plan.warnings
+        );
+    }
+}
+
+#[test]
+fn a_sync_group_s_tracked_bfds_follow_keepalived_s_rules() {
+    let text = "
+bfd_instance peer {
+    neighbor_ip 192.0.2.2
+}
+bfd_instance other {
+    neighbor_ip 192.0.2.3
+}
+vrrp_sync_group G1 {
+    group {
+        VI_1
+        VI_2
+    }
+    track_bfd {
+        peer weight -40
+        other weight 5 reverse
+    }
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority PRIORITY
+    track_bfd {
+        other weight 0
+        peer weight -10
+    }
+    virtual_ipaddress {
+        192.0.2.100
+    }
+}
+vrrp_instance VI_2 {
+    interface eth0
+    virtual_router_id 52
+    priority PRIORITY
+    virtual_ipaddress {
+        192.0.2.101
+    }
+}
+";
+    let reversed = |name: &str, weight| Tracked {
+        reverse: true,
+        ..tracked(name, weight)
+    };
+    // Without sync_group_tracking_weight a member's weighted entry goes;
+    // the group's entries apply to every member, its weight replacing a
+    // member's weighted entry and not an unweighted one.
+    let without_weights = plan(&text.replace("PRIORITY", "100"));
+    assert_eq!(
+        without_weights.instances[0].tracked.bfds,
+        [tracked("other", 0), tracked("peer", -40)]
+    );
+    assert_eq!(
+        without_weights.instances[1].tracked.bfds,
+        [tracked("peer", -40), reversed("other", 5)]
+    );
+    assert!(
+        without_weights.warnings.iter().any(
+            |line| line == "(VI_1) ignoring tracked bfd peer with weight -10 due to SYNC group"
+        )
+    );
+    // With it, the member's weighted entry takes the group's weight and
+    // reverse.
+    let with_weights = plan(&text.replace("PRIORITY", "100").replace(
+        "    track_bfd {\n        peer weight -40",
+        "    sync_group_tracking_weight\n    track_bfd {\n        peer weight -40",
+    ));
+    assert_eq!(
+        with_weights.instances[0].tracked.bfds,
+        [tracked("other", 0), tracked("peer", -40)]
+    );
+    assert!(with_weights.warnings.iter().any(|line| line
+        == "(VI_1) track_bfd peer is configured on VRRP instance and sync group. Remove vrrp \
+            instance config"));
+    // With address owners among the members, the group's weights go.
+    let owners = plan(&text.replace("PRIORITY", "255"));
+    assert_eq!(
+        owners.instances[1].tracked.bfds,
+        [tracked("peer", 0), reversed("other", 0)]
+    );
+    assert!(owners.warnings.iter().any(|line| line
+        == "(G1) Cannot have weighted track bfd 'peer' with member having priority 255 - \
+            setting weight 0"));
 }

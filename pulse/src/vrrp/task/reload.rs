@@ -196,6 +196,7 @@ impl Vrrp {
         self.trackers
             .follow(&next, &mut self.scripts, &mut self.files);
         self.trackers.follow_processes(&next, &mut self.processes);
+        self.trackers.follow_bfds(&next, &mut self.bfds);
         self.effects
             .set_sync_daemon_settings(next.configuration.global.lvs_sync_daemon.clone());
         self.pacer.reload(&next.configuration, &decision.kept);

@@ -1,12 +1,15 @@
 //! The tracked `vrrp_script`s and `track_file`s of the VRRP task: one task
-//! each, reporting changes into a channel the loop reads; and the tracked
-//! processes' monitor, one task for all of them.
+//! each, reporting changes into a channel the loop reads; the tracked
+//! processes' monitor, one task for all of them; and the tracked
+//! `bfd_instance`s' sessions, those of the process (shared with the
+//! checkers, [`nanny::driver::bfd::spawn`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use fulcrum_config::model as config;
-use tokio::sync::mpsc;
+use nanny::driver::bfd;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::vrrp::plan::{Plan, TrackedFile};
@@ -30,6 +33,10 @@ pub struct Trackers {
     /// for each monitor, so that none of a stopped one's is read.
     pub process_changes: mpsc::Receiver<QuorumChange>,
     processes: Option<ProcessMonitor>,
+    /// The sessions' reports, once some instance tracks a `bfd_instance`.
+    pub bfd_reports: mpsc::UnboundedReceiver<bfd::Report>,
+    /// The sessions asked for; `None` until some are.
+    bfd_sessions: Option<watch::Sender<Vec<nanny::spec::BfdSpec>>>,
 }
 
 impl Trackers {
@@ -37,7 +44,10 @@ impl Trackers {
         let (script_sender, script_changes) = mpsc::channel(64);
         let (file_sender, file_changes) = mpsc::channel(64);
         let (_, process_changes) = mpsc::channel(1);
+        let (_, bfd_reports) = mpsc::unbounded_channel();
         Trackers {
+            bfd_reports,
+            bfd_sessions: None,
             process_changes,
             processes: None,
             script_changes,
@@ -161,6 +171,25 @@ impl Trackers {
         *quorums = started;
     }
 
+    /// Runs the sessions of the `bfd_instance`s `plan` tracks; `states`
+    /// keeps those of the sessions still tracked (keepalived's
+    /// `clear_diff_bfd` keeps a reloaded instance's state by name), and a
+    /// new one starts down, as keepalived's `bfd_up` does until the BFD
+    /// process says the session is up. The sessions report their states
+    /// again at each change of what is asked.
+    pub fn follow_bfds(&mut self, plan: &Plan, states: &mut HashMap<String, bool>) {
+        states.retain(|name, _| plan.bfds.iter().any(|spec| spec.name == *name));
+        if plan.bfds.is_empty() && self.bfd_sessions.is_none() {
+            return;
+        }
+        let sessions = self.bfd_sessions.get_or_insert_with(|| {
+            let (sessions, reports) = bfd::spawn();
+            self.bfd_reports = reports;
+            sessions
+        });
+        sessions.send_replace(plan.bfds.clone());
+    }
+
     /// The tracked processes' counts as they stand (none without a
     /// monitor).
     pub fn process_states(&self) -> Vec<ProcessState> {
@@ -171,6 +200,8 @@ impl Trackers {
     }
 
     pub fn stop(&mut self) {
+        // The sessions stop once no client asks for them.
+        self.bfd_sessions = None;
         if let Some(mut monitor) = self.processes.take() {
             monitor.stop();
         }
