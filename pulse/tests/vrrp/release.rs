@@ -65,8 +65,14 @@ pub(super) fn dont_release(segment: &Segment, scenario: &str) -> Result<()> {
             let route_kept = !String::from_utf8_lossy(&routes.stdout).trim().is_empty();
             let address_kept = segment.a.holds(address)?;
             let zero = priority_zero_heard(&heard);
-            let notified = fs::read_to_string(&notified).unwrap_or_default();
-            let last = notified.lines().last().unwrap_or_default().to_owned();
+            // The STOP notify script runs as the daemon goes: its line
+            // may come a moment after the exit.
+            let mut last = String::new();
+            let _ = wait_for("the STOP notify", Duration::from_secs(5), || {
+                let text = fs::read_to_string(&notified).unwrap_or_default();
+                last = text.lines().last().unwrap_or_default().to_owned();
+                Ok(last.contains("STOP"))
+            });
             Ok((address_kept, route_kept, zero, last))
         })();
         let _ = capture.kill();
