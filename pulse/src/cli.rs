@@ -529,7 +529,7 @@ fn apply(
         // otherwise said on stderr and left out.
         Umask => {
             let written = value.unwrap_or_default();
-            match umask_bits(&written) {
+            match fulcrum_config::grammar::global_defs::umask_number(&written) {
                 Some(bits) => parsed.umask = Some(bits),
                 None => eprint!("Invalid --umask option {written}"),
             }
@@ -632,19 +632,6 @@ pub fn command() -> clap::Command {
         command = command.arg(argument);
     }
     command
-}
-
-/// A mask in C's notation (strtoll base 0: a 0 prefix is octal, 0x
-/// hexadecimal), within 0777.
-fn umask_bits(text: &str) -> Option<u32> {
-    let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        u32::from_str_radix(hex, 16)
-    } else if text.len() > 1 && text.starts_with('0') {
-        u32::from_str_radix(&text[1..], 8)
-    } else {
-        text.parse()
-    };
-    parsed.ok().filter(|bits| bits & !0o777 == 0)
 }
 
 #[cfg(test)]

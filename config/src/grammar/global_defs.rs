@@ -749,6 +749,20 @@ fn read_lvs_timeouts(node: &Node, global: &mut GlobalDefs, context: &mut Context
     }
 }
 
+/// A file creation mask in C's notation (strtol base 0: a 0 prefix is
+/// octal, 0x hexadecimal), within 0777: the configuration's `umask` and
+/// the command line's `-u` alike (keepalived's umask_handler, set_umask).
+pub fn umask_number(text: &str) -> Option<u32> {
+    let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u32::from_str_radix(hex, 16)
+    } else if text.len() > 1 && text.starts_with('0') {
+        u32::from_str_radix(&text[1..], 8)
+    } else {
+        text.parse()
+    };
+    parsed.ok().filter(|bits| bits & !0o777 == 0)
+}
+
 /// `umask`, as keepalived's umask_handler reads it: a number in C's
 /// notation (strtol base 0: a 0 prefix is octal, 0x hexadecimal), alone
 /// and within 0777; or permission flags (`IWGRP|IWOTH`, over one or more
@@ -777,20 +791,7 @@ fn umask(node: &Node) -> Result<u32, String> {
         if words.len() != 1 {
             return Err("Extra parameter(s) to umask option".to_owned());
         }
-        let parsed = if let Some(hex) = first
-            .strip_prefix("0x")
-            .or_else(|| first.strip_prefix("0X"))
-        {
-            u32::from_str_radix(hex, 16)
-        } else if first.len() > 1 && first.starts_with('0') {
-            u32::from_str_radix(&first[1..], 8)
-        } else {
-            first.parse()
-        };
-        return match parsed {
-            Ok(bits) if bits & !0o777 == 0 => Ok(bits),
-            _ => Err(format!("invalid umask value {first}")),
-        };
+        return umask_number(first).ok_or_else(|| format!("invalid umask value {first}"));
     }
     let mut bits = 0;
     let mut need_or = false;

@@ -63,6 +63,16 @@ pub async fn link_by_index(handle: &Handle, index: u32) -> Result<LinkMessage, A
     }
 }
 
+/// A link's Ethernet address, if it has one.
+pub fn hardware_address(link: &LinkMessage) -> Option<[u8; 6]> {
+    link.attributes
+        .iter()
+        .find_map(|attribute| match attribute {
+            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        })
+}
+
 /// Reads what VRRP needs of interface `name`.
 pub async fn interface(handle: &Handle, name: &str) -> Result<Interface, AddressError> {
     Ok(interface_with_sources(handle, name).await?.0)
@@ -75,14 +85,8 @@ pub async fn interface_with_sources(
     name: &str,
 ) -> Result<(Interface, SourceAddresses), AddressError> {
     let link = link(handle, name).await?;
-    let hardware_address = link
-        .attributes
-        .iter()
-        .find_map(|attribute| match attribute {
-            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
-            _ => None,
-        })
-        .ok_or_else(|| AddressError::NoHardwareAddress(name.to_owned()))?;
+    let hardware_address =
+        hardware_address(&link).ok_or_else(|| AddressError::NoHardwareAddress(name.to_owned()))?;
     let index = link.header.index;
     let mut sources = SourceAddresses::default();
     let mut secondaries = Vec::new();

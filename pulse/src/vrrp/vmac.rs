@@ -51,7 +51,6 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 use fulcrum_config::model as config;
-use futures_util::TryStreamExt;
 use netlink_packet_core::{DefaultNla, NLM_F_ACK, NLM_F_REQUEST};
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::link::{
@@ -283,7 +282,7 @@ pub async fn create(
         };
         let same = mode == MacVlanMode::Private
             && link_of(&existing) == Some(base.index)
-            && hardware_address(&existing) == Some(plan.address);
+            && addresses::hardware_address(&existing) == Some(plan.address);
         if same {
             reused = true;
         } else {
@@ -412,11 +411,7 @@ async fn save_and_set_base(
         known.macvlans += 1;
         return Ok(());
     }
-    let mut links = handle.link().get().match_index(base).execute();
-    let link = links
-        .try_next()
-        .await?
-        .ok_or_else(|| AddressError::NoSuchInterface(base.to_string()))?;
+    let link = addresses::link_by_index(handle, base).await?;
     let (arp_ignore, arp_filter) = arp_settings(&link).unwrap_or((0, 0));
     if (arp_ignore, arp_filter) != (1, 1) {
         change(handle, devconf_message(base, &base_settings(1, 1))).await?;
@@ -535,15 +530,6 @@ fn link_of(link: &LinkMessage) -> Option<u32> {
         .iter()
         .find_map(|attribute| match attribute {
             LinkAttribute::Link(index) => Some(*index),
-            _ => None,
-        })
-}
-
-fn hardware_address(link: &LinkMessage) -> Option<[u8; 6]> {
-    link.attributes
-        .iter()
-        .find_map(|attribute| match attribute {
-            LinkAttribute::Address(bytes) => <[u8; 6]>::try_from(bytes.as_slice()).ok(),
             _ => None,
         })
 }

@@ -493,12 +493,9 @@ impl Vrrp {
 /// Whether link `index` is up now, as the kernel answers; `None` when it
 /// cannot be asked.
 async fn link_up_now(handle: &rtnetlink::Handle, index: u32) -> Option<bool> {
-    use futures_util::TryStreamExt;
-    let mut links = handle.link().get().match_index(index).execute();
-    match links.try_next().await {
-        Ok(Some(link)) => Some(addresses::is_up(&link)),
-        // The kernel says ENODEV for an index it does not know.
-        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => Some(false),
+    match addresses::link_by_index(handle, index).await {
+        Ok(link) => Some(addresses::is_up(&link)),
+        Err(addresses::AddressError::NoSuchInterface(_)) => Some(false),
         Err(_) => None,
     }
 }
