@@ -17,7 +17,7 @@ use netlink_packet_route::rule::RuleMessage;
 use super::addresses::{self, AddressError};
 use super::effects::VirtualState;
 use super::io::{Announcer, Interface, ReceiveSocket, SendSocket};
-use super::machine::{Machine, State};
+use super::machine::Machine;
 use super::packet::Family;
 use super::plan::{InstancePlan, PlanError};
 use super::routes;
@@ -86,14 +86,12 @@ pub struct Instance {
     /// `vipset`).
     pub addresses_set: bool,
     /// Set when a reload removes the instance ([`super::plan::removed`]):
-    /// its state then, which decides its last notify instead of STOP.
+    /// its state then, which decides its last notify (and SMTP alert)
+    /// instead of STOP.
     pub removed_in_state: Option<super::machine::State>,
     /// The state its last SMTP alert told, in keepalived's words
     /// (keepalived's `last_email_state`): none twice for the same state.
     pub last_alert: Option<&'static str>,
-    /// The state it entered before the current one, for the alert of an
-    /// instance a reload removes.
-    pub previous_state: State,
 }
 
 /// What instances share, read or opened once: interfaces by name, their
@@ -302,7 +300,6 @@ pub async fn open_instance(
         addresses_set: false,
         removed_in_state: None,
         last_alert: None,
-        previous_state: State::Initialize,
     })
 }
 

@@ -129,10 +129,6 @@ pub struct Vrrp {
     /// The SMTP alerts' sender, when the configuration has a server and
     /// addresses.
     mailer: Option<Mailer>,
-    /// Set while a reload stops an instance the new file no longer has:
-    /// keepalived's only stop whose alert leaves (see
-    /// [`Vrrp::alert_instance`]).
-    deleting: bool,
 }
 
 impl Vrrp {
@@ -219,7 +215,6 @@ impl Vrrp {
             statics: Statics::default(),
             promoted: HashSet::new(),
             mailer: None,
-            deleting: false,
         };
         vrrp.statics = statics::statics_of(&vrrp.plan.configuration);
         vrrp.pacer = Pacer::new(&vrrp.plan.configuration);
@@ -965,7 +960,6 @@ impl Vrrp {
     /// FAULT with `no_email_faults`, and once per state.
     fn alert_instance(&mut self, position: usize, state: State) {
         let instance = &mut self.instances[position];
-        let previous = std::mem::replace(&mut instance.previous_state, state);
         let Some(mailer) = &self.mailer else { return };
         let global = &self.plan.configuration.global;
         let model = &self.plan.instances[position].model;
@@ -973,13 +967,19 @@ impl Vrrp {
             // keepalived's "Stopping" alerts never leave: its process
             // exits before the server's greeting. pulse does not try. Nor
             // for an instance a reload changed: keepalived keeps it.
-            State::Initialize if !self.deleting => return,
-            // Removed by a reload (vrrp.c `clear_diff_vrrp`): DELETED with
-            // `notify_deleted`, else FAULT, and nothing for an instance
-            // in FAULT already.
-            State::Initialize if model.notify.deleted.is_some() => "DELETED",
-            State::Initialize if previous == State::Fault => return,
-            State::Initialize => "FAULT",
+            // Removed by a reload (vrrp.c `clear_diff_vrrp`): the notice
+            // its scripts get, DELETED with `notify_deleted`, else FAULT,
+            // and nothing for an instance in FAULT already.
+            State::Initialize => match instance.removed_in_state {
+                None => return,
+                Some(removed_in) => {
+                    match plan::removal_notice(model.notify.deleted.is_some(), removed_in) {
+                        plan::RemovalNotice::Deleted => "DELETED",
+                        plan::RemovalNotice::Fault => "FAULT",
+                        plan::RemovalNotice::Nothing => return,
+                    }
+                }
+            },
             state => effects::state_word(state),
         };
         if !alerts_on(model.smtp_alert, global)

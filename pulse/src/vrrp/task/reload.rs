@@ -116,9 +116,7 @@ impl Vrrp {
                 } else {
                     tracing::info!("({name}) changed by the reload: stopping");
                 }
-                self.deleting = removed.contains(&position);
                 self.stop_instance(position, now).await;
-                self.deleting = false;
                 if self.instances[position]
                     .vmac
                     .as_ref()
